@@ -1,0 +1,373 @@
+package matcher
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Queue kinds.
+const (
+	KindSkill = "skill"
+	KindRoom  = "room"
+)
+
+// WindowPoint is one step of a window curve: from After on, the half-width is Width.
+type WindowPoint struct {
+	After time.Duration `yaml:"after"`
+	Width float64       `yaml:"width"`
+}
+
+// Window is a step function from wait time to skill half-width: the width of
+// the last point whose After has passed. Either Points or the formula form
+// (Start + Step·⌊wait/Every⌋, capped at Max) is set. As the deadline nears the
+// engine stops consulting it (the deadline path ignores the window).
+type Window struct {
+	Points []WindowPoint
+	Start  float64
+	Step   float64
+	Every  time.Duration
+	Max    float64
+}
+
+// Width returns the half-width after waiting `wait`.
+func (w Window) Width(wait time.Duration) float64 {
+	if len(w.Points) > 0 {
+		width := w.Points[0].Width
+		for _, p := range w.Points {
+			if wait >= p.After {
+				width = p.Width
+			}
+		}
+		return width
+	}
+	width := w.Start
+	if w.Every > 0 && wait > 0 {
+		width += w.Step * math.Floor(float64(wait)/float64(w.Every))
+	}
+	if w.Max > 0 && width > w.Max {
+		width = w.Max
+	}
+	return width
+}
+
+// UnmarshalYAML accepts both forms: a list of {after, width} points, or
+// {start, step, every, max}.
+func (w *Window) UnmarshalYAML(n *yaml.Node) error {
+	switch n.Kind {
+	case yaml.SequenceNode:
+		var pts []WindowPoint
+		if err := n.Decode(&pts); err != nil {
+			return err
+		}
+		*w = Window{Points: pts}
+		return nil
+	case yaml.MappingNode:
+		var f struct {
+			Start float64       `yaml:"start"`
+			Step  float64       `yaml:"step"`
+			Every time.Duration `yaml:"every"`
+			Max   float64       `yaml:"max"`
+		}
+		if err := decodeStrict(n, &f); err != nil {
+			return err
+		}
+		*w = Window{Start: f.Start, Step: f.Step, Every: f.Every, Max: f.Max}
+		return nil
+	}
+	return fmt.Errorf("line %d: window must be a list of {after, width} or {start, step, every, max}", n.Line)
+}
+
+func (w Window) validate() error {
+	if len(w.Points) > 0 {
+		if w.Start != 0 || w.Step != 0 || w.Every != 0 || w.Max != 0 {
+			return errors.New("window: points and formula are exclusive")
+		}
+		for i, p := range w.Points {
+			if p.Width < 0 || math.IsNaN(p.Width) || math.IsInf(p.Width, 0) {
+				return fmt.Errorf("window point %d: width must be a finite number ≥ 0", i)
+			}
+			if i > 0 && p.After <= w.Points[i-1].After {
+				return fmt.Errorf("window point %d: after must increase", i)
+			}
+		}
+		return nil
+	}
+	if w.Start < 0 || w.Step < 0 || w.Max < 0 || w.Every < 0 {
+		return errors.New("window: start, step, every and max must be ≥ 0")
+	}
+	if w.Step > 0 && w.Every == 0 {
+		return errors.New("window: step needs every")
+	}
+	return nil
+}
+
+// QueueConfig configures one queue. Zero values take the documented default
+// (from Defaults, then the built-in value).
+type QueueConfig struct {
+	Name string `yaml:"name"`
+	// Kind is "skill" (default) or "room".
+	Kind string `yaml:"kind"`
+	// Players is K, the seats of a match including the anchor, 2–10. Default 2.
+	Players int `yaml:"players"`
+	// MinPlayers is the smallest match the deadline path (and, for rooms, the
+	// fallback) may form without bots. Default: Players.
+	MinPlayers int `yaml:"minPlayers"`
+	// FallbackAfter (rooms): once the oldest has waited this long, form a
+	// FALLBACK match of at least MinPlayers. Default 0 = never.
+	FallbackAfter time.Duration `yaml:"fallbackAfter"`
+	// Deadline is the hard bound on a wait. Default 5m.
+	Deadline time.Duration `yaml:"deadline"`
+	// Bots lets the deadline path fill empty seats with bots.
+	Bots bool `yaml:"bots"`
+	// Window is the skill half-width curve. Default {0s→5, 1m→15, 3m→30}.
+	Window *Window `yaml:"window"`
+	// Coherence bounds the distance between any two collected players as a
+	// multiple of the anchor's window. Default 2: every player is within the
+	// window of the anchor, so no two teammates are more than twice the window
+	// apart; 1 is the strict variant (every pair within one window).
+	Coherence float64 `yaml:"coherence"`
+	// EstimatedMinWidth is the smallest window of a player whose skill is
+	// estimated. Default 15.
+	EstimatedMinWidth float64 `yaml:"estimatedMinWidth"`
+	// AnchorDepth is how many of the oldest waiters are tried as anchors per
+	// pass, so an outlier at the head never blocks the rest. Default 10.
+	AnchorDepth int `yaml:"anchorDepth"`
+	// Tick is the period of a matching pass; joins and cancels also wake the
+	// engine at once. Default 500ms.
+	Tick time.Duration `yaml:"tick"`
+	// Regions the queue runs in. Default [global].
+	Regions []string `yaml:"regions"`
+	// Adjacent and OfferAfter: cross-region offers (not yet used by the engine).
+	Adjacent   map[string][]string `yaml:"adjacent"`
+	OfferAfter time.Duration       `yaml:"offerAfter"`
+	// PriorityCap caps a priority head start. Default 30s.
+	PriorityCap time.Duration `yaml:"priorityCap"`
+	// AcceptWindow is the time players have to accept (0 = no accept step).
+	AcceptWindow time.Duration `yaml:"acceptWindow"`
+	// HeartbeatTimeout evicts ghosts. Default 30s.
+	HeartbeatTimeout time.Duration `yaml:"heartbeatTimeout"`
+	// Weights of the distance: skill (default 1) and activity (default 0).
+	Weights map[string]float64 `yaml:"weights"`
+	// ScanLimit caps the candidates read per anchor window. Default 200.
+	ScanLimit int `yaml:"scanLimit"`
+}
+
+// Config is the queue file: global defaults and the queues.
+type Config struct {
+	Defaults QueueConfig   `yaml:"defaults"`
+	Queues   []QueueConfig `yaml:"queues"`
+}
+
+var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,47}$`)
+
+// ValidName reports whether s may be a queue or region name: lower-case
+// letters, digits, '-' and '_', at most 48 characters. Names end up inside
+// Redis keys and metric labels, so nothing else is let through.
+func ValidName(s string) bool { return nameRE.MatchString(s) }
+
+func decodeStrict(n *yaml.Node, v any) error {
+	// yaml.v3 nodes have no KnownFields switch; re-encode and decode strictly.
+	b, err := yaml.Marshal(n)
+	if err != nil {
+		return err
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	return dec.Decode(v)
+}
+
+// ParseConfig reads a queue file (YAML), applies defaults and validates it.
+// Unknown fields are an error: a typo must not silently fall back to a default.
+func ParseConfig(data []byte) (Config, error) {
+	var c Config
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil {
+		return Config{}, fmt.Errorf("parse queue config: %w", err)
+	}
+	if err := c.Normalize(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// Normalize fills every queue's zero fields from Defaults and the built-in
+// defaults, then validates.
+func (c *Config) Normalize() error {
+	if len(c.Queues) == 0 {
+		return errors.New("queue config: no queues")
+	}
+	seen := map[string]bool{}
+	for i := range c.Queues {
+		q := &c.Queues[i]
+		q.inherit(c.Defaults)
+		q.applyBuiltins()
+		if err := q.Validate(); err != nil {
+			return fmt.Errorf("queue %q: %w", q.Name, err)
+		}
+		if seen[q.Name] {
+			return fmt.Errorf("queue %q: defined twice", q.Name)
+		}
+		seen[q.Name] = true
+	}
+	return nil
+}
+
+func (q *QueueConfig) inherit(d QueueConfig) {
+	setStr := func(v *string, dv string) {
+		if *v == "" {
+			*v = dv
+		}
+	}
+	setInt := func(v *int, dv int) {
+		if *v == 0 {
+			*v = dv
+		}
+	}
+	setDur := func(v *time.Duration, dv time.Duration) {
+		if *v == 0 {
+			*v = dv
+		}
+	}
+	setF := func(v *float64, dv float64) {
+		if *v == 0 {
+			*v = dv
+		}
+	}
+	setStr(&q.Kind, d.Kind)
+	setInt(&q.Players, d.Players)
+	setInt(&q.MinPlayers, d.MinPlayers)
+	setDur(&q.FallbackAfter, d.FallbackAfter)
+	setDur(&q.Deadline, d.Deadline)
+	setDur(&q.Tick, d.Tick)
+	setInt(&q.AnchorDepth, d.AnchorDepth)
+	setDur(&q.HeartbeatTimeout, d.HeartbeatTimeout)
+	setDur(&q.PriorityCap, d.PriorityCap)
+	setDur(&q.AcceptWindow, d.AcceptWindow)
+	setDur(&q.OfferAfter, d.OfferAfter)
+	setF(&q.EstimatedMinWidth, d.EstimatedMinWidth)
+	setF(&q.Coherence, d.Coherence)
+	setInt(&q.ScanLimit, d.ScanLimit)
+	if q.Window == nil {
+		q.Window = d.Window
+	}
+	if len(q.Regions) == 0 {
+		q.Regions = d.Regions
+	}
+	if q.Weights == nil {
+		q.Weights = d.Weights
+	}
+	q.Bots = q.Bots || d.Bots
+}
+
+func (q *QueueConfig) applyBuiltins() {
+	q.inherit(QueueConfig{
+		Kind: KindSkill, Players: 2, Deadline: 5 * time.Minute, Tick: 500 * time.Millisecond,
+		AnchorDepth: 10, HeartbeatTimeout: 30 * time.Second, PriorityCap: 30 * time.Second,
+		EstimatedMinWidth: 15, Coherence: 2, ScanLimit: 200, Regions: []string{"global"},
+		Window: &Window{Points: []WindowPoint{{0, 5}, {time.Minute, 15}, {3 * time.Minute, 30}}},
+	})
+	if q.MinPlayers == 0 {
+		q.MinPlayers = q.Players
+	}
+	sort.Strings(q.Regions)
+}
+
+// Validate checks a normalized queue.
+func (q *QueueConfig) Validate() error {
+	var errs []string
+	if !ValidName(q.Name) {
+		errs = append(errs, "name must match "+nameRE.String())
+	}
+	if q.Kind != KindSkill && q.Kind != KindRoom {
+		errs = append(errs, "kind must be skill or room")
+	}
+	if q.Players < 2 || q.Players > 10 {
+		errs = append(errs, "players must be 2–10")
+	}
+	if q.MinPlayers < 1 || q.MinPlayers > q.Players {
+		errs = append(errs, "minPlayers must be 1–players")
+	}
+	if q.Deadline < time.Second {
+		errs = append(errs, "deadline must be at least 1s")
+	}
+	if q.Tick < 10*time.Millisecond {
+		errs = append(errs, "tick must be at least 10ms")
+	}
+	if q.AnchorDepth < 1 || q.AnchorDepth > 1000 {
+		errs = append(errs, "anchorDepth must be 1–1000")
+	}
+	if q.Coherence < 0 {
+		errs = append(errs, "coherence must be ≥ 0")
+	}
+	if q.FallbackAfter < 0 || q.AcceptWindow < 0 || q.PriorityCap < 0 || q.OfferAfter < 0 {
+		errs = append(errs, "durations must be ≥ 0")
+	}
+	if q.Window != nil {
+		if err := q.Window.validate(); err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	for _, r := range q.Regions {
+		if !ValidName(r) {
+			errs = append(errs, fmt.Sprintf("region %q must match %s", r, nameRE))
+		}
+	}
+	for k, w := range q.Weights {
+		if k != "skill" && k != "activity" {
+			errs = append(errs, fmt.Sprintf("weights: unknown dimension %q (skill, activity)", k))
+		}
+		if w < 0 || math.IsNaN(w) || math.IsInf(w, 0) {
+			errs = append(errs, fmt.Sprintf("weights: %s must be a finite number ≥ 0", k))
+		}
+	}
+	if len(errs) > 0 {
+		return errors.New(strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// HasRegion reports whether the queue runs in region r.
+func (q *QueueConfig) HasRegion(r string) bool {
+	for _, x := range q.Regions {
+		if x == r {
+			return true
+		}
+	}
+	return false
+}
+
+// weight returns a distance weight with its default.
+func (q *QueueConfig) weight(dim string) float64 {
+	if w, ok := q.Weights[dim]; ok {
+		return w
+	}
+	if dim == "skill" {
+		return 1
+	}
+	return 0
+}
+
+// DemoConfig is the built-in queue set used when no --config is given: a
+// pairs queue, a 4-player ranked queue with a formula window, and topic rooms
+// of 2–3 with the 60 s fallback.
+func DemoConfig() Config {
+	c := Config{Queues: []QueueConfig{
+		{Name: "duel", Kind: KindSkill, Players: 2, Window: &Window{Points: []WindowPoint{{0, 100}, {10 * time.Second, 250}, {30 * time.Second, 600}}}, Deadline: 2 * time.Minute, Bots: true},
+		{Name: "ranked", Kind: KindSkill, Players: 4, Regions: []string{"eu", "na"}, Window: &Window{Start: 50, Step: 25, Every: 5 * time.Second, Max: 400}, MinPlayers: 2},
+		{Name: "chat-topic-42", Kind: KindRoom, Players: 3, MinPlayers: 2, FallbackAfter: 60 * time.Second},
+		{Name: "chat-pairs", Kind: KindRoom, Players: 2},
+	}}
+	if err := c.Normalize(); err != nil {
+		panic("demo config: " + err.Error()) // a programming error, caught by tests
+	}
+	return c
+}

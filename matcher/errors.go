@@ -1,0 +1,81 @@
+package matcher
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Code is a machine-readable error code shared by REST and WebSocket replies.
+type Code string
+
+const (
+	CodeBadRequest       Code = "BAD_REQUEST"
+	CodeUnauthorized     Code = "UNAUTHORIZED"
+	CodeForbidden        Code = "FORBIDDEN"
+	CodeUnknownQueue     Code = "UNKNOWN_QUEUE"
+	CodeAlreadyQueued    Code = "ALREADY_QUEUED"
+	CodeAlreadyMatched   Code = "ALREADY_MATCHED"
+	CodeAlreadyCancelled Code = "ALREADY_CANCELLED"
+	CodeNotFound         Code = "NOT_FOUND"
+	CodeRateLimited      Code = "RATE_LIMITED"
+	CodeCooldown         Code = "COOLDOWN"
+	CodeUnavailable      Code = "UNAVAILABLE"
+	CodeInternal         Code = "INTERNAL"
+)
+
+// Error is a domain error: a code, a human message, and the ids a client needs
+// to act on it (the ticket it already has, the match that won a race).
+type Error struct {
+	Code     Code
+	Message  string
+	TicketID string
+	MatchID  string
+}
+
+func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
+
+// Errorf builds a domain error.
+func Errorf(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// ErrorCode returns the code of err, or CodeInternal when err is not a domain error.
+func ErrorCode(err error) Code {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return CodeInternal
+}
+
+// Sentinel causes returned by ledgers, wrapped with context.
+var (
+	// ErrNotFound: no such ticket or match.
+	ErrNotFound = errors.New("not found")
+	// ErrStaleEpoch: the committing matcher no longer holds the partition lease.
+	ErrStaleEpoch = errors.New("stale lease epoch")
+)
+
+// AlreadyQueuedError is returned by Ledger.CreateTicket when the user already
+// has a WAITING ticket; Existing is that ticket.
+type AlreadyQueuedError struct{ Existing Ticket }
+
+func (e *AlreadyQueuedError) Error() string {
+	return "user " + e.Existing.UserID + " already has waiting ticket " + e.Existing.ID
+}
+
+// NotWaitingError is returned when a compare-and-set on WAITING finds the
+// ticket already resolved; Ticket is its current state.
+type NotWaitingError struct{ Ticket Ticket }
+
+func (e *NotWaitingError) Error() string {
+	return "ticket " + e.Ticket.ID + " is " + string(e.Ticket.Status)
+}
+
+// ShortfallError is returned by Ledger.CommitMatch when not every ticket was
+// still WAITING; nothing was written. Waiting lists the tickets that still are.
+type ShortfallError struct{ Waiting []string }
+
+func (e *ShortfallError) Error() string {
+	return fmt.Sprintf("claim shortfall: %d tickets still waiting", len(e.Waiting))
+}

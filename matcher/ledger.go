@@ -1,0 +1,60 @@
+package matcher
+
+import (
+	"context"
+	"time"
+)
+
+// Ledger is the durable record of tickets, matches and the outbox. It is the
+// source of truth: the Redis pool is rebuilt from it. Implementations:
+// ledger.Postgres and ledger.Memory; both pass ledger's contract tests.
+//
+// Every method that changes a ticket or a match also writes the outbox events
+// describing the change, in the same transaction.
+type Ledger interface {
+	// CreateTicket records a new WAITING ticket (ID, EnqueuedAt, Deadline and
+	// the rest already filled in; Version is set to 1). If the user already has
+	// a WAITING ticket it returns *AlreadyQueuedError carrying that ticket.
+	CreateTicket(ctx context.Context, t Ticket) (Ticket, error)
+
+	// Ticket returns one ticket, or an error wrapping ErrNotFound.
+	Ticket(ctx context.Context, id string) (Ticket, error)
+
+	// Match returns one match, or an error wrapping ErrNotFound.
+	Match(ctx context.Context, id string) (Match, error)
+
+	// UserState returns the user's WAITING tickets, tickets resolved since
+	// `since`, and the matches those tickets are in: what a reconnecting
+	// client must be told.
+	UserState(ctx context.Context, userID string, since time.Time) ([]Ticket, []Match, error)
+
+	// Resolve moves a WAITING ticket to CANCELLED (with reason) or EXPIRED,
+	// compare-and-set on WAITING, and writes a ticket.update event. If the
+	// ticket is no longer WAITING it returns *NotWaitingError with its state.
+	// It returns the written outbox events (with their IDs) so the caller can
+	// publish them at once and delete them, leaving the relay only what a
+	// crash interrupted.
+	Resolve(ctx context.Context, id string, status TicketStatus, reason string, at time.Time) (Ticket, []Event, error)
+
+	// CommitMatch records a formed match in one transaction: the lease epoch is
+	// checked (epoch 0 skips the check), the match row inserted, every ticket
+	// moved WAITING→MATCHED (the count must equal len(m.Players) or nothing is
+	// written and *ShortfallError lists the still waiting tickets), and a
+	// match.found event written for every player. It returns the written
+	// outbox events with their IDs (see Resolve).
+	CommitMatch(ctx context.Context, m Match, epoch int64) ([]Event, error)
+
+	// Waiting lists the WAITING tickets of a partition (reconciliation).
+	Waiting(ctx context.Context, p Partition) ([]Ticket, error)
+
+	// DrainOutbox hands up to limit undelivered events created before `before`
+	// to fn, oldest first; events fn accepts (returns nil) are deleted. Rows
+	// being drained by another process are skipped, not waited for.
+	DrainOutbox(ctx context.Context, before time.Time, limit int, fn func([]Event) error) (int, error)
+
+	// DeleteEvents removes delivered events.
+	DeleteEvents(ctx context.Context, ids []int64) error
+
+	// Ping reports whether the ledger is reachable.
+	Ping(ctx context.Context) error
+}

@@ -1,0 +1,84 @@
+package matcher
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/matchgate/matchgate/matcher/pool"
+)
+
+// Metrics are the matcher's Prometheus collectors. A nil *Metrics records
+// nothing, so tests need not build one. Labels are bounded by configuration
+// (queue, region, formedBy, outcome), never by user input.
+type Metrics struct {
+	tick      *prometheus.HistogramVec
+	matches   *prometheus.CounterVec
+	outcomes  *prometheus.CounterVec
+	wait      *prometheus.HistogramVec
+	conflicts *prometheus.CounterVec
+	joins     *prometheus.CounterVec
+}
+
+// NewMetrics registers the matcher's collectors with reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		tick: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "matchgate_tick_duration_seconds", Help: "Duration of one matching pass.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
+		}, []string{"queue", "region"}),
+		matches: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "matchgate_matches_total", Help: "Matches formed, by how.",
+		}, []string{"queue", "formed_by"}),
+		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "matchgate_tickets_resolved_total", Help: "Tickets resolved, by outcome.",
+		}, []string{"queue", "outcome"}),
+		wait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "matchgate_join_to_match_seconds", Help: "Time from join to match formed.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 14),
+		}, []string{"queue", "formed_by"}),
+		conflicts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "matchgate_claim_conflicts_total", Help: "Claims lost to a cancel or another matcher.",
+		}, []string{"queue"}),
+		joins: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "matchgate_joins_total", Help: "Tickets created.",
+		}, []string{"queue"}),
+	}
+	reg.MustRegister(m.tick, m.matches, m.outcomes, m.wait, m.conflicts, m.joins)
+	return m
+}
+
+func (m *Metrics) observeTick(queue, region string, d time.Duration) {
+	if m != nil {
+		m.tick.WithLabelValues(queue, region).Observe(d.Seconds())
+	}
+}
+
+func (m *Metrics) matched(match Match, group []pool.Entry, now time.Time) {
+	if m == nil {
+		return
+	}
+	m.matches.WithLabelValues(match.Queue, match.FormedBy).Inc()
+	m.outcomes.WithLabelValues(match.Queue, string(StatusMatched)).Add(float64(len(group)))
+	for _, g := range group {
+		m.wait.WithLabelValues(match.Queue, match.FormedBy).Observe(now.Sub(g.Enqueue).Seconds())
+	}
+}
+
+func (m *Metrics) outcome(queue, outcome string) {
+	if m != nil {
+		m.outcomes.WithLabelValues(queue, outcome).Inc()
+	}
+}
+
+func (m *Metrics) claimConflict(queue string) {
+	if m != nil {
+		m.conflicts.WithLabelValues(queue).Inc()
+	}
+}
+
+func (m *Metrics) joined(queue string) {
+	if m != nil {
+		m.joins.WithLabelValues(queue).Inc()
+	}
+}

@@ -1,0 +1,284 @@
+package pool
+
+import (
+	"context"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/matchgate/matchgate/internal/redistest"
+)
+
+// The scan benchmarks share one preloaded partition: loading 100k tickets for
+// every b.N step would dominate the run. It is deleted in TestMain.
+var big struct {
+	once   sync.Once
+	rdb    *redis.Client
+	prefix string
+	err    error
+}
+
+const (
+	bigPart  = "bench:100k"
+	bigSize  = 100_000
+	bigSkill = 3000.0 // skills uniform in [0, bigSkill): ~33 players per point
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if big.rdb != nil {
+		_ = redistest.DeletePrefix(context.Background(), big.rdb, big.prefix)
+		_ = big.rdb.Close()
+	}
+	os.Exit(code)
+}
+
+// benchPool is a real-Redis pool with scripts loaded, cleaned up after b.
+func benchPool(b *testing.B) *Pool {
+	b.Helper()
+	p := New(redistest.Real(b), redistest.Prefix(b))
+	if err := p.Load(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	return p
+}
+
+// bigPool returns the shared pool of 100k waiting tickets.
+func bigPool(b *testing.B) *Pool {
+	b.Helper()
+	redistest.Real(b) // skip (or fail on CI) like every other real-Redis test
+	big.once.Do(func() {
+		opts, err := redis.ParseURL(redistest.URL())
+		if err != nil {
+			big.err = err
+			return
+		}
+		big.rdb = redis.NewClient(opts)
+		// Not redistest.Prefix(b): that would tie the keys to the first
+		// benchmark's cleanup.
+		big.prefix = "mgtest-bench-" + strconv.FormatUint(rand.Uint64(), 16)
+		p := New(big.rdb, big.prefix)
+		if big.err = p.Load(context.Background()); big.err != nil {
+			return
+		}
+		rng := rand.New(rand.NewPCG(1, 2))
+		big.err = preload(p, bigPart, 0, bigSize, func(i int) Entry {
+			return Entry{
+				TicketID: "b" + strconv.Itoa(i),
+				UserID:   "u" + strconv.Itoa(i),
+				Skill:    rng.Float64() * bigSkill,
+				Activity: rng.Float64(),
+				Enqueue:  t0.Add(time.Duration(i) * time.Millisecond),
+				// Deadlines spread over 5 minutes past t0; 1/3 of them are due
+				// at t0+100s.
+				Deadline: t0.Add(time.Duration(rng.IntN(300_000)) * time.Millisecond),
+			}
+		})
+	})
+	if big.err != nil {
+		b.Fatal(big.err)
+	}
+	return New(big.rdb, big.prefix)
+}
+
+// preload enqueues entries from..to-1 through a pipeline, 1000 at a time.
+func preload(p *Pool, partition string, from, to int, mk func(i int) Entry) error {
+	ctx := context.Background()
+	for lo := from; lo < to; lo += 1000 {
+		pipe := p.rdb.Pipeline()
+		for i := lo; i < min(lo+1000, to); i++ {
+			e := mk(i)
+			enqueueScript.EvalSha(ctx, pipe,
+				append(p.setKeys(partition), p.ticketKey(partition, e.TicketID)),
+				append(entryArgs(e), ms(hashTTL))...)
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func simple(i int) Entry {
+	return entry("t"+strconv.Itoa(i), float64(i%3000), time.Duration(i)*time.Millisecond, time.Hour)
+}
+
+func BenchmarkEnqueue(b *testing.B) {
+	p := benchPool(b)
+	ctx := context.Background()
+	i := 0
+	for b.Loop() {
+		if _, err := p.Enqueue(ctx, "bench:eu", simple(i), hashTTL); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
+
+func BenchmarkEnqueue_Retry(b *testing.B) {
+	p := benchPool(b)
+	ctx := context.Background()
+	mustEnqueue(b, p, "bench:eu", simple(0))
+	for b.Loop() {
+		if _, err := p.Enqueue(ctx, "bench:eu", simple(0), hashTTL); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkClaim_K4(b *testing.B) {
+	p := benchPool(b)
+	ctx := context.Background()
+	const k = 4
+	if err := preload(p, "bench:eu", 0, b.N*k, simple); err != nil {
+		b.Fatal(err)
+	}
+	if err := p.rdb.Set(ctx, p.FenceKey("bench:eu"), 1, 0).Err(); err != nil {
+		b.Fatal(err)
+	}
+	group := make([]string, k)
+	b.ResetTimer()
+	for i := range b.N {
+		for j := range k {
+			group[j] = "t" + strconv.Itoa(i*k+j)
+		}
+		res, err := p.Claim(ctx, "bench:eu", 1, "m"+strconv.Itoa(i), group)
+		if err != nil || !res.OK {
+			b.Fatalf("claim %+v %v", res, err)
+		}
+	}
+}
+
+func BenchmarkClaim_K4_Missing(b *testing.B) {
+	p := benchPool(b)
+	ctx := context.Background()
+	if err := preload(p, "bench:eu", 0, 3, simple); err != nil {
+		b.Fatal(err)
+	}
+	group := []string{"t0", "t1", "t2", "gone"}
+	for b.Loop() {
+		if res, err := p.Claim(ctx, "bench:eu", 0, "m", group); err != nil || res.OK {
+			b.Fatalf("claim %+v %v", res, err)
+		}
+	}
+}
+
+func BenchmarkRemove(b *testing.B) {
+	p := benchPool(b)
+	ctx := context.Background()
+	if err := preload(p, "bench:eu", 0, b.N, simple); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		if res, err := p.Remove(ctx, "bench:eu", "t"+strconv.Itoa(i)); err != nil || !res.Removed {
+			b.Fatalf("remove %+v %v", res, err)
+		}
+	}
+}
+
+func BenchmarkRequeue_K4(b *testing.B) {
+	p := benchPool(b)
+	ctx := context.Background()
+	es := []Entry{simple(0), simple(1), simple(2), simple(3)}
+	group := ids(es)
+	for b.Loop() {
+		b.StopTimer()
+		if res, err := p.Claim(ctx, "bench:eu", 0, "m", group); err != nil || (!res.OK && len(res.Missing) != 4) {
+			b.Fatalf("claim %+v %v", res, err)
+		}
+		b.StartTimer()
+		if _, err := p.Requeue(ctx, "bench:eu", es, hashTTL); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkHeartbeat(b *testing.B) {
+	p := benchPool(b)
+	ctx := context.Background()
+	mustEnqueue(b, p, "bench:eu", simple(0))
+	at := t0
+	for b.Loop() {
+		at = at.Add(time.Millisecond)
+		if ok, err := p.Heartbeat(ctx, "bench:eu", "t0", at); err != nil || !ok {
+			b.Fatalf("heartbeat %v %v", ok, err)
+		}
+	}
+}
+
+func benchScan(b *testing.B, want int, scan func(p *Pool, rng *rand.Rand) ([]Entry, error)) {
+	p := bigPool(b)
+	rng := rand.New(rand.NewPCG(3, 4))
+	got := 0
+	b.ResetTimer()
+	for b.Loop() {
+		es, err := scan(p, rng)
+		if err != nil {
+			b.Fatal(err)
+		}
+		got += len(es)
+	}
+	if avg := float64(got) / float64(b.N); want > 0 && avg < float64(want)*0.9 {
+		b.Fatalf("scan returned %.1f entries on average, want ~%d", avg, want)
+	}
+	b.ReportMetric(float64(got)/float64(b.N), "entries/op")
+}
+
+func BenchmarkOldest_100k_n10(b *testing.B) {
+	benchScan(b, 10, func(p *Pool, _ *rand.Rand) ([]Entry, error) {
+		return p.Oldest(context.Background(), bigPart, 10)
+	})
+}
+
+func BenchmarkDue_100k_n10(b *testing.B) {
+	benchScan(b, 10, func(p *Pool, _ *rand.Rand) ([]Entry, error) {
+		return p.Due(context.Background(), bigPart, t0.Add(100*time.Second), 10)
+	})
+}
+
+// BenchmarkWindow_100k is the anchor scan: ±15 around a random skill holds
+// ~1000 players, of which the first 100 come back.
+func BenchmarkWindow_100k(b *testing.B) {
+	benchScan(b, 100, func(p *Pool, rng *rand.Rand) ([]Entry, error) {
+		x := 15 + rng.Float64()*(bigSkill-30)
+		return p.Window(context.Background(), bigPart, x-15, x+15, 100)
+	})
+}
+
+func BenchmarkWindow_100k_n1000(b *testing.B) {
+	benchScan(b, 900, func(p *Pool, rng *rand.Rand) ([]Entry, error) {
+		x := 15 + rng.Float64()*(bigSkill-30)
+		return p.Window(context.Background(), bigPart, x-15, x+15, 1000)
+	})
+}
+
+func BenchmarkNearest_100k_n8(b *testing.B) {
+	benchScan(b, 8, func(p *Pool, rng *rand.Rand) ([]Entry, error) {
+		return p.Nearest(context.Background(), bigPart, rng.Float64()*bigSkill, 8)
+	})
+}
+
+func BenchmarkSize_100k(b *testing.B) {
+	p := bigPool(b)
+	for b.Loop() {
+		if _, err := p.Size(context.Background(), bigPart); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkMembers_100k(b *testing.B) {
+	p := bigPool(b)
+	for b.Loop() {
+		ms, err := p.Members(context.Background(), bigPart)
+		if err != nil || len(ms) < bigSize {
+			b.Fatalf("members %d %v", len(ms), err)
+		}
+	}
+}

@@ -1,0 +1,29 @@
+// Package pool owns the live pool: the Redis copy of the tickets that are
+// waiting to be matched, one partition per (queue, region).
+//
+// The pool is derived data. PostgreSQL holds the record of every ticket and
+// match; everything here can be rebuilt from it (the reconciler re-adds WAITING
+// tickets with Requeue and removes strays with Remove), so the pool trades
+// durability for the speed of a sorted-set scan and an atomic claim.
+//
+// Layout of one partition, every key sharing the hash tag {<partition>} so a
+// script touches a single Redis Cluster slot:
+//
+//	<prefix>:{<partition>}:pool        ZSET  skill
+//	<prefix>:{<partition>}:enq         ZSET  effective enqueue time, unix ms
+//	<prefix>:{<partition>}:due         ZSET  deadline, unix ms
+//	<prefix>:{<partition>}:t:<ticket>  HASH  user skill act est enq dl hb state match
+//	<prefix>:{<partition>}:fence       INT   fencing counter of the partition lease
+//
+// Every change goes through one Lua script (lua/*.lua), so the three sets and
+// the hash never disagree. A ticket is in the pool exactly when it is a member
+// of the pool ZSET; Claim and Remove both test that membership inside their
+// script, which is what makes exactly one of a racing claim and cancel win.
+// A claimed ticket keeps its hash, marked with the match id, for the claim TTL
+// so that the losing cancel can be told which match won.
+//
+// Concurrency: a Pool is safe for concurrent use. Writers of one partition need
+// no coordination among themselves for correctness of a single call; the
+// partition lease (its fence token checked by Claim) is what keeps two matcher
+// loops from forming matches from the same pool.
+package pool

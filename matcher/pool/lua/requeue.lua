@@ -1,0 +1,48 @@
+-- requeue.lua: put claimed tickets back with their original scores.
+--
+-- Used when the durable commit (or the allocation) of a claimed match fails:
+-- the players must return exactly where they were in the wait order and the
+-- skill scan, not at the back of the queue. Unlike enqueue it overwrites an
+-- existing hash, because the hash of a claimed ticket is exactly what is being
+-- undone. It is also the reconciler's repair for a WAITING ticket missing from
+-- the pool.
+--
+-- KEYS[1]      pool ZSET
+-- KEYS[2]      enq ZSET
+-- KEYS[3]      due ZSET
+-- KEYS[3+i]    ticket HASH of the i-th ticket (i = 1..N)
+-- ARGV[1]      ticket hash TTL, ms (> 0)
+-- ARGV[2+8(i-1)+0..7]  the i-th ticket: id, user, skill, activity, estimated
+--              ("1"/"0"), effective enqueue ms, deadline ms, heartbeat ms
+--              ("0" = none)
+--
+-- Returns the number of tickets that were not in the pool before (re-added);
+-- tickets already waiting get their original scores rewritten and are not
+-- counted.
+
+local added = 0
+local n = #KEYS - 3
+for i = 1, n do
+  local a = 2 + 8 * (i - 1)
+  local id, user, skill, act, est, enq, dl, hb =
+    ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3],
+    ARGV[a + 4], ARGV[a + 5], ARGV[a + 6], ARGV[a + 7]
+  local h = KEYS[3 + i]
+
+  -- A heartbeat may have landed after the caller read the ticket: never move
+  -- it backwards.
+  local prev = tonumber(redis.call('HGET', h, 'hb') or '0') or 0
+  if tonumber(hb) > prev then
+    redis.call('HSET', h, 'hb', hb)
+  end
+  redis.call('HSET', h,
+    'user', user, 'skill', skill, 'act', act, 'est', est,
+    'enq', enq, 'dl', dl, 'state', 'waiting')
+  redis.call('HDEL', h, 'match')
+  redis.call('PEXPIRE', h, ARGV[1])
+
+  added = added + redis.call('ZADD', KEYS[1], skill, id)
+  redis.call('ZADD', KEYS[2], enq, id)
+  redis.call('ZADD', KEYS[3], dl, id)
+end
+return added

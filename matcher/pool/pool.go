@@ -1,0 +1,434 @@
+package pool
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed lua/enqueue.lua
+	enqueueSrc string
+	//go:embed lua/claim.lua
+	claimSrc string
+	//go:embed lua/cancel.lua
+	cancelSrc string
+	//go:embed lua/requeue.lua
+	requeueSrc string
+	//go:embed lua/heartbeat.lua
+	heartbeatSrc string
+	//go:embed lua/scan.lua
+	scanSrc string
+)
+
+var (
+	enqueueScript   = redis.NewScript(enqueueSrc)
+	claimScript     = redis.NewScript(claimSrc)
+	cancelScript    = redis.NewScript(cancelSrc)
+	requeueScript   = redis.NewScript(requeueSrc)
+	heartbeatScript = redis.NewScript(heartbeatSrc)
+	scanScript      = redis.NewScript(scanSrc)
+
+	allScripts = []struct {
+		name string
+		s    *redis.Script
+	}{
+		{"enqueue", enqueueScript},
+		{"claim", claimScript},
+		{"cancel", cancelScript},
+		{"requeue", requeueScript},
+		{"heartbeat", heartbeatScript},
+		{"scan", scanScript},
+	}
+)
+
+// ErrStaleFence is returned (wrapped) by Claim when the caller's fence token is
+// no longer the partition's current one: its lease was taken over, and the new
+// owner's view of the pool wins.
+var ErrStaleFence = errors.New("stale fence token")
+
+// DefaultClaimTTL is how long a claimed ticket's hash survives by default. It
+// has to outlive the window in which a racing cancel may still ask who won
+// (PostgreSQL answers after that), and no more: while the hash lives, an
+// idempotent enqueue of the ticket is a no-op, so if the claimer dies before
+// its commit, the reconciler can put the still-WAITING ticket back only once
+// the hash has expired.
+const DefaultClaimTTL = 30 * time.Second
+
+// Pool is the live pool of every partition under one key prefix.
+type Pool struct {
+	rdb      redis.UniversalClient
+	prefix   string
+	claimTTL time.Duration
+}
+
+// Option tunes a Pool at construction.
+type Option func(*Pool)
+
+// WithClaimTTL sets how long a claimed ticket's hash is kept (default
+// DefaultClaimTTL). Values <= 0 keep the default.
+func WithClaimTTL(d time.Duration) Option {
+	return func(p *Pool) {
+		if d > 0 {
+			p.claimTTL = d
+		}
+	}
+}
+
+// New returns a Pool on rdb. An empty prefix means "mg". New does not talk to
+// Redis: call Load at start when the scripts will be pipelined.
+func New(rdb redis.UniversalClient, prefix string, opts ...Option) *Pool {
+	if prefix == "" {
+		prefix = "mg"
+	}
+	p := &Pool{rdb: rdb, prefix: prefix, claimTTL: DefaultClaimTTL}
+	for _, o := range opts {
+		o(p)
+	}
+	return p
+}
+
+// Load registers every script with SCRIPT LOAD (on every master of a cluster).
+// Run falls back from EVALSHA to EVAL by itself, but that fallback cannot
+// happen inside a pipeline, so pipelining callers load first.
+func (p *Pool) Load(ctx context.Context) error {
+	for _, sc := range allScripts {
+		if err := sc.s.Load(ctx, p.rdb).Err(); err != nil {
+			return fmt.Errorf("load script %s: %w", sc.name, err)
+		}
+	}
+	return nil
+}
+
+// Key returns the key of one partition structure, e.g.
+// Key("ranked:eu", "pool") == "mg:{ranked:eu}:pool".
+func (p *Pool) Key(partition, suffix string) string {
+	return p.prefix + ":{" + partition + "}:" + suffix
+}
+
+// FenceKey is the partition lease's fencing counter, checked by Claim. The
+// lease owner INCRs it on acquisition; its value is the token to pass to Claim.
+func (p *Pool) FenceKey(partition string) string { return p.Key(partition, "fence") }
+
+func (p *Pool) ticketKey(partition, id string) string { return p.Key(partition, "t:"+id) }
+
+// setKeys are the three ZSETs, in the order every script expects them.
+func (p *Pool) setKeys(partition string) []string {
+	return []string{p.Key(partition, "pool"), p.Key(partition, "enq"), p.Key(partition, "due")}
+}
+
+// Entry is one waiting ticket as the pool sees it.
+type Entry struct {
+	TicketID  string
+	UserID    string
+	Skill     float64
+	Activity  float64
+	Estimated bool
+	Enqueue   time.Time // effective enqueue time (wait-order clock), ms precision
+	Deadline  time.Time // ms precision
+	Heartbeat time.Time // zero if never
+}
+
+// ClaimResult is the outcome of a Claim that was not refused for its fence.
+type ClaimResult struct {
+	OK      bool
+	Missing []string // tickets no longer in the pool when OK is false
+}
+
+// RemoveResult is the outcome of a Remove.
+type RemoveResult struct {
+	Removed   bool
+	ClaimedBy string // match id if a claim won the ticket
+}
+
+// Enqueue adds e to the partition unless its ticket hash already exists, in
+// which case the pool is left as it is and added is false: a retried join keeps
+// its original place. ttl bounds the hash's life (choose more than the time to
+// the deadline) so that nothing leaks if the ticket is never matched.
+func (p *Pool) Enqueue(ctx context.Context, partition string, e Entry, ttl time.Duration) (added bool, err error) {
+	defer wrap(&err, "enqueue %s in %s", e.TicketID, partition)
+	if err := checkPartition(partition); err != nil {
+		return false, err
+	}
+	if err := checkEntry(e); err != nil {
+		return false, err
+	}
+	if ttl < time.Millisecond {
+		return false, fmt.Errorf("ttl %v below 1ms", ttl)
+	}
+	keys := append(p.setKeys(partition), p.ticketKey(partition, e.TicketID))
+	args := append(entryArgs(e), ms(ttl))
+	n, err := enqueueScript.Run(ctx, p.rdb, keys, args...).Int()
+	if err != nil {
+		return false, err
+	}
+	return n == 1, nil
+}
+
+// Claim removes ticketIDs from the pool for match matchID, all of them or none.
+// fence is the caller's lease token (0 skips the check); a token that is not
+// the current value of FenceKey is refused with ErrStaleFence before anything
+// is touched. When a ticket is gone (cancelled, claimed by someone else) the
+// result lists it in Missing and the others stay in the pool.
+func (p *Pool) Claim(ctx context.Context, partition string, fence int64, matchID string, ticketIDs []string) (res ClaimResult, err error) {
+	defer wrap(&err, "claim %s in %s", matchID, partition)
+	if err := checkPartition(partition); err != nil {
+		return ClaimResult{}, err
+	}
+	if matchID == "" {
+		return ClaimResult{}, errors.New("empty match id")
+	}
+	if fence < 0 {
+		return ClaimResult{}, fmt.Errorf("negative fence token %d", fence)
+	}
+	if len(ticketIDs) == 0 {
+		return ClaimResult{}, errors.New("no tickets")
+	}
+	keys := make([]string, 0, 4+len(ticketIDs))
+	keys = append(keys, p.FenceKey(partition))
+	keys = append(keys, p.setKeys(partition)...)
+	args := make([]any, 0, 3+len(ticketIDs))
+	args = append(args, strconv.FormatInt(fence, 10), matchID, ms(p.claimTTL))
+	seen := make(map[string]struct{}, len(ticketIDs))
+	for _, id := range ticketIDs {
+		if id == "" {
+			return ClaimResult{}, errors.New("empty ticket id")
+		}
+		// A duplicate would pass the membership check twice and claim a
+		// group one player short.
+		if _, dup := seen[id]; dup {
+			return ClaimResult{}, fmt.Errorf("ticket %s listed twice", id)
+		}
+		seen[id] = struct{}{}
+		keys = append(keys, p.ticketKey(partition, id))
+		args = append(args, id)
+	}
+	vals, err := claimScript.Run(ctx, p.rdb, keys, args...).Slice()
+	if err != nil {
+		if isStaleFence(err) {
+			return ClaimResult{}, ErrStaleFence
+		}
+		return ClaimResult{}, err
+	}
+	if len(vals) == 0 {
+		return ClaimResult{}, errors.New("empty reply")
+	}
+	if ok, _ := vals[0].(int64); ok == 1 {
+		return ClaimResult{OK: true}, nil
+	}
+	missing := make([]string, 0, len(vals)-1)
+	for _, v := range vals[1:] {
+		missing = append(missing, str(v))
+	}
+	return ClaimResult{Missing: missing}, nil
+}
+
+// Remove takes a waiting ticket out of the pool (a cancel, an expiry, a
+// reconciler repair). When the ticket is not there, ClaimedBy tells whether a
+// claim won it; an unknown ticket reports neither.
+func (p *Pool) Remove(ctx context.Context, partition, ticketID string) (res RemoveResult, err error) {
+	defer wrap(&err, "remove %s from %s", ticketID, partition)
+	if err := checkPartition(partition); err != nil {
+		return RemoveResult{}, err
+	}
+	if ticketID == "" {
+		return RemoveResult{}, errors.New("empty ticket id")
+	}
+	keys := append(p.setKeys(partition), p.ticketKey(partition, ticketID))
+	vals, err := cancelScript.Run(ctx, p.rdb, keys, ticketID).Slice()
+	if err != nil {
+		return RemoveResult{}, err
+	}
+	if len(vals) == 0 {
+		return RemoveResult{}, errors.New("empty reply")
+	}
+	if ok, _ := vals[0].(int64); ok == 1 {
+		return RemoveResult{Removed: true}, nil
+	}
+	if len(vals) >= 3 && str(vals[1]) == "claimed" {
+		return RemoveResult{ClaimedBy: str(vals[2])}, nil
+	}
+	return RemoveResult{}, nil
+}
+
+// Requeue puts entries back with the scores they carry, which must be their
+// original ones (as read before the claim, or from PostgreSQL): a player whose
+// match failed to commit keeps its place in the wait order. A claimed hash is
+// turned back to waiting. It returns how many entries were not in the pool.
+func (p *Pool) Requeue(ctx context.Context, partition string, entries []Entry, ttl time.Duration) (n int, err error) {
+	defer wrap(&err, "requeue %d tickets in %s", len(entries), partition)
+	if err := checkPartition(partition); err != nil {
+		return 0, err
+	}
+	if len(entries) == 0 {
+		return 0, nil
+	}
+	if ttl < time.Millisecond {
+		return 0, fmt.Errorf("ttl %v below 1ms", ttl)
+	}
+	keys := make([]string, 0, 3+len(entries))
+	keys = append(keys, p.setKeys(partition)...)
+	args := make([]any, 0, 1+8*len(entries))
+	args = append(args, ms(ttl))
+	seen := make(map[string]struct{}, len(entries))
+	for _, e := range entries {
+		if err := checkEntry(e); err != nil {
+			return 0, err
+		}
+		if _, dup := seen[e.TicketID]; dup {
+			return 0, fmt.Errorf("ticket %s listed twice", e.TicketID)
+		}
+		seen[e.TicketID] = struct{}{}
+		keys = append(keys, p.ticketKey(partition, e.TicketID))
+		args = append(args, entryArgs(e)...)
+	}
+	return requeueScript.Run(ctx, p.rdb, keys, args...).Int()
+}
+
+// Heartbeat records that a waiting player is alive at at. It reports false for
+// a ticket that is claimed or unknown, which the caller may take as "stop
+// heartbeating".
+func (p *Pool) Heartbeat(ctx context.Context, partition, ticketID string, at time.Time) (ok bool, err error) {
+	defer wrap(&err, "heartbeat %s in %s", ticketID, partition)
+	if err := checkPartition(partition); err != nil {
+		return false, err
+	}
+	if ticketID == "" {
+		return false, errors.New("empty ticket id")
+	}
+	n, err := heartbeatScript.Run(ctx, p.rdb, []string{p.ticketKey(partition, ticketID)}, msTime(at)).Int()
+	if err != nil {
+		return false, err
+	}
+	return n == 1, nil
+}
+
+// Size is the number of tickets waiting in the partition.
+func (p *Pool) Size(ctx context.Context, partition string) (int64, error) {
+	if err := checkPartition(partition); err != nil {
+		return 0, fmt.Errorf("size of %s: %w", partition, err)
+	}
+	n, err := p.rdb.ZCard(ctx, p.Key(partition, "pool")).Result()
+	if err != nil {
+		return 0, fmt.Errorf("size of %s: %w", partition, err)
+	}
+	return n, nil
+}
+
+// Members lists every ticket id in the partition's pool, for the reconciler.
+// It pages with ZSCAN rather than one ZRANGE so that a large pool does not
+// block Redis; like ZSCAN, it is not a snapshot: a ticket present for the whole
+// call is listed, one added or removed meanwhile may or may not be. Order is
+// unspecified.
+func (p *Pool) Members(ctx context.Context, partition string) ([]string, error) {
+	if err := checkPartition(partition); err != nil {
+		return nil, fmt.Errorf("members of %s: %w", partition, err)
+	}
+	key := p.Key(partition, "pool")
+	seen := make(map[string]struct{})
+	var out []string
+	var cursor uint64
+	for {
+		kv, next, err := p.rdb.ZScan(ctx, key, cursor, "", 1000).Result()
+		if err != nil {
+			return nil, fmt.Errorf("members of %s: %w", partition, err)
+		}
+		// ZSCAN replies member, score, member, score...
+		for i := 0; i < len(kv); i += 2 {
+			if _, dup := seen[kv[i]]; !dup {
+				seen[kv[i]] = struct{}{}
+				out = append(out, kv[i])
+			}
+		}
+		if next == 0 {
+			return out, nil
+		}
+		cursor = next
+	}
+}
+
+func checkPartition(partition string) error {
+	// A brace inside the partition would move the hash tag and split the
+	// partition's keys across slots.
+	if partition == "" || strings.ContainsAny(partition, "{}") {
+		return fmt.Errorf("invalid partition %q", partition)
+	}
+	return nil
+}
+
+func checkEntry(e Entry) error {
+	switch {
+	case e.TicketID == "":
+		return errors.New("empty ticket id")
+	case math.IsNaN(e.Skill) || math.IsInf(e.Skill, 0):
+		return fmt.Errorf("ticket %s: skill %v not finite", e.TicketID, e.Skill)
+	case math.IsNaN(e.Activity) || math.IsInf(e.Activity, 0):
+		return fmt.Errorf("ticket %s: activity %v not finite", e.TicketID, e.Activity)
+	case e.Enqueue.IsZero():
+		return fmt.Errorf("ticket %s: zero enqueue time", e.TicketID)
+	case e.Deadline.IsZero():
+		return fmt.Errorf("ticket %s: zero deadline", e.TicketID)
+	}
+	return nil
+}
+
+// entryArgs is the 8-field layout shared by enqueue.lua and requeue.lua.
+func entryArgs(e Entry) []any {
+	est := "0"
+	if e.Estimated {
+		est = "1"
+	}
+	hb := "0"
+	if !e.Heartbeat.IsZero() {
+		hb = msTime(e.Heartbeat)
+	}
+	return []any{
+		e.TicketID, e.UserID, score(e.Skill), score(e.Activity), est,
+		msTime(e.Enqueue), msTime(e.Deadline), hb,
+	}
+}
+
+// score formats a float so that Redis parses back exactly the same double.
+func score(x float64) string {
+	switch {
+	case math.IsInf(x, 1):
+		return "+inf"
+	case math.IsInf(x, -1):
+		return "-inf"
+	}
+	return strconv.FormatFloat(x, 'f', -1, 64)
+}
+
+func msTime(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
+
+func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
+
+func str(v any) string {
+	switch s := v.(type) {
+	case string:
+		return s
+	case nil:
+		return ""
+	default:
+		return fmt.Sprint(s)
+	}
+}
+
+func isStaleFence(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re) && strings.Contains(re.Error(), "STALE_FENCE")
+}
+
+// wrap adds the operation's context to a non-nil error.
+func wrap(err *error, format string, args ...any) {
+	if *err != nil {
+		*err = fmt.Errorf(format+": %w", append(args, *err)...)
+	}
+}

@@ -1,0 +1,158 @@
+package pool
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/matchgate/matchgate/internal/redistest"
+)
+
+// TestClaimRemoveRace lets overlapping claims and cancels fight over the same
+// tickets and checks that every ticket leaves the pool through exactly one
+// winner, and that every loser is told the truth about who won.
+func TestClaimRemoveRace(t *testing.T) {
+	rounds := 2000
+	if testing.Short() {
+		rounds = 200
+	}
+	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+		testClaimRemoveRace(t, New(rdb, prefix), rounds)
+	})
+}
+
+func testClaimRemoveRace(t *testing.T, p *Pool, rounds int) {
+	ctx := context.Background()
+	const part = "race:eu"
+	const fence = 7
+	if err := p.rdb.Set(ctx, p.FenceKey(part), fence, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// Every ticket is wanted by two claims; 1 and 4 are also cancelled.
+	groups := [][]int{{0, 1, 2}, {2, 3, 4}, {4, 5, 0}, {1, 3, 5}}
+	cancels := []int{1, 4}
+	const tickets = 6
+
+	var (
+		claimWins, claimLosses, cancelWins, cancelLosses, sweeps int
+	)
+	for r := range rounds {
+		id := func(i int) string { return fmt.Sprintf("r%d-t%d", r, i) }
+		for i := range tickets {
+			mustEnqueue(t, p, part, entry(id(i), float64(i), time.Duration(i)*time.Millisecond, time.Hour))
+		}
+
+		claims := make([]ClaimResult, len(groups))
+		claimErrs := make([]error, len(groups))
+		removes := make([]RemoveResult, len(cancels))
+		removeErrs := make([]error, len(cancels))
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for g, group := range groups {
+			wg.Go(func() {
+				ticketIDs := make([]string, len(group))
+				for k, i := range group {
+					ticketIDs[k] = id(i)
+				}
+				// Half the claims unfenced, to race both code paths.
+				var token int64
+				if g%2 == 0 {
+					token = fence
+				}
+				<-start
+				claims[g], claimErrs[g] = p.Claim(ctx, part, token, fmt.Sprintf("r%d-m%d", r, g), ticketIDs)
+			})
+		}
+		for c, i := range cancels {
+			wg.Go(func() {
+				<-start
+				removes[c], removeErrs[c] = p.Remove(ctx, part, id(i))
+			})
+		}
+		close(start)
+		wg.Wait()
+
+		// winner[i] names whoever took ticket i out of the pool.
+		winners := make([][]string, tickets)
+		for g, res := range claims {
+			if claimErrs[g] != nil {
+				t.Fatalf("round %d claim %d: %v", r, g, claimErrs[g])
+			}
+			if res.OK {
+				claimWins++
+				for _, i := range groups[g] {
+					winners[i] = append(winners[i], fmt.Sprintf("r%d-m%d", r, g))
+				}
+			} else {
+				claimLosses++
+			}
+		}
+		for c, res := range removes {
+			if removeErrs[c] != nil {
+				t.Fatalf("round %d remove %d: %v", r, c, removeErrs[c])
+			}
+			if res.Removed {
+				cancelWins++
+				winners[cancels[c]] = append(winners[cancels[c]], "cancel")
+			} else {
+				cancelLosses++
+			}
+		}
+		// Whatever nobody won is still waiting; the sweep must find exactly
+		// those.
+		for i := range tickets {
+			res, err := p.Remove(ctx, part, id(i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Removed {
+				sweeps++
+				winners[i] = append(winners[i], "sweep")
+			}
+		}
+
+		for i, w := range winners {
+			if len(w) != 1 {
+				t.Fatalf("round %d ticket %d removed by %d winners: %v", r, i, len(w), w)
+			}
+		}
+		// Losers were told the truth.
+		for c, res := range removes {
+			i := cancels[c]
+			if !res.Removed && res.ClaimedBy != winners[i][0] {
+				t.Fatalf("round %d: cancel of %d says claimed by %q, winner %q", r, i, res.ClaimedBy, winners[i][0])
+			}
+		}
+		for g, res := range claims {
+			if res.OK {
+				continue
+			}
+			if len(res.Missing) == 0 {
+				t.Fatalf("round %d: claim %d lost with nothing missing", r, g)
+			}
+			for _, m := range res.Missing {
+				var i int
+				if _, err := fmt.Sscanf(m, fmt.Sprintf("r%d-t%%d", r), &i); err != nil {
+					t.Fatalf("missing id %q: %v", m, err)
+				}
+				if w := winners[i][0]; w == "sweep" || w == fmt.Sprintf("r%d-m%d", r, g) {
+					t.Fatalf("round %d: claim %d reports %s missing, but it was taken by %s", r, g, m, w)
+				}
+			}
+		}
+		for _, s := range []string{"pool", "enq", "due"} {
+			if n := p.rdb.ZCard(ctx, p.Key(part, s)).Val(); n != 0 {
+				t.Fatalf("round %d: %d members left in %s", r, n, s)
+			}
+		}
+	}
+	t.Logf("%d rounds: claims won %d lost %d, cancels won %d lost %d, left for the sweep %d",
+		rounds, claimWins, claimLosses, cancelWins, cancelLosses, sweeps)
+	if claimWins == 0 || cancelWins == 0 {
+		t.Errorf("the race never let both sides win (claims %d, cancels %d): not a race", claimWins, cancelWins)
+	}
+}

@@ -1,0 +1,137 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"time"
+)
+
+// Oldest returns up to n entries in wait order (effective enqueue time), the
+// anchors of a tick.
+func (p *Pool) Oldest(ctx context.Context, partition string, n int) ([]Entry, error) {
+	return p.scan(ctx, partition, n, "oldest")
+}
+
+// Due returns up to n entries whose deadline is at or before now, soonest
+// first, whatever their place in the wait order.
+func (p *Pool) Due(ctx context.Context, partition string, now time.Time, n int) ([]Entry, error) {
+	return p.scan(ctx, partition, n, "due", msTime(now))
+}
+
+// Window returns up to n entries with lo <= skill <= hi in ascending skill.
+// Infinite bounds are allowed (an unbounded window near the deadline).
+func (p *Pool) Window(ctx context.Context, partition string, lo, hi float64, n int) ([]Entry, error) {
+	if math.IsNaN(lo) || math.IsNaN(hi) {
+		return nil, fmt.Errorf("scan window of %s: NaN bound", partition)
+	}
+	return p.scan(ctx, partition, n, "window", score(lo), score(hi))
+}
+
+// Nearest returns the n entries closest in skill to skill, sorted by distance,
+// ties by enqueue time (then ticket id, so the order is stable). The script
+// returns n candidates on each side, which always contain the n closest
+// overall. Among many entries of exactly equal skill at the boundary, which of
+// them are candidates is decided by Redis's member order, not by wait order.
+func (p *Pool) Nearest(ctx context.Context, partition string, skill float64, n int) ([]Entry, error) {
+	if math.IsNaN(skill) || math.IsInf(skill, 0) {
+		return nil, fmt.Errorf("scan nearest of %s: skill %v not finite", partition, skill)
+	}
+	es, err := p.scan(ctx, partition, n, "nearest", score(skill))
+	if err != nil {
+		return nil, err
+	}
+	sort.SliceStable(es, func(i, j int) bool {
+		di, dj := math.Abs(es[i].Skill-skill), math.Abs(es[j].Skill-skill)
+		if di != dj {
+			return di < dj
+		}
+		if !es[i].Enqueue.Equal(es[j].Enqueue) {
+			return es[i].Enqueue.Before(es[j].Enqueue)
+		}
+		return es[i].TicketID < es[j].TicketID
+	})
+	if len(es) > n {
+		es = es[:n]
+	}
+	return es, nil
+}
+
+// scanFields is the number of strings scan.lua returns per entry.
+const scanFields = 8
+
+func (p *Pool) scan(ctx context.Context, partition string, n int, mode string, params ...string) ([]Entry, error) {
+	if err := checkPartition(partition); err != nil {
+		return nil, fmt.Errorf("scan %s of %s: %w", mode, partition, err)
+	}
+	if n <= 0 {
+		return nil, nil
+	}
+	keys := append(p.setKeys(partition), p.Key(partition, "t:"))
+	args := make([]any, 0, 2+len(params))
+	args = append(args, mode, strconv.Itoa(n))
+	for _, s := range params {
+		args = append(args, s)
+	}
+	vals, err := scanScript.Run(ctx, p.rdb, keys, args...).Slice()
+	if err != nil {
+		return nil, fmt.Errorf("scan %s of %s: %w", mode, partition, err)
+	}
+	es, err := parseEntries(vals)
+	if err != nil {
+		return nil, fmt.Errorf("scan %s of %s: %w", mode, partition, err)
+	}
+	return es, nil
+}
+
+func parseEntries(vals []any) ([]Entry, error) {
+	if len(vals)%scanFields != 0 {
+		return nil, fmt.Errorf("reply of %d values is not a multiple of %d", len(vals), scanFields)
+	}
+	out := make([]Entry, 0, len(vals)/scanFields)
+	for i := 0; i < len(vals); i += scanFields {
+		f := vals[i : i+scanFields]
+		e := Entry{TicketID: str(f[0]), UserID: str(f[1]), Estimated: str(f[5]) == "1"}
+		var errs []error
+		var err error
+		e.Skill, err = parseFloat(str(f[2]))
+		errs = append(errs, err)
+		e.Enqueue, err = parseMs(str(f[3]))
+		errs = append(errs, err)
+		e.Deadline, err = parseMs(str(f[4]))
+		errs = append(errs, err)
+		e.Activity, err = parseFloat(str(f[6]))
+		errs = append(errs, err)
+		e.Heartbeat, err = parseMs(str(f[7]))
+		errs = append(errs, err)
+		if err := errors.Join(errs...); err != nil {
+			return nil, fmt.Errorf("ticket %s: %w", e.TicketID, err)
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// parseFloat reads a Redis score or hash field; "" (absent) is 0.
+func parseFloat(s string) (float64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	return strconv.ParseFloat(s, 64)
+}
+
+// parseMs reads unix milliseconds; "" and "0" are the zero time. Scores come
+// back as doubles, possibly in exponent form, hence ParseFloat.
+func parseMs(s string) (time.Time, error) {
+	if s == "" || s == "0" {
+		return time.Time{}, nil
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return time.UnixMilli(int64(math.Round(f))), nil
+}

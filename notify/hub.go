@@ -1,0 +1,178 @@
+package notify
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// HubConfig configures a Hub.
+type HubConfig struct {
+	Redis redis.UniversalClient
+	// Prefix of user channels. Default "mg".
+	Prefix string
+	// ConfirmTimeout bounds how long Subscribe waits for Redis to confirm.
+	// Default 3s.
+	ConfirmTimeout time.Duration
+	Logger         *slog.Logger
+	Metrics        *Metrics
+}
+
+type subscriber struct {
+	deliver func([]byte)
+}
+
+// Hub multiplexes the channels of every user held by this gateway over one
+// pub/sub connection. Messages are read by one goroutine (Run) straight from
+// the connection and handed to the subscribers' non-blocking deliver
+// functions, so no library buffer sits in between to overflow.
+type Hub struct {
+	cfg HubConfig
+	ps  *redis.PubSub
+
+	mu      sync.Mutex
+	subs    map[string][]*subscriber // channel → subscribers
+	waiters map[string][]chan struct{}
+}
+
+// NewHub opens the shared pub/sub connection lazily (on first subscribe);
+// Run must be running for messages to be read.
+func NewHub(cfg HubConfig) *Hub {
+	if cfg.Prefix == "" {
+		cfg.Prefix = "mg"
+	}
+	if cfg.ConfirmTimeout == 0 {
+		cfg.ConfirmTimeout = 3 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Hub{
+		cfg: cfg, ps: cfg.Redis.Subscribe(context.Background()),
+		subs: map[string][]*subscriber{}, waiters: map[string][]chan struct{}{},
+	}
+}
+
+// Subscribe registers deliver for the user's channel and returns once Redis
+// has confirmed the subscription, so a caller that loads state afterwards
+// cannot miss an event published in between. deliver must not block.
+func (h *Hub) Subscribe(ctx context.Context, userID string, deliver func([]byte)) (func(), error) {
+	ch := Channel(h.cfg.Prefix, userID)
+	s := &subscriber{deliver: deliver}
+	h.mu.Lock()
+	first := len(h.subs[ch]) == 0
+	h.subs[ch] = append(h.subs[ch], s)
+	var confirmed chan struct{}
+	if first {
+		confirmed = make(chan struct{})
+		h.waiters[ch] = append(h.waiters[ch], confirmed)
+	}
+	h.mu.Unlock()
+	unsubscribe := func() { h.remove(ch, s) }
+	if !first {
+		return unsubscribe, nil
+	}
+	if err := h.ps.Subscribe(ctx, ch); err != nil {
+		unsubscribe()
+		return nil, fmt.Errorf("subscribe %s: %w", userID, err)
+	}
+	timer := time.NewTimer(h.cfg.ConfirmTimeout)
+	defer timer.Stop()
+	select {
+	case <-confirmed:
+		return unsubscribe, nil
+	case <-ctx.Done():
+		unsubscribe()
+		return nil, fmt.Errorf("subscribe %s: %w", userID, ctx.Err())
+	case <-timer.C:
+		unsubscribe()
+		return nil, fmt.Errorf("subscribe %s: no confirmation within %s", userID, h.cfg.ConfirmTimeout)
+	}
+}
+
+func (h *Hub) remove(ch string, s *subscriber) {
+	h.mu.Lock()
+	list := h.subs[ch]
+	for i, x := range list {
+		if x == s {
+			list = append(list[:i:i], list[i+1:]...)
+			break
+		}
+	}
+	last := len(list) == 0
+	if last {
+		delete(h.subs, ch)
+	} else {
+		h.subs[ch] = list
+	}
+	h.mu.Unlock()
+	if last {
+		// Unsubscribe with the lock released; a resubscribe racing it is
+		// ordered after it on the same connection, so it wins.
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		if err := h.ps.Unsubscribe(ctx, ch); err != nil {
+			h.cfg.Logger.Debug("unsubscribe", "err", err)
+		}
+	}
+}
+
+// Run reads the shared connection until ctx ends, then closes it.
+func (h *Hub) Run(ctx context.Context) error {
+	defer h.ps.Close()
+	for {
+		msg, err := h.ps.Receive(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			// go-redis reconnects and resubscribes every channel on the next
+			// receive; pause so an outage does not spin.
+			h.cfg.Logger.Warn("pub/sub receive", "err", err)
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(250 * time.Millisecond):
+			}
+			continue
+		}
+		switch m := msg.(type) {
+		case *redis.Message:
+			h.dispatch(m.Channel, []byte(m.Payload))
+		case *redis.Subscription:
+			if m.Kind == "subscribe" {
+				h.confirm(m.Channel)
+			}
+		}
+	}
+}
+
+func (h *Hub) confirm(ch string) {
+	h.mu.Lock()
+	ws := h.waiters[ch]
+	delete(h.waiters, ch)
+	h.mu.Unlock()
+	for _, w := range ws {
+		close(w)
+	}
+}
+
+func (h *Hub) dispatch(ch string, payload []byte) {
+	h.mu.Lock()
+	list := h.subs[ch] // copy-on-write: safe to read after unlock
+	h.mu.Unlock()
+	if len(list) == 0 {
+		if h.cfg.Metrics != nil && strings.HasPrefix(ch, h.cfg.Prefix+":user:") {
+			h.cfg.Metrics.dropped.Inc()
+		}
+		return
+	}
+	for _, s := range list {
+		s.deliver(payload)
+	}
+}
