@@ -98,6 +98,10 @@ func (r *Runner) Run(ctx context.Context) error {
 // listen turns wake-ups published by other processes into local wakes.
 func (r *Runner) listen(ctx context.Context) {
 	ps := r.cfg.Redis.Subscribe(ctx, r.cfg.WakeChannel)
+	// A blocked receive does not watch its context; closing the connection
+	// is what ends it.
+	stop := context.AfterFunc(ctx, func() { _ = ps.Close() })
+	defer stop()
 	defer ps.Close()
 	for {
 		msg, err := ps.ReceiveMessage(ctx)

@@ -124,6 +124,10 @@ func (h *Hub) remove(ch string, s *subscriber) {
 
 // Run reads the shared connection until ctx ends, then closes it.
 func (h *Hub) Run(ctx context.Context) error {
+	// A blocked Receive does not watch its context; closing the connection
+	// is what ends it.
+	stop := context.AfterFunc(ctx, func() { _ = h.ps.Close() })
+	defer stop()
 	defer h.ps.Close()
 	for {
 		msg, err := h.ps.Receive(ctx)

@@ -1,0 +1,62 @@
+// Command matchgate is the matchgate server: one binary for every role
+// (gateway, matcher, relay) plus the `migrate` subcommand.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr, nil); err != nil {
+		if !errors.Is(err, errHelp) {
+			fmt.Fprintln(os.Stderr, "matchgate:", err)
+		}
+		os.Exit(2)
+	}
+}
+
+var errHelp = errors.New("help requested")
+
+const usage = `matchgate — a WebSocket-first real-time matchmaking gateway.
+
+Usage:
+  matchgate serve   [flags]   run the server (roles gateway, matcher, relay)
+  matchgate migrate [flags]   apply the PostgreSQL migrations and exit
+  matchgate help              show this text
+
+With no --redis-url and no --postgres-url, serve runs the embedded default:
+an in-process Redis and an in-memory record (nothing is durable), guests
+enabled, the demo page at http://127.0.0.1:8080/.
+
+Run "matchgate serve --help" for the flags. Every flag has an environment
+twin: --redis-url is MATCHGATE_REDIS_URL, and so on.
+`
+
+// run is main without the process: tests boot the whole server through it.
+// onListen, when set, is told the bound address.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, onListen func(net.Addr)) error {
+	if len(args) == 0 {
+		args = []string{"serve"}
+	}
+	switch args[0] {
+	case "serve":
+		return serve(ctx, args[1:], getenv, stderr, onListen)
+	case "migrate":
+		return migrate(ctx, args[1:], getenv, stderr)
+	case "help", "-h", "--help", "-help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	default:
+		fmt.Fprint(stderr, usage)
+		return fmt.Errorf("unknown command %q", args[0])
+	}
+}

@@ -1,0 +1,151 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+func TestMintAndParseToken(t *testing.T) {
+	srv, err := New(Config{Matchmaker: &fakeMatchmaker{}, Subscriber: newFakeSubscriber(), Secret: testSecret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := MintToken(testSecret, "alice", ptr(1234.5), time.Hour, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := srv.parseToken(tok)
+	if err != nil || p.UserID != "alice" || p.Skill == nil || *p.Skill != 1234.5 || p.Activity != nil {
+		t.Fatalf("parse = %+v, %v", p, err)
+	}
+	for name, args := range map[string]struct {
+		secret []byte
+		sub    string
+		ttl    time.Duration
+	}{
+		"no secret": {nil, "a", time.Hour},
+		"no sub":    {testSecret, "", time.Hour},
+		"no ttl":    {testSecret, "a", 0},
+	} {
+		if _, err := MintToken(args.secret, args.sub, nil, args.ttl, time.Now()); err == nil {
+			t.Errorf("%s: minted", name)
+		}
+	}
+}
+
+func TestBadTokensAre401(t *testing.T) {
+	e := newRESTEnv(t, Config{})
+	now := time.Now()
+	sign := func(m jwt.SigningMethod, key any, c jwt.MapClaims) string {
+		t.Helper()
+		s, err := jwt.NewWithClaims(m, c).SignedString(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	valid := jwt.MapClaims{"sub": "alice", "exp": now.Add(time.Hour).Unix()}
+	expired, _ := MintToken(testSecret, "alice", nil, time.Minute, now.Add(-time.Hour))
+	cases := map[string]string{
+		"garbage":       "not.a.token",
+		"wrong secret":  sign(jwt.SigningMethodHS256, []byte("another-secret-0123456789"), valid),
+		"expired":       expired,
+		"wrong alg":     sign(jwt.SigningMethodHS384, testSecret, valid),
+		"alg none":      sign(jwt.SigningMethodNone, jwt.UnsafeAllowNoneSignatureType, valid),
+		"no exp":        sign(jwt.SigningMethodHS256, testSecret, jwt.MapClaims{"sub": "alice"}),
+		"no sub":        sign(jwt.SigningMethodHS256, testSecret, jwt.MapClaims{"exp": now.Add(time.Hour).Unix()}),
+		"string skill":  sign(jwt.SigningMethodHS256, testSecret, jwt.MapClaims{"sub": "alice", "exp": now.Add(time.Hour).Unix(), "skill": "high"}),
+		"long subject":  sign(jwt.SigningMethodHS256, testSecret, jwt.MapClaims{"sub": strings.Repeat("a", 200), "exp": now.Add(time.Hour).Unix()}),
+		"missing token": "",
+	}
+	for name, tok := range cases {
+		r := e.do(t, "GET", "/v1/tickets/t-1", tok, "")
+		if r.status != http.StatusUnauthorized || r.errorCode() != "UNAUTHORIZED" {
+			t.Errorf("%s: %d %s", name, r.status, r.body)
+		}
+		if tok != "" && bytes.Contains(r.body, []byte(tok)) {
+			t.Errorf("%s: token echoed", name)
+		}
+		if name == "missing token" {
+			continue
+		}
+		if _, err := tryDial(strings.Replace(e.url, "http", "ws", 1)+"/v1/ws", tok, nil); err == nil || !strings.Contains(err.Error(), "status 401") {
+			t.Errorf("%s: websocket: %v", name, err)
+		}
+	}
+	if e.mm.called("ticket") != 0 {
+		t.Fatal("the Matchmaker saw an unauthenticated call")
+	}
+	// REST does not read the query parameter (tokens in URLs end up in logs).
+	if r := e.do(t, "GET", "/v1/tickets/t-1?token="+mustToken(t, "alice", nil), "", ""); r.status != http.StatusUnauthorized {
+		t.Fatalf("query token over REST: %d", r.status)
+	}
+}
+
+func TestGuestSignIn(t *testing.T) {
+	e := newRESTEnv(t, Config{Guests: true})
+	r := e.do(t, "POST", "/v1/auth/guest", "", `{"name":"Ada","skill":1450}`)
+	var g struct {
+		Token  string `json:"token"`
+		UserID string `json:"userId"`
+	}
+	if err := json.Unmarshal(r.body, &g); err != nil || r.status != 200 || !strings.HasPrefix(g.UserID, "guest-") || len(g.UserID) != len("guest-")+12 {
+		t.Fatalf("guest: %d %s", r.status, r.body)
+	}
+	p, err := e.srv.parseToken(g.Token)
+	if err != nil || p.UserID != g.UserID || *p.Skill != 1450 {
+		t.Fatalf("guest token: %+v %v", p, err)
+	}
+	if !p.Expires.After(time.Now().Add(23*time.Hour)) || p.Expires.After(time.Now().Add(25*time.Hour)) {
+		t.Fatalf("guest token expires %v, want ~24h", p.Expires)
+	}
+	r = e.do(t, "POST", "/v1/auth/guest", "", "")
+	if err := json.Unmarshal(r.body, &g); err != nil || r.status != 200 {
+		t.Fatalf("guest without body: %d %s", r.status, r.body)
+	}
+	if p, _ := e.srv.parseToken(g.Token); p.Skill == nil || *p.Skill != 1500 {
+		t.Fatalf("default skill: %+v", p)
+	}
+	for _, body := range []string{`{"skill":-1}`, `{"skill":10001}`, `{"skill":"x"}`, `{"name":"` + strings.Repeat("n", 33) + `"}`} {
+		if r := e.do(t, "POST", "/v1/auth/guest", "", body); r.status != 400 {
+			t.Errorf("%s: %d %s", body, r.status, r.body)
+		}
+	}
+
+	off := newRESTEnv(t, Config{})
+	if r := off.do(t, "POST", "/v1/auth/guest", "", `{}`); r.status != 404 {
+		t.Fatalf("guests disabled: %d", r.status)
+	}
+}
+
+func TestNewValidates(t *testing.T) {
+	ok := Config{Matchmaker: &fakeMatchmaker{}, Subscriber: newFakeSubscriber(), Secret: testSecret}
+	bad := map[string]func(c *Config){
+		"no matchmaker":  func(c *Config) { c.Matchmaker = nil },
+		"no subscriber":  func(c *Config) { c.Subscriber = nil },
+		"short secret":   func(c *Config) { c.Secret = []byte("short") },
+		"negative ping":  func(c *Config) { c.PingInterval = -time.Second },
+		"negative queue": func(c *Config) { c.SendQueue = -1 },
+		"bad origin":     func(c *Config) { c.AllowedOrigins = []string{"["} },
+	}
+	for name, mutate := range bad {
+		c := ok
+		mutate(&c)
+		if _, err := New(c); err == nil {
+			t.Errorf("%s: New succeeded", name)
+		}
+	}
+	srv, err := New(ok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if srv.cfg.SendQueue != DefaultSendQueue || srv.cfg.PingInterval != DefaultPingInterval || srv.cfg.Node == "" || srv.cfg.Static == nil {
+		t.Fatalf("defaults not applied: %+v", srv.cfg)
+	}
+}

@@ -1,0 +1,167 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/matchgate/matchgate/matcher"
+)
+
+// httpStatus is the one table that maps domain codes to HTTP statuses. The
+// WebSocket protocol sends the same codes in error frames. A code missing
+// here is treated as INTERNAL.
+var httpStatus = map[matcher.Code]int{
+	matcher.CodeBadRequest:       http.StatusBadRequest,
+	matcher.CodeUnknownQueue:     http.StatusBadRequest,
+	matcher.CodeUnauthorized:     http.StatusUnauthorized,
+	matcher.CodeForbidden:        http.StatusForbidden,
+	matcher.CodeNotFound:         http.StatusNotFound,
+	matcher.CodeAlreadyQueued:    http.StatusConflict,
+	matcher.CodeAlreadyMatched:   http.StatusConflict,
+	matcher.CodeAlreadyCancelled: http.StatusConflict,
+	matcher.CodeRateLimited:      http.StatusTooManyRequests,
+	matcher.CodeCooldown:         http.StatusTooManyRequests,
+	matcher.CodeUnavailable:      http.StatusServiceUnavailable,
+	matcher.CodeInternal:         http.StatusInternalServerError,
+}
+
+// defaultRetryAfter is sent with 429 and 503 when the error does not say
+// how long to wait.
+const defaultRetryAfter = time.Second
+
+// retryAfterer is implemented by errors that know when a retry may succeed
+// (a rate limiter's or cooldown's remaining time). matcher.Error does not
+// carry one yet; the gateway uses it as soon as an error in the chain does.
+type retryAfterer interface{ RetryAfter() time.Duration }
+
+// wireError is the body of every error: {"error":{…}} over REST, the
+// "error" member of an error frame over WebSocket.
+type wireError struct {
+	Code     matcher.Code `json:"code"`
+	Message  string       `json:"message"`
+	TicketID string       `json:"ticketId,omitempty"`
+	MatchID  string       `json:"matchId,omitempty"`
+}
+
+// classified is an error as the client will see it.
+type classified struct {
+	wire       wireError
+	status     int
+	retryAfter time.Duration // 0: no Retry-After
+	internal   bool          // log it: the client sees a generic message
+}
+
+// classify maps any error to what the client is told. Domain errors keep
+// their code, message and ids; a timed-out or cancelled Matchmaker call is
+// UNAVAILABLE;
+// everything else (and a domain INTERNAL) is INTERNAL with a generic message.
+func classify(err error) classified {
+	var de *matcher.Error
+	if !errors.As(err, &de) {
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			de = matcher.Errorf(matcher.CodeUnavailable, "the matchmaker did not answer in time")
+		} else {
+			de = &matcher.Error{Code: matcher.CodeInternal}
+		}
+	}
+	status, ok := httpStatus[de.Code]
+	if !ok || de.Code == matcher.CodeInternal {
+		return classified{
+			wire:     wireError{Code: matcher.CodeInternal, Message: "internal error"},
+			status:   http.StatusInternalServerError,
+			internal: true,
+		}
+	}
+	c := classified{
+		wire:   wireError{Code: de.Code, Message: de.Message, TicketID: de.TicketID, MatchID: de.MatchID},
+		status: status,
+	}
+	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
+		c.retryAfter = defaultRetryAfter
+		var ra retryAfterer
+		if errors.As(err, &ra) && ra.RetryAfter() > 0 {
+			c.retryAfter = ra.RetryAfter()
+		}
+	}
+	return c
+}
+
+// retryAfterSeconds renders a Retry-After value: whole seconds, at least 1.
+func retryAfterSeconds(d time.Duration) string {
+	return strconv.Itoa(max(1, int(math.Ceil(d.Seconds()))))
+}
+
+// writeError answers a REST request with err, logging internal errors with
+// the request id.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	c := classify(err)
+	if c.internal {
+		s.log.LogAttrs(r.Context(), slog.LevelError, "request failed",
+			slog.String("request_id", requestID(r.Context())),
+			slog.String("method", r.Method), slog.String("path", r.URL.Path),
+			slog.Any("error", err))
+	}
+	if c.retryAfter > 0 {
+		w.Header().Set("Retry-After", retryAfterSeconds(c.retryAfter))
+	}
+	writeJSON(w, c.status, struct {
+		Error wireError `json:"error"`
+	}{c.wire})
+}
+
+// writeJSON writes v as a JSON response.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		// Plain data never fails to marshal; answer 500 rather than half a body.
+		status = http.StatusInternalServerError
+		b = []byte(`{"error":{"code":"INTERNAL","message":"internal error"}}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// jsonProblem describes a JSON decoding error without echoing client data
+// beyond a field name.
+func jsonProblem(err error) string {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te):
+		if te.Field != "" {
+			return "field " + strconv.Quote(te.Field) + " must be " + jsonKind(te.Type.Kind().String())
+		}
+		return "wrong JSON type"
+	case errors.As(err, &se):
+		return "syntax error at offset " + strconv.FormatInt(se.Offset, 10)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "unexpected end of input"
+	}
+	return "invalid JSON"
+}
+
+func jsonKind(k string) string {
+	switch k {
+	case "string":
+		return "a string"
+	case "float64", "int", "int64":
+		return "a number"
+	case "map", "struct":
+		return "an object"
+	case "slice", "array":
+		return "an array"
+	case "bool":
+		return "a boolean"
+	case "ptr":
+		return "a number or null"
+	}
+	return "of another type"
+}

@@ -1,0 +1,161 @@
+package gateway
+
+import (
+	"context"
+	"net/http"
+	"unicode/utf8"
+
+	"github.com/gorilla/mux"
+
+	"github.com/matchgate/matchgate/matcher"
+)
+
+// Attribute limits, checked at the edge before Join.
+const (
+	maxAttributes     = 16
+	maxAttrKeyRunes   = 32
+	maxAttrValueRunes = 64
+)
+
+var errNoRoute = matcher.Errorf(matcher.CodeNotFound, "no such route")
+
+// validateAttributes enforces the attribute limits: at most 16 entries,
+// non-empty keys of at most 32 characters, values of at most 64.
+func validateAttributes(attrs map[string]string) error {
+	if len(attrs) > maxAttributes {
+		return matcher.Errorf(matcher.CodeBadRequest, "at most %d attributes", maxAttributes)
+	}
+	for k, v := range attrs {
+		if k == "" || utf8.RuneCountInString(k) > maxAttrKeyRunes {
+			return matcher.Errorf(matcher.CodeBadRequest, "attribute names must be 1..%d characters", maxAttrKeyRunes)
+		}
+		if utf8.RuneCountInString(v) > maxAttrValueRunes {
+			return matcher.Errorf(matcher.CodeBadRequest, "attribute values must be at most %d characters", maxAttrValueRunes)
+		}
+	}
+	return nil
+}
+
+// joinRequest builds a JoinRequest; skill and activity come from the token
+// only (nil when the token has none).
+func (p principal) joinRequest(queue, region string, attrs map[string]string) matcher.JoinRequest {
+	return matcher.JoinRequest{
+		UserID: p.UserID, Queue: queue, Region: region,
+		Skill: p.Skill, Activity: p.Activity, Attributes: attrs,
+	}
+}
+
+// callCtx bounds one Matchmaker call made for a REST request.
+func (s *Server) callCtx(r *http.Request) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(r.Context(), s.cfg.CommandTimeout)
+}
+
+type joinBody struct {
+	Region     string            `json:"region"`
+	Attributes map[string]string `json:"attributes"`
+}
+
+type ticketBody struct {
+	Ticket matcher.Ticket `json:"ticket"`
+}
+
+type matchBody struct {
+	Match matcher.Match `json:"match"`
+}
+
+// handleJoin: POST /v1/queues/{queue}/tickets → 202 {"ticket"}.
+func (s *Server) handleJoin(w http.ResponseWriter, r *http.Request, p principal) {
+	var body joinBody
+	if err := s.decodeBody(w, r, &body); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := validateAttributes(body.Attributes); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ctx, cancel := s.callCtx(r)
+	defer cancel()
+	t, err := s.cfg.Matchmaker.Join(ctx, p.joinRequest(mux.Vars(r)["queue"], body.Region, body.Attributes))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, ticketBody{t})
+}
+
+// handleGetTicket: GET /v1/tickets/{id} → 200 {"ticket","match"}: the
+// reconnect fallback.
+func (s *Server) handleGetTicket(w http.ResponseWriter, r *http.Request, p principal) {
+	ctx, cancel := s.callCtx(r)
+	defer cancel()
+	v, err := s.cfg.Matchmaker.Ticket(ctx, p.UserID, mux.Vars(r)["id"])
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+// handleCancel: DELETE /v1/tickets/{id} → 200 {"ticket"}.
+func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request, p principal) {
+	ctx, cancel := s.callCtx(r)
+	defer cancel()
+	t, err := s.cfg.Matchmaker.Cancel(ctx, p.UserID, mux.Vars(r)["id"])
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ticketBody{t})
+}
+
+// handleHeartbeat: PUT /v1/tickets/{id}/heartbeat → 204.
+func (s *Server) handleHeartbeat(w http.ResponseWriter, r *http.Request, p principal) {
+	ctx, cancel := s.callCtx(r)
+	defer cancel()
+	if err := s.cfg.Matchmaker.Heartbeat(ctx, p.UserID, mux.Vars(r)["id"]); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// handleAccept: POST /v1/matches/{id}/accept → 200 {"match"}.
+func (s *Server) handleAccept(w http.ResponseWriter, r *http.Request, p principal) {
+	s.matchCall(w, r, p, s.cfg.Matchmaker.Accept)
+}
+
+// handleDecline: POST /v1/matches/{id}/decline → 200 {"match"}.
+func (s *Server) handleDecline(w http.ResponseWriter, r *http.Request, p principal) {
+	s.matchCall(w, r, p, s.cfg.Matchmaker.Decline)
+}
+
+func (s *Server) matchCall(w http.ResponseWriter, r *http.Request, p principal,
+	call func(ctx context.Context, userID, matchID string) (matcher.Match, error)) {
+	ctx, cancel := s.callCtx(r)
+	defer cancel()
+	m, err := call(ctx, p.UserID, mux.Vars(r)["id"])
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, matchBody{m})
+}
+
+// handleQueues: GET /v1/queues → 200 {"queues":[…]}. Public: queue names
+// and depths carry no user data, and the demo lists them before sign-in.
+func (s *Server) handleQueues(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := s.callCtx(r)
+	defer cancel()
+	qs, err := s.cfg.Matchmaker.Queues(ctx)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if qs == nil {
+		qs = []matcher.QueueInfo{}
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Queues []matcher.QueueInfo `json:"queues"`
+	}{qs})
+}

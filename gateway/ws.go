@@ -1,0 +1,323 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/matchgate/matchgate/matcher"
+)
+
+// maxPendingCommands bounds the commands one socket may have waiting while
+// an earlier one runs; more are refused with RATE_LIMITED.
+const maxPendingCommands = 16
+
+// maxClientIDLen bounds the client's request id (it is echoed in "re").
+const maxClientIDLen = 64
+
+// inbound is a client→server frame: the envelope and every command's
+// fields. Unknown fields are ignored; fields of the wrong type are refused.
+type inbound struct {
+	Type       string            `json:"type"`
+	ID         string            `json:"id"`
+	Queue      string            `json:"queue"`
+	Region     string            `json:"region"`
+	Attributes map[string]string `json:"attributes"`
+	TicketID   string            `json:"ticketId"`
+	MatchID    string            `json:"matchId"`
+}
+
+// replyFrame is joined, cancelled, match.update, pong and error.
+type replyFrame struct {
+	Type   string          `json:"type"`
+	Re     string          `json:"re,omitempty"`
+	Ticket *matcher.Ticket `json:"ticket,omitempty"`
+	Match  *matcher.Match  `json:"match,omitempty"`
+	Error  *wireError      `json:"error,omitempty"`
+}
+
+// stateFrame is hello and status: everything the client should know.
+type stateFrame struct {
+	Type    string           `json:"type"`
+	Re      string           `json:"re,omitempty"`
+	UserID  string           `json:"userId,omitempty"`
+	Node    string           `json:"node,omitempty"`
+	Tickets []matcher.Ticket `json:"tickets"`
+	Matches []matcher.Match  `json:"matches"`
+}
+
+func newStateFrame(typ, re string, st matcher.UserState) stateFrame {
+	f := stateFrame{Type: typ, Re: re, Tickets: st.Tickets, Matches: st.Matches}
+	if f.Tickets == nil {
+		f.Tickets = []matcher.Ticket{}
+	}
+	if f.Matches == nil {
+		f.Matches = []matcher.Match{}
+	}
+	return f
+}
+
+// handleWS upgrades GET /v1/ws. Refusals happen before the upgrade, as HTTP:
+// 503 while draining, 401 without a valid token (header or ?token=), 403
+// from a foreign Origin. The handler goroutine then becomes the socket's
+// reader until the socket closes.
+func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
+	if !s.beginSession() {
+		s.writeError(w, r, matcher.Errorf(matcher.CodeUnavailable, "server is shutting down"))
+		return
+	}
+	defer s.sessionsWG.Done()
+	p, err := s.authenticate(r, true)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	hc := &hijackCapture{ResponseWriter: w}
+	conn, err := websocket.Accept(hc, r, &websocket.AcceptOptions{
+		OriginPatterns:  s.cfg.AllowedOrigins,
+		CompressionMode: websocket.CompressionDisabled,
+	})
+	if err != nil {
+		s.log.Debug("websocket upgrade refused", slog.String("request_id", requestID(r.Context())), slog.Any("error", err))
+		return // Accept has written the response
+	}
+	conn.SetReadLimit(s.cfg.MaxFrameBytes)
+	sess := &session{srv: s, id: s.nextSession.Add(1), conn: conn, raw: hc.conn, p: p}
+	if deadline, draining := s.register(sess); draining {
+		// Upgraded while the drain began: close it within the drain's budget.
+		if sess.shut(CloseGoingAway) {
+			sess.closeHandshake(CloseGoingAway, "server shutting down", min(s.cfg.WriteTimeout, time.Until(deadline)))
+		}
+		sess.finish(nil)
+		return
+	}
+	s.metrics.accepted.Inc()
+	s.metrics.connections.Inc()
+	s.log.Debug("socket open", slog.Uint64("session", sess.id), slog.String("user", p.UserID))
+
+	code := sess.serve()
+
+	s.unregister(sess)
+	s.metrics.connections.Dec()
+	s.metrics.closed.WithLabelValues(closeLabel(code)).Inc()
+	s.log.Debug("socket closed", slog.Uint64("session", sess.id), slog.Int("code", int(code)))
+}
+
+// serve runs a socket: subscribe, load the state, send hello, read until
+// the connection ends. It returns the close code to record.
+func (s *session) serve() websocket.StatusCode {
+	cfg := s.srv.cfg
+	// Subscribe first: a push published while the state loads is queued
+	// (behind hello) instead of lost.
+	unsubscribe, err := cfg.Subscriber.Subscribe(s.srv.baseCtx, s.p.UserID, s.push)
+	if err != nil {
+		s.srv.log.Error("subscribe failed", slog.Uint64("session", s.id), slog.String("user", s.p.UserID), slog.Any("error", err))
+		s.close(CloseTryAgainLater, "subscription unavailable")
+		return s.finish(err)
+	}
+	defer unsubscribe()
+
+	ctx, cancel := context.WithTimeout(s.srv.baseCtx, cfg.CommandTimeout)
+	st, err := cfg.Matchmaker.UserState(ctx, s.p.UserID)
+	cancel()
+	if err != nil {
+		c := classify(err)
+		code := CloseInternal
+		if c.status == http.StatusServiceUnavailable {
+			code = CloseTryAgainLater
+		}
+		s.srv.log.Error("load user state failed", slog.Uint64("session", s.id), slog.String("user", s.p.UserID), slog.Any("error", err))
+		s.close(code, "state unavailable")
+		return s.finish(err)
+	}
+	hello := newStateFrame("hello", "", st)
+	hello.UserID, hello.Node = s.p.UserID, cfg.Node
+	b, err := json.Marshal(hello)
+	if err != nil {
+		s.srv.log.Error("encode hello failed", slog.Uint64("session", s.id), slog.Any("error", err))
+		s.close(CloseInternal, "internal error")
+		return s.finish(err)
+	}
+	s.begin(outFrame{kind: "hello", data: b})
+	s.reading.Store(true)
+	return s.finish(s.readLoop())
+}
+
+// readLoop reads frames until the connection fails or closes. It never
+// waits on the Matchmaker: commands go to the worker, so pongs and close
+// frames are always read promptly.
+func (s *session) readLoop() error {
+	for {
+		typ, data, err := s.conn.Read(context.Background())
+		if err != nil {
+			return err
+		}
+		if typ != websocket.MessageText {
+			// Binary frames are answered with an error frame, not a close:
+			// one bad frame should not cost the player its session.
+			s.srv.metrics.countIn("other")
+			s.replyError("", matcher.Errorf(matcher.CodeBadRequest, "binary frames are not supported: send JSON text frames"))
+			continue
+		}
+		var in inbound
+		if err := json.Unmarshal(data, &in); err != nil {
+			s.srv.metrics.countIn("other")
+			re := in.ID
+			if len(re) > maxClientIDLen {
+				re = ""
+			}
+			s.replyError(re, matcher.Errorf(matcher.CodeBadRequest, "malformed frame: %s", jsonProblem(err)))
+			continue
+		}
+		s.srv.metrics.countIn(inLabel(in.Type))
+		if len(in.ID) > maxClientIDLen {
+			s.replyError("", matcher.Errorf(matcher.CodeBadRequest, "id longer than %d bytes", maxClientIDLen))
+			continue
+		}
+		s.queueCommand(in)
+	}
+}
+
+// queueCommand hands a command to the worker, starting one if none runs.
+// Commands run one at a time in arrival order, so replies come in request
+// order (except RATE_LIMITED refusals of a full command queue).
+func (s *session) queueCommand(in inbound) {
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return
+	}
+	if len(s.cmds) >= maxPendingCommands {
+		s.mu.Unlock()
+		s.replyError(in.ID, matcher.Errorf(matcher.CodeRateLimited, "too many requests in flight"))
+		return
+	}
+	s.cmds = append(s.cmds, in)
+	start := !s.working
+	s.working = true
+	s.mu.Unlock()
+	if start {
+		s.srv.tasks.Go(s.runCommands)
+	}
+}
+
+// runCommands runs queued commands until none is left.
+func (s *session) runCommands() {
+	for {
+		s.mu.Lock()
+		if s.closing || len(s.cmds) == 0 {
+			s.working = false
+			s.cmds = nil
+			s.mu.Unlock()
+			return
+		}
+		in := s.cmds[0]
+		s.cmds[0] = inbound{}
+		s.cmds = s.cmds[1:]
+		s.mu.Unlock()
+		s.execute(in)
+	}
+}
+
+// execute runs one command and queues its reply.
+func (s *session) execute(in inbound) {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(s.srv.baseCtx, s.srv.cfg.CommandTimeout)
+	defer cancel()
+	reply, err := s.dispatch(ctx, in)
+	if err == nil {
+		var b []byte
+		if b, err = json.Marshal(reply); err == nil {
+			s.enqueue(outFrame{kind: outLabel(frameKind(reply)), data: b})
+		}
+	}
+	if err != nil {
+		s.replyError(in.ID, err)
+	}
+	s.srv.metrics.observeCommand(inLabel(in.Type), time.Since(start))
+}
+
+// frameKind is the type of a reply built by dispatch.
+func frameKind(v any) string {
+	switch f := v.(type) {
+	case replyFrame:
+		return f.Type
+	case stateFrame:
+		return f.Type
+	}
+	return ""
+}
+
+// dispatch maps a command to a Matchmaker call and builds the reply.
+func (s *session) dispatch(ctx context.Context, in inbound) (any, error) {
+	mm := s.srv.cfg.Matchmaker
+	switch in.Type {
+	case "join":
+		if in.Queue == "" {
+			return nil, matcher.Errorf(matcher.CodeBadRequest, "queue is required")
+		}
+		if err := validateAttributes(in.Attributes); err != nil {
+			return nil, err
+		}
+		t, err := mm.Join(ctx, s.p.joinRequest(in.Queue, in.Region, in.Attributes))
+		if err != nil {
+			return nil, err
+		}
+		return replyFrame{Type: "joined", Re: in.ID, Ticket: &t}, nil
+	case "cancel":
+		if in.TicketID == "" {
+			return nil, matcher.Errorf(matcher.CodeBadRequest, "ticketId is required")
+		}
+		t, err := mm.Cancel(ctx, s.p.UserID, in.TicketID)
+		if err != nil {
+			return nil, err
+		}
+		return replyFrame{Type: "cancelled", Re: in.ID, Ticket: &t}, nil
+	case "accept", "decline":
+		if in.MatchID == "" {
+			return nil, matcher.Errorf(matcher.CodeBadRequest, "matchId is required")
+		}
+		call := mm.Accept
+		if in.Type == "decline" {
+			call = mm.Decline
+		}
+		m, err := call(ctx, s.p.UserID, in.MatchID)
+		if err != nil {
+			return nil, err
+		}
+		return replyFrame{Type: "match.update", Re: in.ID, Match: &m}, nil
+	case "status":
+		st, err := mm.UserState(ctx, s.p.UserID)
+		if err != nil {
+			return nil, err
+		}
+		return newStateFrame("status", in.ID, st), nil
+	case "ping":
+		return replyFrame{Type: "pong", Re: in.ID}, nil
+	case "":
+		return nil, matcher.Errorf(matcher.CodeBadRequest, "type is required")
+	}
+	return nil, matcher.Errorf(matcher.CodeBadRequest, "unknown message type")
+}
+
+// replyError queues an error frame; internal errors are logged and the
+// client sees a generic message.
+func (s *session) replyError(re string, err error) {
+	c := classify(err)
+	if c.internal {
+		s.srv.log.Error("command failed", slog.Uint64("session", s.id), slog.String("user", s.p.UserID),
+			slog.String("re", re), slog.Any("error", err))
+	} else if errors.Is(err, context.DeadlineExceeded) {
+		s.srv.log.Warn("command timed out", slog.Uint64("session", s.id), slog.String("re", re))
+	}
+	b, merr := json.Marshal(replyFrame{Type: "error", Re: re, Error: &c.wire})
+	if merr != nil {
+		return // plain strings: cannot fail
+	}
+	s.enqueue(outFrame{kind: "error", data: b})
+}

@@ -1,0 +1,29 @@
+// Package ledger owns matchgate's durable record (DESIGN §5): tickets,
+// matches, the outbox of events still to be pushed (§7) and the lease epochs
+// that fence commits of a matcher that lost its partition. It implements
+// matcher.Ledger twice:
+//
+//   - Postgres, over a pgx pool and the schema of package migrations, applied
+//     by Migrate; the production record.
+//   - Memory, for the embedded single-node default and for tests.
+//
+// Both pass the same contract tests and return identical values: ids in
+// canonical uuid form, times in UTC truncated to microseconds (PostgreSQL's
+// precision), attributes nil when empty, outbox payloads byte for byte as
+// built by matcher.TicketEvent and matcher.MatchFoundEvent.
+//
+// # Concurrency
+//
+// Every method is safe for concurrent use, by goroutines and (Postgres) by
+// processes. Each method is atomic: one transaction, or one critical section
+// in Memory. A ticket leaves WAITING exactly once: Resolve and CommitMatch are
+// compare-and-set on WAITING, so of a cancel and a claim racing for a ticket
+// exactly one wins and the other is told so (NotWaitingError,
+// ShortfallError). At most one WAITING ticket exists per user. Concurrent
+// DrainOutbox calls never hand the same event to two callbacks; an event is
+// deleted only after a callback accepted it, so delivery is at least once.
+//
+// Outbox events are stamped with the ledger's clock (PostgreSQL's now(), the
+// wall clock in Memory), not with the caller's, so DrainOutbox's `before`
+// must be wall-clock time too.
+package ledger

@@ -1,0 +1,344 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/matchgate/matchgate/matcher"
+)
+
+// Memory is a matcher.Ledger held in process memory, for the embedded
+// single-node default and for tests. One mutex serialises every method, which
+// gives it the isolation PostgreSQL's transactions give Postgres; it keeps
+// every ticket and match for the life of the process.
+type Memory struct {
+	mu sync.Mutex
+
+	tickets map[string]matcher.Ticket
+	matches map[string]matcher.Match
+	// waitingOf maps a user to its WAITING ticket: the unique partial index.
+	waitingOf map[string]string
+	// ticketsOf lists every ticket of a user, for UserState.
+	ticketsOf map[string][]string
+	// waiting holds the WAITING tickets of each partition, for Waiting.
+	waiting map[matcher.Partition]map[string]struct{}
+
+	outbox    []matcher.Event // ascending ID
+	lastEvent int64
+	// inFlight marks events handed to a DrainOutbox callback that has not
+	// returned, the equivalent of PostgreSQL's row locks with SKIP LOCKED.
+	inFlight map[int64]struct{}
+
+	epochs map[string]int64 // partition → lease epoch
+}
+
+// NewMemory returns an empty in-memory ledger.
+func NewMemory() *Memory {
+	return &Memory{
+		tickets:   make(map[string]matcher.Ticket),
+		matches:   make(map[string]matcher.Match),
+		waitingOf: make(map[string]string),
+		ticketsOf: make(map[string][]string),
+		waiting:   make(map[matcher.Partition]map[string]struct{}),
+		inFlight:  make(map[int64]struct{}),
+		epochs:    make(map[string]int64),
+	}
+}
+
+var _ matcher.Ledger = (*Memory)(nil)
+
+// CreateTicket implements matcher.Ledger.
+func (l *Memory) CreateTicket(ctx context.Context, t matcher.Ticket) (matcher.Ticket, error) {
+	if err := ctx.Err(); err != nil {
+		return matcher.Ticket{}, fmt.Errorf("create ticket %s: %w", t.ID, err)
+	}
+	t, err := newTicket(t)
+	if err != nil {
+		return matcher.Ticket{}, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if id, ok := l.waitingOf[t.UserID]; ok {
+		return matcher.Ticket{}, &matcher.AlreadyQueuedError{Existing: cloneTicket(l.tickets[id])}
+	}
+	if _, ok := l.tickets[t.ID]; ok {
+		return matcher.Ticket{}, fmt.Errorf("create ticket %s: %w", t.ID, errIDInUse)
+	}
+	l.tickets[t.ID] = t
+	l.ticketsOf[t.UserID] = append(l.ticketsOf[t.UserID], t.ID)
+	l.waitingOf[t.UserID] = t.ID
+	p := t.Partition()
+	if l.waiting[p] == nil {
+		l.waiting[p] = make(map[string]struct{})
+	}
+	l.waiting[p][t.ID] = struct{}{}
+	return cloneTicket(t), nil
+}
+
+// Ticket implements matcher.Ledger.
+func (l *Memory) Ticket(ctx context.Context, id string) (matcher.Ticket, error) {
+	if err := ctx.Err(); err != nil {
+		return matcher.Ticket{}, fmt.Errorf("ticket %s: %w", id, err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.ticket(id)
+}
+
+func (l *Memory) ticket(id string) (matcher.Ticket, error) {
+	cid, _ := canonicalID(id)
+	t, ok := l.tickets[cid]
+	if !ok {
+		return matcher.Ticket{}, fmt.Errorf("ticket %s: %w", id, matcher.ErrNotFound)
+	}
+	return cloneTicket(t), nil
+}
+
+// Match implements matcher.Ledger.
+func (l *Memory) Match(ctx context.Context, id string) (matcher.Match, error) {
+	if err := ctx.Err(); err != nil {
+		return matcher.Match{}, fmt.Errorf("match %s: %w", id, err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	cid, _ := canonicalID(id)
+	m, ok := l.matches[cid]
+	if !ok {
+		return matcher.Match{}, fmt.Errorf("match %s: %w", id, matcher.ErrNotFound)
+	}
+	return cloneMatch(m), nil
+}
+
+// UserState implements matcher.Ledger.
+func (l *Memory) UserState(ctx context.Context, userID string, since time.Time) ([]matcher.Ticket, []matcher.Match, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, fmt.Errorf("user state %s: %w", userID, err)
+	}
+	since = stamp(since)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var tickets []matcher.Ticket
+	var matches []matcher.Match
+	seen := make(map[string]bool)
+	for _, id := range l.ticketsOf[userID] {
+		t := l.tickets[id]
+		if t.Status != matcher.StatusWaiting && t.UpdatedAt.Before(since) {
+			continue
+		}
+		tickets = append(tickets, cloneTicket(t))
+		if t.MatchID != "" && !seen[t.MatchID] {
+			seen[t.MatchID] = true
+			matches = append(matches, cloneMatch(l.matches[t.MatchID]))
+		}
+	}
+	slices.SortFunc(tickets, ticketOrder)
+	slices.SortFunc(matches, matchOrder)
+	return tickets, matches, nil
+}
+
+// Resolve implements matcher.Ledger.
+func (l *Memory) Resolve(ctx context.Context, id string, status matcher.TicketStatus, reason string, at time.Time) (matcher.Ticket, []matcher.Event, error) {
+	if err := ctx.Err(); err != nil {
+		return matcher.Ticket{}, nil, fmt.Errorf("resolve ticket %s: %w", id, err)
+	}
+	if err := checkResolve(id, status); err != nil {
+		return matcher.Ticket{}, nil, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t, err := l.ticket(id)
+	if err != nil {
+		return matcher.Ticket{}, nil, fmt.Errorf("resolve %w", err)
+	}
+	if t.Status != matcher.StatusWaiting {
+		return matcher.Ticket{}, nil, &matcher.NotWaitingError{Ticket: t}
+	}
+	t.Status = status
+	t.CancelReason = reason
+	t.UpdatedAt = stamp(at)
+	t.Version++
+	l.tickets[t.ID] = t
+	l.leaveWaiting(t)
+	e := l.appendEvent(matcher.TicketEvent(t))
+	return cloneTicket(t), []matcher.Event{e}, nil
+}
+
+// leaveWaiting drops t, no longer WAITING, from the waiting indexes.
+func (l *Memory) leaveWaiting(t matcher.Ticket) {
+	delete(l.waitingOf, t.UserID)
+	p := t.Partition()
+	delete(l.waiting[p], t.ID)
+	if len(l.waiting[p]) == 0 {
+		delete(l.waiting, p)
+	}
+}
+
+// appendEvent writes e to the outbox, stamped with the wall clock as
+// PostgreSQL stamps it with now(), and returns a copy for the caller.
+func (l *Memory) appendEvent(e matcher.Event) matcher.Event {
+	l.lastEvent++
+	e.ID = l.lastEvent
+	e.CreatedAt = stamp(time.Now())
+	l.outbox = append(l.outbox, e)
+	return cloneEvent(e)
+}
+
+// CommitMatch implements matcher.Ledger. It checks in the order Postgres
+// does (epoch, tickets, match id) so that both report the same error when
+// several apply.
+func (l *Memory) CommitMatch(ctx context.Context, m matcher.Match, epoch int64) ([]matcher.Event, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("commit match %s: %w", m.ID, err)
+	}
+	m, err := newMatch(m)
+	if err != nil {
+		return nil, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if epoch > 0 && l.epochs[partitionOf(m)] != epoch {
+		return nil, fmt.Errorf("commit match %s: epoch %d of %s: %w", m.ID, epoch, partitionOf(m), matcher.ErrStaleEpoch)
+	}
+	var waiting []string
+	seated := 0
+	for _, p := range m.Players {
+		t, ok := l.tickets[p.TicketID]
+		switch {
+		case !ok:
+		case t.Status == matcher.StatusWaiting:
+			waiting = append(waiting, t.ID)
+		case t.MatchID == m.ID:
+			seated++
+		}
+	}
+	if len(waiting) != len(m.Players) {
+		if seated == len(m.Players) {
+			return nil, nil // a retry of this very commit
+		}
+		slices.Sort(waiting)
+		if waiting == nil {
+			waiting = []string{}
+		}
+		return nil, &matcher.ShortfallError{Waiting: waiting}
+	}
+	if _, ok := l.matches[m.ID]; ok {
+		return nil, fmt.Errorf("commit match %s: %w", m.ID, errIDInUse)
+	}
+	l.matches[m.ID] = m
+	for _, p := range m.Players {
+		t := l.tickets[p.TicketID]
+		t.Status = matcher.StatusMatched
+		t.MatchID = m.ID
+		t.UpdatedAt = m.CreatedAt
+		t.Version++
+		l.tickets[t.ID] = t
+		l.leaveWaiting(t)
+	}
+	e := l.appendEvent(matcher.MatchFoundEvent(m))
+	return []matcher.Event{e}, nil
+}
+
+// Waiting implements matcher.Ledger.
+func (l *Memory) Waiting(ctx context.Context, p matcher.Partition) ([]matcher.Ticket, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("waiting %s: %w", p, err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []matcher.Ticket
+	for id := range l.waiting[p] {
+		out = append(out, cloneTicket(l.tickets[id]))
+	}
+	slices.SortFunc(out, ticketOrder)
+	return out, nil
+}
+
+// DrainOutbox implements matcher.Ledger. The lock is not held while fn runs:
+// fn publishes over the network, and a concurrent drain must be able to take
+// the next events meanwhile. The events handed out are marked in flight
+// instead, and a concurrent drain skips them.
+func (l *Memory) DrainOutbox(ctx context.Context, before time.Time, limit int, fn func([]matcher.Event) error) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("drain outbox: %w", err)
+	}
+	if limit <= 0 {
+		limit = defaultDrainLimit
+	}
+	before = stamp(before)
+	l.mu.Lock()
+	var batch []matcher.Event
+	for _, e := range l.outbox {
+		if len(batch) == limit {
+			break
+		}
+		if _, busy := l.inFlight[e.ID]; busy || !e.CreatedAt.Before(before) {
+			continue
+		}
+		l.inFlight[e.ID] = struct{}{}
+		batch = append(batch, cloneEvent(e))
+	}
+	l.mu.Unlock()
+	if len(batch) == 0 {
+		return 0, nil
+	}
+
+	ok := false
+	defer func() { // also when fn panics: the events go back to the outbox
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		ids := make(map[int64]bool, len(batch))
+		for _, e := range batch {
+			delete(l.inFlight, e.ID)
+			ids[e.ID] = true
+		}
+		if ok {
+			l.outbox = slices.DeleteFunc(l.outbox, func(e matcher.Event) bool { return ids[e.ID] })
+		}
+	}()
+	if err := fn(batch); err != nil {
+		return len(batch), fmt.Errorf("drain outbox: %w", err)
+	}
+	ok = true
+	return len(batch), nil
+}
+
+// DeleteEvents implements matcher.Ledger.
+func (l *Memory) DeleteEvents(ctx context.Context, ids []int64) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("delete events: %w", err)
+	}
+	del := make(map[int64]bool, len(ids))
+	for _, id := range ids {
+		del[id] = true
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.outbox = slices.DeleteFunc(l.outbox, func(e matcher.Event) bool { return del[e.ID] })
+	return nil
+}
+
+// Ping implements matcher.Ledger.
+func (l *Memory) Ping(ctx context.Context) error { return ctx.Err() }
+
+// SetLeaseEpoch records the fencing epoch of the partition's new owner;
+// CommitMatch then refuses every other epoch. An epoch lower than the
+// recorded one is refused with an error wrapping matcher.ErrStaleEpoch: the
+// caller lost a race for the lease.
+func (l *Memory) SetLeaseEpoch(ctx context.Context, partition string, epoch int64) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("set lease epoch %s: %w", partition, err)
+	}
+	if epoch <= 0 {
+		return fmt.Errorf("set lease epoch %s: epoch %d must be positive", partition, epoch)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if cur := l.epochs[partition]; cur > epoch {
+		return fmt.Errorf("set lease epoch %s: %d is behind %d: %w", partition, epoch, cur, matcher.ErrStaleEpoch)
+	}
+	l.epochs[partition] = epoch
+	return nil
+}

@@ -1,0 +1,422 @@
+package ledger
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/matchgate/matchgate/matcher"
+)
+
+// Postgres is the matcher.Ledger of a PostgreSQL database migrated by
+// Migrate. Each method is one transaction; CommitMatch is one round trip.
+type Postgres struct {
+	pool *pgxpool.Pool
+}
+
+// NewPostgres returns a ledger over pool. The caller owns the pool and
+// closes it after the last call.
+func NewPostgres(pool *pgxpool.Pool) *Postgres { return &Postgres{pool: pool} }
+
+var _ matcher.Ledger = (*Postgres)(nil)
+
+const uniqueViolation = "23505"
+
+// ticketColumns is what scanTicket reads. Ids are read as text so that they
+// come back in the canonical form Memory produces too.
+const ticketColumns = `id::text, user_id, queue, region, status, skill, estimated, attributes,
+	enqueued_at, head_start_ms, deadline, coalesce(match_id::text, ''), coalesce(cancel_reason, ''),
+	updated_at, version`
+
+func scanTicket(row pgx.Row) (matcher.Ticket, error) {
+	var (
+		t         matcher.Ticket
+		attrs     []byte
+		headStart int64
+	)
+	err := row.Scan(&t.ID, &t.UserID, &t.Queue, &t.Region, &t.Status, &t.Skill, &t.Estimated, &attrs,
+		&t.EnqueuedAt, &headStart, &t.Deadline, &t.MatchID, &t.CancelReason, &t.UpdatedAt, &t.Version)
+	if err != nil {
+		return matcher.Ticket{}, err
+	}
+	if attrs != nil {
+		if err := json.Unmarshal(attrs, &t.Attributes); err != nil {
+			return matcher.Ticket{}, fmt.Errorf("attributes of ticket %s: %w", t.ID, err)
+		}
+		t.Attributes = cloneAttributes(t.Attributes) // {} reads back as nil
+	}
+	t.HeadStart = time.Duration(headStart) * time.Millisecond
+	t.EnqueuedAt = t.EnqueuedAt.UTC()
+	t.Deadline = t.Deadline.UTC()
+	t.UpdatedAt = t.UpdatedAt.UTC()
+	return t, nil
+}
+
+const matchColumns = `id::text, queue, region, state, formed_by, players, bots, spread,
+	server_address, server_session, accept_by, created_at, version`
+
+func scanMatch(row pgx.Row) (matcher.Match, error) {
+	var (
+		m               matcher.Match
+		players         []byte
+		address, sessID *string
+		acceptBy        *time.Time
+	)
+	err := row.Scan(&m.ID, &m.Queue, &m.Region, &m.State, &m.FormedBy, &players, &m.Bots, &m.Spread,
+		&address, &sessID, &acceptBy, &m.CreatedAt, &m.Version)
+	if err != nil {
+		return matcher.Match{}, err
+	}
+	if err := json.Unmarshal(players, &m.Players); err != nil {
+		return matcher.Match{}, fmt.Errorf("players of match %s: %w", m.ID, err)
+	}
+	if address != nil {
+		m.Server = &matcher.Server{Address: *address}
+		if sessID != nil {
+			m.Server.Session = *sessID
+		}
+	}
+	if acceptBy != nil {
+		at := acceptBy.UTC()
+		m.AcceptBy = &at
+	}
+	m.CreatedAt = m.CreatedAt.UTC()
+	return m, nil
+}
+
+// nullIfEmpty maps "" to SQL NULL, as for cancel_reason.
+func nullIfEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// CreateTicket implements matcher.Ledger. The unique partial index decides
+// which of two concurrent joins of one user wins; the loser reads the
+// winner's ticket. That ticket may be resolved before the read, in which case
+// the user is free to join again and the insert is retried.
+func (l *Postgres) CreateTicket(ctx context.Context, t matcher.Ticket) (matcher.Ticket, error) {
+	t, err := newTicket(t)
+	if err != nil {
+		return matcher.Ticket{}, err
+	}
+	var attrs []byte
+	if t.Attributes != nil {
+		if attrs, err = json.Marshal(t.Attributes); err != nil {
+			return matcher.Ticket{}, fmt.Errorf("create ticket %s: attributes: %w", t.ID, err)
+		}
+	}
+	for range createTicketAttempts {
+		_, err := l.pool.Exec(ctx, `INSERT INTO tickets (id, user_id, queue, region, status, skill,
+			estimated, attributes, enqueued_at, head_start_ms, deadline, updated_at, version)
+			VALUES ($1, $2, $3, $4, 'WAITING', $5, $6, $7, $8, $9, $10, $11, $12)`,
+			t.ID, t.UserID, t.Queue, t.Region, t.Skill, t.Estimated, attrs, t.EnqueuedAt,
+			t.HeadStart.Milliseconds(), t.Deadline, t.UpdatedAt, t.Version)
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != uniqueViolation {
+			if err != nil {
+				return matcher.Ticket{}, fmt.Errorf("create ticket %s: %w", t.ID, err)
+			}
+			return t, nil
+		}
+		// Either the user already waits (tickets_one_waiting_per_user) or the
+		// id is taken (tickets_pkey); the waiting ticket wins when both hold,
+		// as in Memory.
+		existing, err := scanTicket(l.pool.QueryRow(ctx,
+			`SELECT `+ticketColumns+` FROM tickets WHERE user_id = $1 AND status = 'WAITING'`, t.UserID))
+		switch {
+		case err == nil:
+			return matcher.Ticket{}, &matcher.AlreadyQueuedError{Existing: existing}
+		case !errors.Is(err, pgx.ErrNoRows):
+			return matcher.Ticket{}, fmt.Errorf("create ticket %s: read waiting ticket of %s: %w", t.ID, t.UserID, err)
+		case pgErr.ConstraintName == "tickets_pkey":
+			return matcher.Ticket{}, fmt.Errorf("create ticket %s: %w", t.ID, errIDInUse)
+		}
+	}
+	return matcher.Ticket{}, fmt.Errorf("create ticket %s: waiting ticket of user %s kept changing", t.ID, t.UserID)
+}
+
+// Ticket implements matcher.Ledger.
+func (l *Postgres) Ticket(ctx context.Context, id string) (matcher.Ticket, error) {
+	cid, ok := canonicalID(id)
+	if !ok {
+		// Not a uuid, so no such ticket; asking PostgreSQL would fail the cast.
+		return matcher.Ticket{}, fmt.Errorf("ticket %s: %w", id, matcher.ErrNotFound)
+	}
+	t, err := scanTicket(l.pool.QueryRow(ctx, `SELECT `+ticketColumns+` FROM tickets WHERE id = $1`, cid))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return matcher.Ticket{}, fmt.Errorf("ticket %s: %w", id, matcher.ErrNotFound)
+	}
+	if err != nil {
+		return matcher.Ticket{}, fmt.Errorf("ticket %s: %w", id, err)
+	}
+	return t, nil
+}
+
+// uuids converts canonical ids (already checked) for uuid parameters.
+func uuids(ids []string) []uuid.UUID {
+	out := make([]uuid.UUID, len(ids))
+	for i, id := range ids {
+		out[i] = uuid.MustParse(id)
+	}
+	return out
+}
+
+// Match implements matcher.Ledger.
+func (l *Postgres) Match(ctx context.Context, id string) (matcher.Match, error) {
+	cid, ok := canonicalID(id)
+	if !ok {
+		return matcher.Match{}, fmt.Errorf("match %s: %w", id, matcher.ErrNotFound)
+	}
+	m, err := scanMatch(l.pool.QueryRow(ctx, `SELECT `+matchColumns+` FROM matches WHERE id = $1`, cid))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return matcher.Match{}, fmt.Errorf("match %s: %w", id, matcher.ErrNotFound)
+	}
+	if err != nil {
+		return matcher.Match{}, fmt.Errorf("match %s: %w", id, err)
+	}
+	return m, nil
+}
+
+// UserState implements matcher.Ledger. The two reads are not one snapshot; a
+// match is never deleted, so every match id read first is found second.
+func (l *Postgres) UserState(ctx context.Context, userID string, since time.Time) ([]matcher.Ticket, []matcher.Match, error) {
+	rows, _ := l.pool.Query(ctx, `SELECT `+ticketColumns+` FROM tickets
+		WHERE user_id = $1 AND (status = 'WAITING' OR updated_at >= $2)
+		ORDER BY enqueued_at, id`, userID, stamp(since))
+	tickets, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (matcher.Ticket, error) { return scanTicket(r) })
+	if err != nil {
+		return nil, nil, fmt.Errorf("user state %s: tickets: %w", userID, err)
+	}
+	if len(tickets) == 0 {
+		return nil, nil, nil
+	}
+	var ids []string
+	for _, t := range tickets {
+		if t.MatchID != "" && !slices.Contains(ids, t.MatchID) {
+			ids = append(ids, t.MatchID)
+		}
+	}
+	if len(ids) == 0 {
+		return tickets, nil, nil
+	}
+	rows, _ = l.pool.Query(ctx, `SELECT `+matchColumns+` FROM matches
+		WHERE id = ANY ($1) ORDER BY created_at, id`, uuids(ids))
+	matches, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (matcher.Match, error) { return scanMatch(r) })
+	if err != nil {
+		return nil, nil, fmt.Errorf("user state %s: matches: %w", userID, err)
+	}
+	if len(matches) == 0 {
+		matches = nil
+	}
+	return tickets, matches, nil
+}
+
+// Resolve implements matcher.Ledger.
+func (l *Postgres) Resolve(ctx context.Context, id string, status matcher.TicketStatus, reason string, at time.Time) (matcher.Ticket, []matcher.Event, error) {
+	if err := checkResolve(id, status); err != nil {
+		return matcher.Ticket{}, nil, err
+	}
+	cid, ok := canonicalID(id)
+	if !ok {
+		return matcher.Ticket{}, nil, fmt.Errorf("resolve ticket %s: %w", id, matcher.ErrNotFound)
+	}
+	var (
+		t matcher.Ticket
+		e matcher.Event
+	)
+	err := pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
+		var err error
+		t, err = scanTicket(tx.QueryRow(ctx, `UPDATE tickets
+			SET status = $2, cancel_reason = $3, updated_at = $4, version = version + 1
+			WHERE id = $1 AND status = 'WAITING'
+			RETURNING `+ticketColumns, cid, string(status), nullIfEmpty(reason), stamp(at)))
+		if err != nil {
+			return err
+		}
+		e = matcher.TicketEvent(t)
+		return tx.QueryRow(ctx, `INSERT INTO outbox (users, payload) VALUES ($1, $2) RETURNING id, created_at`,
+			e.Users, e.Payload).Scan(&e.ID, &e.CreatedAt)
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		// Lost the compare-and-set (or no such ticket). A ticket never goes
+		// back to WAITING, so what is read now is its final state.
+		cur, err := l.Ticket(ctx, cid)
+		if err != nil {
+			return matcher.Ticket{}, nil, fmt.Errorf("resolve %w", err)
+		}
+		return matcher.Ticket{}, nil, &matcher.NotWaitingError{Ticket: cur}
+	}
+	if err != nil {
+		return matcher.Ticket{}, nil, fmt.Errorf("resolve ticket %s: %w", id, err)
+	}
+	e.CreatedAt = e.CreatedAt.UTC()
+	return t, []matcher.Event{e}, nil
+}
+
+// CommitMatch implements matcher.Ledger with the commit_match function of
+// migration 0001: the lease check, the claim of every ticket, the match row
+// and the outbox event in one statement, hence one round trip and one
+// implicit transaction.
+func (l *Postgres) CommitMatch(ctx context.Context, m matcher.Match, epoch int64) ([]matcher.Event, error) {
+	m, err := newMatch(m)
+	if err != nil {
+		return nil, err
+	}
+	players, err := json.Marshal(m.Players)
+	if err != nil {
+		return nil, fmt.Errorf("commit match %s: players: %w", m.ID, err)
+	}
+	var address, session *string
+	if m.Server != nil {
+		address, session = &m.Server.Address, &m.Server.Session
+	}
+	e := matcher.MatchFoundEvent(m)
+	var (
+		outcome string
+		waiting []string
+		eventID *int64
+		eventAt *time.Time
+	)
+	err = l.pool.QueryRow(ctx, `SELECT outcome, still_waiting::text[], event_id, event_at FROM commit_match(
+		$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
+		m.ID, m.Queue, m.Region, m.State, m.FormedBy, players, m.Bots, m.Spread,
+		address, session, m.AcceptBy, m.CreatedAt, m.Version,
+		partitionOf(m), epoch, uuids(m.TicketIDs()), e.Users, e.Payload,
+	).Scan(&outcome, &waiting, &eventID, &eventAt)
+	if err != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == uniqueViolation && pgErr.ConstraintName == "matches_pkey" {
+			return nil, fmt.Errorf("commit match %s: %w", m.ID, errIDInUse)
+		}
+		return nil, fmt.Errorf("commit match %s: %w", m.ID, err)
+	}
+	switch outcome {
+	case "committed":
+		if eventID == nil {
+			return nil, nil // a retry of this very commit
+		}
+		e.ID, e.CreatedAt = *eventID, eventAt.UTC()
+		return []matcher.Event{e}, nil
+	case "stale":
+		return nil, fmt.Errorf("commit match %s: epoch %d of %s: %w", m.ID, epoch, partitionOf(m), matcher.ErrStaleEpoch)
+	case "shortfall":
+		if waiting == nil {
+			waiting = []string{}
+		}
+		return nil, &matcher.ShortfallError{Waiting: waiting}
+	}
+	return nil, fmt.Errorf("commit match %s: unknown outcome %q", m.ID, outcome)
+}
+
+// Waiting implements matcher.Ledger.
+func (l *Postgres) Waiting(ctx context.Context, p matcher.Partition) ([]matcher.Ticket, error) {
+	rows, _ := l.pool.Query(ctx, `SELECT `+ticketColumns+` FROM tickets
+		WHERE queue = $1 AND region = $2 AND status = 'WAITING'
+		ORDER BY enqueued_at, id`, p.Queue, p.Region)
+	tickets, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (matcher.Ticket, error) { return scanTicket(r) })
+	if err != nil {
+		return nil, fmt.Errorf("waiting %s: %w", p, err)
+	}
+	if len(tickets) == 0 {
+		return nil, nil // as Memory: none is nil
+	}
+	return tickets, nil
+}
+
+// DrainOutbox implements matcher.Ledger. The rows stay locked while fn runs,
+// so a concurrent drain (SKIP LOCKED) takes the next ones; if this process
+// dies meanwhile, the locks go with its connection and the rows are drained
+// again: delivery is at least once.
+func (l *Postgres) DrainOutbox(ctx context.Context, before time.Time, limit int, fn func([]matcher.Event) error) (int, error) {
+	if limit <= 0 {
+		limit = defaultDrainLimit
+	}
+	tx, err := l.pool.Begin(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("drain outbox: %w", err)
+	}
+	defer tx.Rollback(ctx) // a no-op after Commit
+	rows, _ := tx.Query(ctx, `SELECT id, users, payload, created_at FROM outbox
+		WHERE created_at < $1 ORDER BY id LIMIT $2
+		FOR UPDATE SKIP LOCKED`, stamp(before), limit)
+	events, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (matcher.Event, error) {
+		var e matcher.Event
+		err := r.Scan(&e.ID, &e.Users, &e.Payload, &e.CreatedAt)
+		e.CreatedAt = e.CreatedAt.UTC()
+		return e, err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("drain outbox: %w", err)
+	}
+	if len(events) == 0 {
+		return 0, nil
+	}
+	if err := fn(events); err != nil {
+		return len(events), fmt.Errorf("drain outbox: %w", err)
+	}
+	ids := make([]int64, len(events))
+	for i, e := range events {
+		ids[i] = e.ID
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM outbox WHERE id = ANY ($1)`, ids); err != nil {
+		return len(events), fmt.Errorf("drain outbox: delete %d events: %w", len(ids), err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return len(events), fmt.Errorf("drain outbox: commit: %w", err)
+	}
+	return len(events), nil
+}
+
+// DeleteEvents implements matcher.Ledger.
+func (l *Postgres) DeleteEvents(ctx context.Context, ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	if _, err := l.pool.Exec(ctx, `DELETE FROM outbox WHERE id = ANY ($1)`, ids); err != nil {
+		return fmt.Errorf("delete events: %w", err)
+	}
+	return nil
+}
+
+// Ping implements matcher.Ledger.
+func (l *Postgres) Ping(ctx context.Context) error {
+	if err := l.pool.Ping(ctx); err != nil {
+		return fmt.Errorf("ping postgres: %w", err)
+	}
+	return nil
+}
+
+// SetLeaseEpoch records the fencing epoch of the partition's new owner;
+// CommitMatch then refuses every other epoch. The epoch never moves back: a
+// lower one is refused with an error wrapping matcher.ErrStaleEpoch, because
+// its holder lost a race for the lease. The update waits for commits holding
+// the old epoch (they lock the row FOR SHARE) to finish.
+func (l *Postgres) SetLeaseEpoch(ctx context.Context, partition string, epoch int64) error {
+	if epoch <= 0 {
+		return fmt.Errorf("set lease epoch %s: epoch %d must be positive", partition, epoch)
+	}
+	var cur int64
+	err := l.pool.QueryRow(ctx, `INSERT INTO leases AS l (partition, epoch) VALUES ($1, $2)
+		ON CONFLICT (partition) DO UPDATE SET epoch = excluded.epoch WHERE l.epoch <= excluded.epoch
+		RETURNING epoch`, partition, epoch).Scan(&cur)
+	if errors.Is(err, pgx.ErrNoRows) {
+		if err := l.pool.QueryRow(ctx, `SELECT epoch FROM leases WHERE partition = $1`, partition).Scan(&cur); err != nil {
+			return fmt.Errorf("set lease epoch %s: %w", partition, err)
+		}
+		return fmt.Errorf("set lease epoch %s: %d is behind %d: %w", partition, epoch, cur, matcher.ErrStaleEpoch)
+	}
+	if err != nil {
+		return fmt.Errorf("set lease epoch %s: %w", partition, err)
+	}
+	return nil
+}

@@ -1,0 +1,198 @@
+package ledger
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/matchgate/matchgate/matcher"
+)
+
+// Both implementations pass every input through the functions of this file
+// before touching storage, so that they accept and refuse the same values and
+// return identical records.
+
+// defaultDrainLimit is the batch size DrainOutbox uses when limit <= 0.
+const defaultDrainLimit = 100
+
+// createTicketAttempts bounds the retries of CreateTicket when the user's
+// WAITING ticket is resolved between the refused insert and the read of it.
+const createTicketAttempts = 3
+
+// errIDInUse is the cause when a ticket id is reused for a new ticket.
+var errIDInUse = errors.New("id already used")
+
+// stamp returns t as PostgreSQL stores a timestamptz: UTC, microseconds.
+// Memory applies it too, so both ledgers hand back equal times.
+func stamp(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+
+// canonicalID parses a uuid in any form PostgreSQL accepts and returns it in
+// the form PostgreSQL prints (lower case, hyphenated).
+func canonicalID(id string) (string, bool) {
+	u, err := uuid.Parse(id)
+	if err != nil {
+		return "", false
+	}
+	return u.String(), true
+}
+
+func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
+
+// newTicket checks a ticket about to be created and returns it as it will be
+// stored: WAITING, version 1, updated when enqueued.
+func newTicket(t matcher.Ticket) (matcher.Ticket, error) {
+	id, ok := canonicalID(t.ID)
+	if !ok {
+		return matcher.Ticket{}, fmt.Errorf("create ticket: invalid id %q", t.ID)
+	}
+	switch {
+	case t.UserID == "" || t.Queue == "" || t.Region == "":
+		return matcher.Ticket{}, fmt.Errorf("create ticket %s: user, queue and region are required", id)
+	case t.Status != "" && t.Status != matcher.StatusWaiting:
+		return matcher.Ticket{}, fmt.Errorf("create ticket %s: a new ticket is WAITING, not %s", id, t.Status)
+	case !finite(t.Skill):
+		// NaN and ±Inf have no JSON form: the ticket could never be pushed.
+		return matcher.Ticket{}, fmt.Errorf("create ticket %s: skill %v is not a number", id, t.Skill)
+	case t.HeadStart < 0:
+		return matcher.Ticket{}, fmt.Errorf("create ticket %s: negative head start %s", id, t.HeadStart)
+	}
+	t.ID = id
+	t.Status = matcher.StatusWaiting
+	t.Attributes = cloneAttributes(t.Attributes)
+	t.EnqueuedAt = stamp(t.EnqueuedAt)
+	t.HeadStart = t.HeadStart.Truncate(time.Millisecond) // stored as head_start_ms
+	t.Deadline = stamp(t.Deadline)
+	t.MatchID = ""
+	t.CancelReason = ""
+	t.UpdatedAt = t.EnqueuedAt
+	t.Version = 1
+	return t, nil
+}
+
+// checkResolve refuses a transition Resolve does not make.
+func checkResolve(id string, status matcher.TicketStatus) error {
+	if status != matcher.StatusCancelled && status != matcher.StatusExpired {
+		return fmt.Errorf("resolve ticket %s: status must be CANCELLED or EXPIRED, not %q", id, status)
+	}
+	return nil
+}
+
+// newMatch checks a match about to be committed and returns it as it will be
+// stored, with its tickets' ids in canonical form.
+func newMatch(m matcher.Match) (matcher.Match, error) {
+	id, ok := canonicalID(m.ID)
+	if !ok {
+		return matcher.Match{}, fmt.Errorf("commit match: invalid id %q", m.ID)
+	}
+	switch {
+	case m.Queue == "" || m.Region == "":
+		return matcher.Match{}, fmt.Errorf("commit match %s: queue and region are required", id)
+	case len(m.Players) == 0:
+		return matcher.Match{}, fmt.Errorf("commit match %s: no players", id)
+	case !finite(m.Spread):
+		return matcher.Match{}, fmt.Errorf("commit match %s: spread %v is not a number", id, m.Spread)
+	case m.Bots < 0:
+		return matcher.Match{}, fmt.Errorf("commit match %s: negative bots %d", id, m.Bots)
+	case m.Version < 0:
+		return matcher.Match{}, fmt.Errorf("commit match %s: negative version %d", id, m.Version)
+	}
+	players := make([]matcher.Player, len(m.Players))
+	tickets := make(map[string]bool, len(m.Players))
+	users := make(map[string]bool, len(m.Players))
+	for i, p := range m.Players {
+		tid, ok := canonicalID(p.TicketID)
+		switch {
+		case !ok:
+			return matcher.Match{}, fmt.Errorf("commit match %s: invalid ticket id %q", id, p.TicketID)
+		case p.UserID == "":
+			return matcher.Match{}, fmt.Errorf("commit match %s: ticket %s has no user", id, tid)
+		case tickets[tid]:
+			return matcher.Match{}, fmt.Errorf("commit match %s: ticket %s seated twice", id, tid)
+		case users[p.UserID]:
+			// DESIGN §9.3: a match never contains the same user twice.
+			return matcher.Match{}, fmt.Errorf("commit match %s: user %s seated twice", id, p.UserID)
+		case !finite(p.Skill):
+			return matcher.Match{}, fmt.Errorf("commit match %s: skill %v of ticket %s is not a number", id, p.Skill, tid)
+		}
+		tickets[tid], users[p.UserID] = true, true
+		p.TicketID = tid
+		players[i] = p
+	}
+	m.ID = id
+	m.Players = players
+	if m.Server != nil {
+		s := *m.Server
+		m.Server = &s
+	}
+	if m.AcceptBy != nil {
+		at := stamp(*m.AcceptBy)
+		m.AcceptBy = &at
+	}
+	m.CreatedAt = stamp(m.CreatedAt)
+	if m.Version == 0 {
+		m.Version = 1
+	}
+	return m, nil
+}
+
+// partitionOf names the lease a match is committed under.
+func partitionOf(m matcher.Match) string {
+	return matcher.Partition{Queue: m.Queue, Region: m.Region}.String()
+}
+
+// cloneAttributes copies a ticket's attributes; none is nil, as PostgreSQL
+// stores it (NULL).
+func cloneAttributes(a map[string]string) map[string]string {
+	if len(a) == 0 {
+		return nil
+	}
+	return maps.Clone(a)
+}
+
+func cloneTicket(t matcher.Ticket) matcher.Ticket {
+	t.Attributes = cloneAttributes(t.Attributes)
+	return t
+}
+
+func cloneMatch(m matcher.Match) matcher.Match {
+	m.Players = slices.Clone(m.Players)
+	if m.Server != nil {
+		s := *m.Server
+		m.Server = &s
+	}
+	if m.AcceptBy != nil {
+		at := *m.AcceptBy
+		m.AcceptBy = &at
+	}
+	return m
+}
+
+func cloneEvent(e matcher.Event) matcher.Event {
+	e.Users = slices.Clone(e.Users)
+	e.Payload = slices.Clone(e.Payload)
+	return e
+}
+
+// ticketOrder is the order of UserState and Waiting: wait order, then id so
+// that ties come out the same from both ledgers (canonical uuid text sorts as
+// PostgreSQL sorts uuid values).
+func ticketOrder(a, b matcher.Ticket) int {
+	if c := a.EnqueuedAt.Compare(b.EnqueuedAt); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.ID, b.ID)
+}
+
+// matchOrder is the order of the matches UserState returns.
+func matchOrder(a, b matcher.Match) int {
+	if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.ID, b.ID)
+}
