@@ -28,8 +28,8 @@ import (
 
 type serveFlags struct {
 	addr, redisURL, postgresURL, roles, config, node, secret, guests, origins, logFormat, logLevel, prefix string
-	migrate                                                                                              bool
-	shutdownTimeout                                                                                      time.Duration
+	migrate                                                                                                bool
+	shutdownTimeout                                                                                        time.Duration
 }
 
 func parseServe(args []string, getenv func(string) string, stderr io.Writer) (serveFlags, error) {
