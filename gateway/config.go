@@ -46,6 +46,13 @@ type Subscriber interface {
 	Subscribe(ctx context.Context, userID string, deliver func(frame []byte)) (unsubscribe func(), err error)
 }
 
+// Presence records which users hold a live socket on this node, so the
+// matcher can tell a waiting player from a ghost.
+type Presence interface {
+	Connected(ctx context.Context, userID string) error
+	Disconnected(userID string)
+}
+
 // ReadyChecker reports dependency health for /readyz; nil error means ready.
 type ReadyChecker func(ctx context.Context) error
 
@@ -56,6 +63,8 @@ type Config struct {
 	Matchmaker Matchmaker
 	// Subscriber delivers each connected user's pushes. Required.
 	Subscriber Subscriber
+	// Presence is told of every socket that opens and closes. Default: none.
+	Presence Presence
 	// Ready reports dependency health for /readyz. Default: always ready.
 	Ready ReadyChecker
 	// Logger receives internal errors and lifecycle events; tokens are never

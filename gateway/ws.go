@@ -123,6 +123,13 @@ func (s *session) serve() websocket.StatusCode {
 	defer unsubscribe()
 
 	ctx, cancel := context.WithTimeout(s.srv.baseCtx, cfg.CommandTimeout)
+	if cfg.Presence != nil {
+		if err := cfg.Presence.Connected(ctx, s.p.UserID); err != nil {
+			// The periodic refresh records the user soon; not worth a refusal.
+			s.srv.log.Warn("record presence", slog.String("user", s.p.UserID), slog.Any("error", err))
+		}
+		defer cfg.Presence.Disconnected(s.p.UserID)
+	}
 	st, err := cfg.Matchmaker.UserState(ctx, s.p.UserID)
 	cancel()
 	if err != nil {

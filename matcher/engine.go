@@ -29,8 +29,15 @@ type EngineConfig struct {
 	Ledger Ledger
 	// Notifier publishes committed events at once; nil leaves them to the relay.
 	Notifier Notifier
-	// Fence returns the partition's lease fencing token; nil means 0, unfenced.
+	// Fence returns the partition's lease fencing token, checked by the claim
+	// script and the commit. Nil runs unfenced (token 0): tests and tools.
+	// With a Fence, a pass while it returns 0 (the lease is not held, or its
+	// validity ran out) does nothing.
 	Fence func() int64
+	// Presence tells when users were last seen with a live socket; with it a
+	// ticket whose player has a socket is never evicted as a ghost. Nil: only
+	// heartbeats count.
+	Presence Presence
 	// Now is the clock; nil means time.Now.
 	Now     func() time.Time
 	Logger  *slog.Logger
@@ -61,9 +68,6 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.Fence == nil {
-		cfg.Fence = func() int64 { return 0 }
-	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -86,7 +90,19 @@ func (e *Engine) Wake() {
 	}
 }
 
-// Run passes every tick and on every wake until ctx ends.
+// Presence is the part of the presence tracker the engine reads.
+type Presence interface {
+	// LastSeen returns, per user, when they last had a live socket (now if
+	// they have one); users with no record are absent.
+	LastSeen(ctx context.Context, users []string) (map[string]time.Time, error)
+}
+
+// passTimeout bounds one pass; a pass is never cut short by Run's context, so
+// that a claim in flight when the engine stops is committed or put back.
+const passTimeout = 15 * time.Second
+
+// Run passes every tick and on every wake until ctx ends. A pass under way
+// when ctx ends is finished first.
 func (e *Engine) Run(ctx context.Context) error {
 	t := time.NewTicker(e.q.Tick)
 	defer t.Stop()
@@ -98,7 +114,9 @@ func (e *Engine) Run(ctx context.Context) error {
 		case <-t.C:
 		case <-e.wake:
 		}
-		res, err := e.Tick(ctx)
+		passCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), passTimeout)
+		res, err := e.Tick(passCtx)
+		cancel()
 		if err != nil && ctx.Err() == nil {
 			// A dependency outage would log every tick; once a second is enough.
 			if now := time.Now(); now.Sub(lastErr) > time.Second {
@@ -118,14 +136,25 @@ func (e *Engine) Run(ctx context.Context) error {
 type TickResult struct {
 	Matches int
 	Expired int
+	Ghosts  int
 	Players int
 }
 
-// Tick runs one matching pass: deadlines first, then anchors in wait order.
+// Tick runs one matching pass: ghosts evicted, then deadlines, then anchors
+// in wait order.
 func (e *Engine) Tick(ctx context.Context) (TickResult, error) {
+	fence := int64(0)
+	if e.cfg.Fence != nil {
+		if fence = e.cfg.Fence(); fence == 0 {
+			return TickResult{}, nil // not the owner (any more)
+		}
+	}
 	start := time.Now()
 	defer func() { e.cfg.Metrics.observeTick(e.q.Name, e.cfg.Region, time.Since(start)) }()
-	p := &pass{e: e, now: e.cfg.Now(), used: map[string]bool{}}
+	p := &pass{e: e, now: e.cfg.Now(), fence: fence, used: map[string]bool{}}
+	if err := p.ghosts(ctx); err != nil {
+		return p.res, err
+	}
 	if err := p.deadlines(ctx); err != nil {
 		return p.res, err
 	}
@@ -142,10 +171,11 @@ func (e *Engine) Tick(ctx context.Context) (TickResult, error) {
 // pass is the state of one Tick: the clock reading and the tickets already
 // used (formed, expired or found gone) so no later step reconsiders them.
 type pass struct {
-	e    *Engine
-	now  time.Time
-	used map[string]bool
-	res  TickResult
+	e     *Engine
+	now   time.Time
+	fence int64
+	used  map[string]bool
+	res   TickResult
 }
 
 // window is the anchor's half-width after its wait.
@@ -318,22 +348,74 @@ func (p *pass) deadlines(ctx context.Context) error {
 	return nil
 }
 
+// ghosts cancels (reason heartbeat) the tickets whose players have had no
+// live socket and sent no heartbeat for the queue's heartbeat timeout, so
+// that no ghost is ever matched. A player seen since then has the ticket's
+// heartbeat moved up instead, keeping the ticket and its place.
+func (p *pass) ghosts(ctx context.Context) error {
+	timeout := p.e.q.HeartbeatTimeout
+	stale, err := p.e.cfg.Pool.Stale(ctx, p.e.part, p.now.Add(-timeout), 256)
+	if err != nil || len(stale) == 0 {
+		return err
+	}
+	seen := map[string]time.Time{}
+	if p.e.cfg.Presence != nil {
+		users := make([]string, 0, len(stale))
+		for _, s := range stale {
+			users = append(users, s.UserID)
+		}
+		// Without presence nobody can be judged a ghost: skip, never guess.
+		if seen, err = p.e.cfg.Presence.LastSeen(ctx, users); err != nil {
+			return fmt.Errorf("presence: %w", err)
+		}
+	}
+	for _, s := range stale {
+		if p.used[s.TicketID] || s.UserID == "" {
+			continue
+		}
+		last := s.Heartbeat
+		if at, ok := seen[s.UserID]; ok && at.After(last) {
+			last = at
+		}
+		if p.now.Sub(last) < timeout {
+			if _, err := p.e.cfg.Pool.Heartbeat(ctx, p.e.part, s.TicketID, last); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := p.resolve(ctx, s, StatusCancelled, ReasonHeartbeat); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // expire ends a ticket nobody could be matched with by its deadline.
 func (p *pass) expire(ctx context.Context, d pool.Entry) error {
+	return p.resolve(ctx, d, StatusExpired, "")
+}
+
+// resolve ends a waiting ticket without a match (expired, or cancelled as a
+// ghost): the record first, then the pool.
+func (p *pass) resolve(ctx context.Context, d pool.Entry, status TicketStatus, reason string) error {
 	p.used[d.TicketID] = true
-	_, events, err := p.e.cfg.Ledger.Resolve(ctx, d.TicketID, StatusExpired, "", p.now)
+	_, events, err := p.e.cfg.Ledger.Resolve(ctx, d.TicketID, status, reason, p.now)
 	var nw *NotWaitingError
 	switch {
 	case errors.As(err, &nw), errors.Is(err, ErrNotFound):
 		// Already resolved (a cancel won): the pool entry is stale either way.
 	case err != nil:
-		return fmt.Errorf("expire %s: %w", d.TicketID, err)
+		return fmt.Errorf("resolve %s as %s: %w", d.TicketID, status, err)
 	default:
-		p.res.Expired++
-		p.e.cfg.Metrics.outcome(p.e.q.Name, string(StatusExpired))
+		if status == StatusExpired {
+			p.res.Expired++
+		} else {
+			p.res.Ghosts++
+		}
+		p.e.cfg.Metrics.outcome(p.e.q.Name, string(status))
 	}
 	if _, err := p.e.cfg.Pool.Remove(ctx, p.e.part, d.TicketID); err != nil {
-		return fmt.Errorf("remove expired %s: %w", d.TicketID, err)
+		return fmt.Errorf("remove %s: %w", d.TicketID, err)
 	}
 	p.deliver(ctx, events)
 	return nil
@@ -362,8 +444,7 @@ func (p *pass) form(ctx context.Context, group []pool.Entry, formedBy string, bo
 	}
 	m.Spread = hi - lo
 
-	fence := p.e.cfg.Fence()
-	claim, err := p.e.cfg.Pool.Claim(ctx, p.e.part, fence, m.ID, ids)
+	claim, err := p.e.cfg.Pool.Claim(ctx, p.e.part, p.fence, m.ID, ids)
 	if err != nil {
 		return fmt.Errorf("claim %s: %w", m.ID, err)
 	}
@@ -378,7 +459,7 @@ func (p *pass) form(ctx context.Context, group []pool.Entry, formedBy string, bo
 	for _, id := range ids {
 		p.used[id] = true
 	}
-	events, err := p.e.cfg.Ledger.CommitMatch(ctx, m, fence)
+	events, err := p.e.cfg.Ledger.CommitMatch(ctx, m, p.fence)
 	if err != nil {
 		var sf *ShortfallError
 		back := group

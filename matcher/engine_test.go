@@ -314,3 +314,58 @@ func TestEstimatedStartsWider(t *testing.T) {
 		t.Fatalf("estimated anchor did not use its wider window: %+v", res)
 	}
 }
+
+// A player with no socket and no heartbeat for the heartbeat timeout is
+// cancelled (reason heartbeat) and never matched; one who comes back within
+// the timeout keeps the ticket and its place; a REST heartbeat counts too.
+func TestGhostEviction(t *testing.T) {
+	h := newHarness(t, matcher.QueueConfig{Name: "q", Players: 2, HeartbeatTimeout: 30 * time.Second,
+		Window: &matcher.Window{Points: []matcher.WindowPoint{{After: 0, Width: 1}}}})
+	ghost := h.join("ghost", 10)
+	back := h.join("back", 500)
+	rest := h.join("rest", 900)
+	h.seen.leave("ghost", h.clock())
+	h.seen.leave("back", h.clock())
+	h.seen.leave("rest", h.clock())
+	h.advance(20 * time.Second)
+	h.seen.back("back") // reconnected within the timeout
+	if err := h.svc.Heartbeat(context.Background(), "rest", rest.ID); err != nil {
+		t.Fatal(err)
+	}
+	h.advance(11 * time.Second) // 31 s since anyone left
+	if res := h.tick(); res.Ghosts != 1 {
+		t.Fatalf("pass evicted %d ghosts, want 1", res.Ghosts)
+	}
+	g := h.ticket(ghost.ID)
+	if g.Status != matcher.StatusCancelled || g.CancelReason != matcher.ReasonHeartbeat {
+		t.Fatalf("ghost ticket is %s/%s, want CANCELLED/heartbeat", g.Status, g.CancelReason)
+	}
+	for _, id := range []string{back.ID, rest.ID} {
+		if s := h.ticket(id).Status; s != matcher.StatusWaiting {
+			t.Fatalf("ticket %s is %s, want WAITING", id, s)
+		}
+	}
+	// The one who came back keeps the place in the wait order.
+	olds, _ := h.pool.Oldest(context.Background(), "q:global", 10)
+	kept := false
+	for _, e := range olds {
+		kept = kept || (e.TicketID == back.ID && e.Enqueue.Equal(back.EnqueuedAt))
+	}
+	if len(olds) != 2 || !kept {
+		t.Fatalf("pool after eviction: %+v", olds)
+	}
+	// The REST player stops heartbeating: evicted a timeout after the last one.
+	h.advance(20 * time.Second)
+	if res := h.tick(); res.Ghosts != 1 || h.ticket(rest.ID).CancelReason != matcher.ReasonHeartbeat {
+		t.Fatalf("REST player not evicted: %+v", res)
+	}
+	// A ghost is never matched, even when its deadline comes first.
+	late := h.join("late", 10)
+	h.seen.leave("late", h.clock())
+	h.advance(5 * time.Minute)
+	h.join("partner", 10)
+	h.tick()
+	if s := h.ticket(late.ID); s.Status != matcher.StatusCancelled {
+		t.Fatalf("ghost at its deadline is %s, want CANCELLED", s.Status)
+	}
+}

@@ -26,6 +26,41 @@ type harness struct {
 	svc     *matcher.Service
 	engines map[string]*matcher.Engine
 	pushed  *recorder
+	seen    *presenceFake
+}
+
+// presenceFake says every user is online except those marked away, who were
+// last seen at the time they left.
+type presenceFake struct {
+	h    *harness
+	mu   sync.Mutex
+	away map[string]time.Time
+}
+
+func (p *presenceFake) leave(user string, at time.Time) {
+	p.mu.Lock()
+	p.away[user] = at
+	p.mu.Unlock()
+}
+
+func (p *presenceFake) back(user string) {
+	p.mu.Lock()
+	delete(p.away, user)
+	p.mu.Unlock()
+}
+
+func (p *presenceFake) LastSeen(_ context.Context, users []string) (map[string]time.Time, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := map[string]time.Time{}
+	for _, u := range users {
+		if at, ok := p.away[u]; ok {
+			out[u] = at
+		} else {
+			out[u] = p.h.clock()
+		}
+	}
+	return out, nil
 }
 
 // recorder is a Notifier that keeps every delivered event.
@@ -60,6 +95,7 @@ func newHarnessWith(t *testing.T, q matcher.QueueConfig, rdb redis.UniversalClie
 		t.Fatalf("config: %v", err)
 	}
 	h := &harness{t: t, now: t0, q: cfg.Queues[0], led: led, pool: pool.New(rdb, prefix), engines: map[string]*matcher.Engine{}, pushed: &recorder{}}
+	h.seen = &presenceFake{h: h, away: map[string]time.Time{}}
 	svc, err := matcher.NewService(matcher.ServiceConfig{Queues: cfg, Pool: h.pool, Ledger: h.led, Notifier: h.pushed, Now: h.clock})
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +109,7 @@ func newHarnessWith(t *testing.T, q matcher.QueueConfig, rdb redis.UniversalClie
 
 func (h *harness) newEngine(region string) *matcher.Engine {
 	h.t.Helper()
-	e, err := matcher.NewEngine(matcher.EngineConfig{Queue: h.q, Region: region, Pool: h.pool, Ledger: h.led, Notifier: h.pushed, Now: h.clock})
+	e, err := matcher.NewEngine(matcher.EngineConfig{Queue: h.q, Region: region, Pool: h.pool, Ledger: h.led, Notifier: h.pushed, Presence: h.seen, Now: h.clock})
 	if err != nil {
 		h.t.Fatal(err)
 	}

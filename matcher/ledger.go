@@ -55,6 +55,15 @@ type Ledger interface {
 	// DeleteEvents removes delivered events.
 	DeleteEvents(ctx context.Context, ids []int64) error
 
+	// LeaseEpoch returns the partition's recorded lease epoch, 0 if none.
+	LeaseEpoch(ctx context.Context, partition string) (int64, error)
+
+	// SetLeaseEpoch records the epoch (fencing token) of the partition's new
+	// owner; CommitMatch then refuses every other epoch. It never moves
+	// back: a lower epoch is refused with an error wrapping ErrStaleEpoch.
+	// It waits for commits holding the old epoch to finish.
+	SetLeaseEpoch(ctx context.Context, partition string, epoch int64) error
+
 	// Ping reports whether the ledger is reachable.
 	Ping(ctx context.Context) error
 }

@@ -18,6 +18,7 @@ type Metrics struct {
 	wait      *prometheus.HistogramVec
 	conflicts *prometheus.CounterVec
 	joins     *prometheus.CounterVec
+	leases    *prometheus.CounterVec
 }
 
 // NewMetrics registers the matcher's collectors with reg.
@@ -44,7 +45,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "matchgate_joins_total", Help: "Tickets created.",
 		}, []string{"queue"}),
 	}
-	reg.MustRegister(m.tick, m.matches, m.outcomes, m.wait, m.conflicts, m.joins)
+	m.leases = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "matchgate_lease_events_total", Help: "Partition lease acquisitions, losses and releases.",
+	}, []string{"partition", "event"})
+	reg.MustRegister(m.tick, m.matches, m.outcomes, m.wait, m.conflicts, m.joins, m.leases)
 	return m
 }
 
@@ -80,5 +84,11 @@ func (m *Metrics) claimConflict(queue string) {
 func (m *Metrics) joined(queue string) {
 	if m != nil {
 		m.joins.WithLabelValues(queue).Inc()
+	}
+}
+
+func (m *Metrics) lease(partition, event string) {
+	if m != nil {
+		m.leases.WithLabelValues(partition, event).Inc()
 	}
 }

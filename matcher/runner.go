@@ -5,8 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sort"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/redis/go-redis/v9"
 
@@ -19,11 +24,19 @@ type RunnerConfig struct {
 	Pool     *pool.Pool
 	Ledger   Ledger
 	Notifier Notifier
+	Presence Presence
 	// Redis carries wake-ups between processes (a join on one gateway wakes
-	// the engines of every matcher process). Nil: wake-ups stay in-process.
+	// the owner of the partition wherever it runs) and the registry of live
+	// matchers. Required.
 	Redis redis.UniversalClient
-	// WakeChannel is the pub/sub channel of wake-ups. Default "mg:wake".
-	WakeChannel string
+	// Prefix of the wake channel and the registry. Default "mg".
+	Prefix string
+	// Owner names this matcher in leases; default: a random id.
+	Owner string
+	// LeaseTTL is the life of a partition lease; it is renewed every
+	// LeaseTTL/10, and a dead owner's partitions are taken over within about
+	// one LeaseTTL. Default 10s.
+	LeaseTTL time.Duration
 	// ReconcileEvery is the period of the record↔pool repair. Default 10s.
 	ReconcileEvery time.Duration
 	Now            func() time.Time
@@ -31,18 +44,41 @@ type RunnerConfig struct {
 	Metrics        *Metrics
 }
 
-// Runner runs one Engine per partition, the wake-up listener and the
-// reconciler.
+// Runner is the matcher role of a process: it takes a fair share of the
+// partitions' leases, runs one Engine per partition it holds, and reconciles
+// those partitions. Several Runners in several processes share the
+// partitions through the leases.
 type Runner struct {
 	cfg     RunnerConfig
 	engines map[string]*Engine
+	order   []string
 	log     *slog.Logger
+
+	mu   sync.Mutex
+	held map[string]*holding
+}
+
+// holding is one partition this runner owns.
+type holding struct {
+	token      int64
+	validUntil atomic.Int64 // unix ms; past it the engine stops claiming
+	cancel     context.CancelFunc
+	done       chan struct{}
 }
 
 // NewRunner builds the engines; it starts nothing.
 func NewRunner(cfg RunnerConfig) (*Runner, error) {
-	if cfg.WakeChannel == "" {
-		cfg.WakeChannel = "mg:wake"
+	if cfg.Redis == nil || cfg.Pool == nil || cfg.Ledger == nil {
+		return nil, errors.New("runner: Redis, Pool and Ledger are required")
+	}
+	if cfg.Prefix == "" {
+		cfg.Prefix = "mg"
+	}
+	if cfg.Owner == "" {
+		cfg.Owner = uuid.NewString()
+	}
+	if cfg.LeaseTTL == 0 {
+		cfg.LeaseTTL = 10 * time.Second
 	}
 	if cfg.ReconcileEvery == 0 {
 		cfg.ReconcileEvery = 10 * time.Second
@@ -53,51 +89,260 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	r := &Runner{cfg: cfg, engines: map[string]*Engine{}, log: cfg.Logger}
+	r := &Runner{cfg: cfg, engines: map[string]*Engine{}, held: map[string]*holding{}, log: cfg.Logger.With("owner", cfg.Owner)}
 	for i := range cfg.Queues.Queues {
 		q := cfg.Queues.Queues[i]
 		for _, region := range q.Regions {
+			part := Partition{Queue: q.Name, Region: region}.String()
 			e, err := NewEngine(EngineConfig{
 				Queue: q, Region: region, Pool: cfg.Pool, Ledger: cfg.Ledger, Notifier: cfg.Notifier,
+				Presence: cfg.Presence, Fence: func() int64 { return r.fence(part) },
 				Now: cfg.Now, Logger: cfg.Logger, Metrics: cfg.Metrics,
 			})
 			if err != nil {
 				return nil, err
 			}
-			r.engines[e.part] = e
+			r.engines[part] = e
+			r.order = append(r.order, part)
 		}
 	}
 	return r, nil
 }
 
-// Engine returns the engine of a partition, or nil.
-func (r *Runner) Engine(p Partition) *Engine { return r.engines[p.String()] }
+// WakeChannel is the pub/sub channel of wake-ups.
+func WakeChannel(prefix string) string {
+	if prefix == "" {
+		prefix = "mg"
+	}
+	return prefix + ":wake"
+}
 
-// Wake asks the partition's engine in this process for a pass now.
+func (r *Runner) registryKey() string { return r.cfg.Prefix + ":matchers" }
+
+// fence is the token of a held partition whose lease is still valid, else 0.
+func (r *Runner) fence(part string) int64 {
+	r.mu.Lock()
+	h := r.held[part]
+	r.mu.Unlock()
+	if h == nil || time.Now().UnixMilli() >= h.validUntil.Load() {
+		return 0
+	}
+	return h.token
+}
+
+// Held lists the partitions this runner owns now.
+func (r *Runner) Held() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]string, 0, len(r.held))
+	for p := range r.held {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Wake asks the partition's engine for a pass now, if this runner owns it.
 func (r *Runner) Wake(p Partition) {
 	if e := r.engines[p.String()]; e != nil {
 		e.Wake()
 	}
 }
 
-// Run runs every engine, the wake-up listener and the reconciler until ctx
-// ends, and returns once all of them have stopped.
+// Run manages leases, engines, wake-ups and reconciliation until ctx ends;
+// then it stops every engine (each finishes its pass), releases the leases so
+// another matcher takes over at once, and returns.
 func (r *Runner) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
-	for _, e := range r.engines {
-		wg.Go(func() { _ = e.Run(ctx) })
-	}
-	if r.cfg.Redis != nil {
-		wg.Go(func() { r.listen(ctx) })
-	}
+	wg.Go(func() { r.listen(ctx) })
 	wg.Go(func() { r.reconcileLoop(ctx) })
+	r.leaseLoop(ctx)
 	wg.Wait()
+	r.releaseAll()
 	return nil
 }
 
-// listen turns wake-ups published by other processes into local wakes.
+func (r *Runner) leaseLoop(ctx context.Context) {
+	every := r.cfg.LeaseTTL / 10
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		r.leaseRound(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// leaseRound renews what is held, gives up what exceeds a fair share, and
+// takes free partitions up to it. The fair share is ceil(partitions / live
+// matchers), the live matchers being those that registered within a TTL.
+func (r *Runner) leaseRound(ctx context.Context) {
+	now := r.cfg.Now()
+	ttl := r.cfg.LeaseTTL
+	live := 1
+	pipe := r.cfg.Redis.TxPipeline()
+	pipe.ZAdd(ctx, r.registryKey(), redis.Z{Score: float64(now.UnixMilli()), Member: r.cfg.Owner})
+	pipe.ZRemRangeByScore(ctx, r.registryKey(), "-inf", strconv.FormatInt(now.Add(-ttl).UnixMilli(), 10))
+	card := pipe.ZCard(ctx, r.registryKey())
+	if _, err := pipe.Exec(ctx); err == nil {
+		live = max(1, int(card.Val()))
+	} else if ctx.Err() == nil {
+		r.log.Warn("matcher registry", "err", err)
+	}
+	share := (len(r.order) + live - 1) / live
+
+	for _, part := range r.Held() {
+		r.mu.Lock()
+		h := r.held[part]
+		r.mu.Unlock()
+		start := time.Now()
+		ok, err := r.cfg.Pool.RenewLease(ctx, part, r.cfg.Owner, h.token, ttl)
+		switch {
+		case err != nil:
+			// Unknown: keep working until the lease would have expired;
+			// the fence refuses anything after.
+			if time.Now().UnixMilli() >= h.validUntil.Load() {
+				r.drop(part, "lease unconfirmed past its expiry")
+			}
+		case !ok:
+			r.drop(part, "lease lost")
+		default:
+			h.validUntil.Store(start.Add(ttl).UnixMilli())
+		}
+	}
+
+	held := r.Held()
+	for i := share; i < len(held); i++ {
+		r.release(ctx, held[i])
+	}
+	if len(held) >= share || ctx.Err() != nil {
+		return
+	}
+	// Start at an owner-dependent offset so that matchers starting together
+	// do not all race for the same partitions first.
+	n := len(r.order)
+	off := int(hash32(r.cfg.Owner) % uint32(n))
+	for i := 0; i < n && len(r.Held()) < share; i++ {
+		part := r.order[(off+i)%n]
+		if r.isHeld(part) {
+			continue
+		}
+		r.acquire(ctx, part)
+	}
+}
+
+func hash32(s string) uint32 {
+	var h uint32 = 2166136261
+	for i := 0; i < len(s); i++ {
+		h = (h ^ uint32(s[i])) * 16777619
+	}
+	return h
+}
+
+func (r *Runner) isHeld(part string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.held[part] != nil
+}
+
+// acquire takes a free partition: the Redis lease with a token above the
+// recorded epoch, then the record's epoch (which waits out, and from then on
+// refuses, the commits of any previous owner), then a reconciliation so the
+// new owner starts from the record's truth, then the engine.
+func (r *Runner) acquire(ctx context.Context, part string) {
+	floor, err := r.cfg.Ledger.LeaseEpoch(ctx, part)
+	if err != nil {
+		r.log.Warn("read lease epoch", "partition", part, "err", err)
+		return
+	}
+	start := time.Now()
+	token, err := r.cfg.Pool.AcquireLease(ctx, part, r.cfg.Owner, r.cfg.LeaseTTL, floor)
+	if err != nil || token == 0 {
+		if err != nil && ctx.Err() == nil {
+			r.log.Warn("acquire lease", "partition", part, "err", err)
+		}
+		return
+	}
+	if err := r.cfg.Ledger.SetLeaseEpoch(ctx, part, token); err != nil {
+		r.log.Warn("record lease epoch", "partition", part, "token", token, "err", err)
+		_, _ = r.cfg.Pool.ReleaseLease(context.WithoutCancel(ctx), part, r.cfg.Owner, token)
+		return
+	}
+	e := r.engines[part]
+	if _, err := Reconcile(ctx, r.cfg.Ledger, r.cfg.Pool, e.Partition(), r.cfg.Now()); err != nil {
+		r.log.Warn("reconcile on takeover", "partition", part, "err", err)
+	}
+	engCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	h := &holding{token: token, cancel: cancel, done: make(chan struct{})}
+	h.validUntil.Store(start.Add(r.cfg.LeaseTTL).UnixMilli())
+	r.mu.Lock()
+	r.held[part] = h
+	r.mu.Unlock()
+	r.cfg.Metrics.lease(part, "acquired")
+	r.log.Info("partition acquired", "partition", part, "token", token)
+	go func() {
+		defer close(h.done)
+		_ = e.Run(engCtx)
+	}()
+	e.Wake()
+}
+
+// drop stops working a partition whose lease is gone, at once.
+func (r *Runner) drop(part, why string) {
+	h := r.forget(part)
+	if h == nil {
+		return
+	}
+	h.validUntil.Store(0)
+	h.cancel()
+	<-h.done
+	r.cfg.Metrics.lease(part, "lost")
+	r.log.Warn("partition lost", "partition", part, "token", h.token, "why", why)
+}
+
+// release stops the partition's engine (its pass finishes) and frees the
+// lease for another matcher.
+func (r *Runner) release(ctx context.Context, part string) {
+	h := r.forget(part)
+	if h == nil {
+		return
+	}
+	h.cancel()
+	<-h.done
+	h.validUntil.Store(0)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	if _, err := r.cfg.Pool.ReleaseLease(rctx, part, r.cfg.Owner, h.token); err != nil {
+		r.log.Warn("release lease", "partition", part, "err", err)
+	}
+	r.cfg.Metrics.lease(part, "released")
+	r.log.Info("partition released", "partition", part, "token", h.token)
+}
+
+func (r *Runner) forget(part string) *holding {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	h := r.held[part]
+	delete(r.held, part)
+	return h
+}
+
+func (r *Runner) releaseAll() {
+	ctx := context.Background()
+	for _, part := range r.Held() {
+		r.release(ctx, part)
+	}
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	_ = r.cfg.Redis.ZRem(rctx, r.registryKey(), r.cfg.Owner).Err()
+}
+
+// listen turns wake-ups published by any process into local wakes.
 func (r *Runner) listen(ctx context.Context) {
-	ps := r.cfg.Redis.Subscribe(ctx, r.cfg.WakeChannel)
+	ps := r.cfg.Redis.Subscribe(ctx, WakeChannel(r.cfg.Prefix))
 	// A blocked receive does not watch its context; closing the connection
 	// is what ends it.
 	stop := context.AfterFunc(ctx, func() { _ = ps.Close() })
@@ -123,12 +368,10 @@ func (r *Runner) listen(ctx context.Context) {
 	}
 }
 
-// PublishWake tells every matcher process that a partition has news.
-func PublishWake(ctx context.Context, rdb redis.UniversalClient, channel string, p Partition) error {
-	if channel == "" {
-		channel = "mg:wake"
-	}
-	return rdb.Publish(ctx, channel, p.String()).Err()
+// PublishWake tells every matcher process that a partition has news; its
+// owner, wherever it runs, passes at once.
+func PublishWake(ctx context.Context, rdb redis.UniversalClient, prefix string, p Partition) error {
+	return rdb.Publish(ctx, WakeChannel(prefix), p.String()).Err()
 }
 
 func (r *Runner) reconcileLoop(ctx context.Context) {
@@ -140,9 +383,10 @@ func (r *Runner) reconcileLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		for _, e := range r.engines {
+		for _, part := range r.Held() {
+			e := r.engines[part]
 			if _, err := Reconcile(ctx, r.cfg.Ledger, r.cfg.Pool, e.Partition(), r.cfg.Now()); err != nil && ctx.Err() == nil {
-				r.log.Warn("reconcile", "partition", e.part, "err", err)
+				r.log.Warn("reconcile", "partition", part, "err", err)
 			}
 		}
 	}
@@ -181,7 +425,11 @@ func Reconcile(ctx context.Context, l Ledger, p *pool.Pool, part Partition, now 
 		}
 		// Enqueue is idempotent: a ticket claimed a moment ago keeps its
 		// claimed hash and is left alone; its claim's commit decides.
-		added, err := p.Enqueue(ctx, key, EntryOf(t), entryTTL(now, t.Deadline))
+		e := EntryOf(t)
+		// The pool's heartbeat died with it: give the player a full timeout
+		// to be seen again rather than evicting them as a ghost at once.
+		e.Heartbeat = now
+		added, err := p.Enqueue(ctx, key, e, entryTTL(now, t.Deadline))
 		if err != nil {
 			errs = append(errs, err)
 			continue

@@ -141,7 +141,7 @@ func (s *Service) Join(ctx context.Context, req JoinRequest) (Ticket, error) {
 func EntryOf(t Ticket) pool.Entry {
 	return pool.Entry{
 		TicketID: t.ID, UserID: t.UserID, Skill: t.Skill, Estimated: t.Estimated,
-		Enqueue: t.EffectiveEnqueue(), Deadline: t.Deadline,
+		Enqueue: t.EffectiveEnqueue(), Deadline: t.Deadline, Heartbeat: t.EnqueuedAt,
 	}
 }
 

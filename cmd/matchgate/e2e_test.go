@@ -35,7 +35,7 @@ func startServer(t *testing.T, args ...string) string {
 	addrs := make(chan net.Addr, 1)
 	done := make(chan error, 1)
 	logs := &syncBuffer{}
-	args = append([]string{"serve", "--addr", "127.0.0.1:0", "--secret", testSecret, "--guests", "true"}, args...)
+	args = append([]string{"serve", "--addr", "127.0.0.1:0", "--secret", testSecret, "--guests", "true", "--log-level", "debug"}, args...)
 	go func() {
 		done <- run(ctx, args, func(string) string { return "" }, io.Discard, logs, func(a net.Addr) { addrs <- a })
 	}()
@@ -43,6 +43,11 @@ func startServer(t *testing.T, args ...string) string {
 	case a := <-addrs:
 		t.Cleanup(func() {
 			cancel()
+			defer func() {
+				if t.Failed() {
+					t.Logf("server log:\n%s", logs.String())
+				}
+			}()
 			select {
 			case err := <-done:
 				if err != nil {

@@ -24,12 +24,13 @@ import (
 	"github.com/matchgate/matchgate/matcher/ledger"
 	"github.com/matchgate/matchgate/matcher/pool"
 	"github.com/matchgate/matchgate/notify"
+	"github.com/matchgate/matchgate/presence"
 )
 
 type serveFlags struct {
 	addr, redisURL, postgresURL, roles, config, node, secret, guests, origins, logFormat, logLevel, prefix string
 	migrate                                                                                                bool
-	shutdownTimeout                                                                                        time.Duration
+	shutdownTimeout, leaseTTL                                                                              time.Duration
 }
 
 func parseServe(args []string, getenv func(string) string, stderr io.Writer) (serveFlags, error) {
@@ -53,13 +54,14 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	prefix := fs.String("redis-prefix", "mg", "prefix of every Redis key and channel")
 	migrate := fs.Bool("migrate", true, "apply PostgreSQL migrations at start")
 	shutdown := fs.Duration("shutdown-timeout", 10*time.Second, "how long a graceful shutdown may take")
+	leaseTTL := fs.Duration("lease-ttl", 10*time.Second, "partition lease TTL: a dead matcher's partitions are taken over within about this long")
 	if err := fs.parse(args); err != nil {
 		return f, err
 	}
 	f = serveFlags{
 		addr: *addr, redisURL: *redisURL, postgresURL: *pgURL, roles: *roles, config: *config,
 		node: *node, secret: *secret, guests: *guests, origins: *origins, logFormat: *logFormat,
-		logLevel: *logLevel, prefix: *prefix, migrate: *migrate, shutdownTimeout: *shutdown,
+		logLevel: *logLevel, prefix: *prefix, migrate: *migrate, shutdownTimeout: *shutdown, leaseTTL: *leaseTTL,
 	}
 	return f, nil
 }
@@ -200,13 +202,17 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		log.Warn("load Lua scripts (they load on first use)", "err", err)
 	}
 	publisher := notify.NewPublisher(notify.PublisherConfig{Redis: rdb, Ledger: led, Prefix: f.prefix, Logger: log, Metrics: nmetrics})
-	wakeChannel := f.prefix + ":wake"
+	node := f.node
+	if node == "" {
+		node, _ = os.Hostname()
+	}
+	tracker := presence.New(presence.Config{Redis: rdb, Prefix: f.prefix, Node: node, Logger: log})
 
 	var runner *matcher.Runner
 	if roles["matcher"] {
 		runner, err = matcher.NewRunner(matcher.RunnerConfig{
-			Queues: queues, Pool: pl, Ledger: led, Notifier: publisher, Redis: rdb,
-			WakeChannel: wakeChannel, Logger: log, Metrics: mmetrics,
+			Queues: queues, Pool: pl, Ledger: led, Notifier: publisher, Presence: tracker, Redis: rdb,
+			Prefix: f.prefix, Owner: node + "-" + rand.Text()[:8], LeaseTTL: f.leaseTTL, Logger: log, Metrics: mmetrics,
 		})
 		if err != nil {
 			return err
@@ -220,7 +226,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 			}
 			// Matchers in other processes wake too; losing this only costs
 			// a tick.
-			if err := matcher.PublishWake(ctx, rdb, wakeChannel, p); err != nil {
+			if err := matcher.PublishWake(ctx, rdb, f.prefix, p); err != nil {
 				log.Debug("publish wake", "err", err)
 			}
 		},
@@ -266,13 +272,14 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	} else {
 		hub := notify.NewHub(notify.HubConfig{Redis: rdb, Prefix: f.prefix, Logger: log, Metrics: nmetrics})
 		start("pubsub hub", hub.Run)
+		start("presence", tracker.Run)
 		var origins []string
 		if f.origins != "" {
 			origins = strings.Split(f.origins, ",")
 		}
 		gw, err := gateway.New(gateway.Config{
-			Matchmaker: svc, Subscriber: hub, Ready: ready, Logger: log,
-			Registerer: reg, Gatherer: reg, Node: f.node, Secret: secret, Guests: guests,
+			Matchmaker: svc, Subscriber: hub, Presence: tracker, Ready: ready, Logger: log,
+			Registerer: reg, Gatherer: reg, Node: node, Secret: secret, Guests: guests,
 			AllowedOrigins: origins, ShutdownTimeout: f.shutdownTimeout,
 		})
 		if err != nil {

@@ -343,8 +343,14 @@ func testLedger(t *testing.T, newLedger func(t *testing.T) matcher.Ledger) {
 		if _, err := l.CommitMatch(ctx, m, 1); !errors.Is(err, matcher.ErrStaleEpoch) {
 			t.Fatalf("commit without a lease = %v, want ErrStaleEpoch", err)
 		}
+		if e, err := l.LeaseEpoch(ctx, "ranked:eu"); err != nil || e != 0 {
+			t.Fatalf("epoch before any owner = %d, %v", e, err)
+		}
 		if err := ls.SetLeaseEpoch(ctx, "ranked:eu", 2); err != nil {
 			t.Fatal(err)
+		}
+		if e, err := l.LeaseEpoch(ctx, "ranked:eu"); err != nil || e != 2 {
+			t.Fatalf("epoch = %d, %v; want 2", e, err)
 		}
 		if err := ls.SetLeaseEpoch(ctx, "ranked:eu", 1); !errors.Is(err, matcher.ErrStaleEpoch) {
 			t.Fatalf("moving the epoch back = %v, want ErrStaleEpoch", err)

@@ -323,6 +323,16 @@ func (l *Memory) DeleteEvents(ctx context.Context, ids []int64) error {
 // Ping implements matcher.Ledger.
 func (l *Memory) Ping(ctx context.Context) error { return ctx.Err() }
 
+// LeaseEpoch returns the partition's recorded epoch, 0 when it has none.
+func (l *Memory) LeaseEpoch(ctx context.Context, partition string) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("lease epoch %s: %w", partition, err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.epochs[partition], nil
+}
+
 // SetLeaseEpoch records the fencing epoch of the partition's new owner;
 // CommitMatch then refuses every other epoch. An epoch lower than the
 // recorded one is refused with an error wrapping matcher.ErrStaleEpoch: the

@@ -396,6 +396,19 @@ func (l *Postgres) Ping(ctx context.Context) error {
 	return nil
 }
 
+// LeaseEpoch returns the partition's recorded epoch, 0 when it has none.
+func (l *Postgres) LeaseEpoch(ctx context.Context, partition string) (int64, error) {
+	var epoch int64
+	err := l.pool.QueryRow(ctx, `SELECT epoch FROM leases WHERE partition = $1`, partition).Scan(&epoch)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("lease epoch %s: %w", partition, err)
+	}
+	return epoch, nil
+}
+
 // SetLeaseEpoch records the fencing epoch of the partition's new owner;
 // CommitMatch then refuses every other epoch. The epoch never moves back: a
 // lower one is refused with an error wrapping matcher.ErrStaleEpoch, because

@@ -26,6 +26,12 @@ var (
 	heartbeatSrc string
 	//go:embed lua/scan.lua
 	scanSrc string
+	//go:embed lua/lease_acquire.lua
+	leaseAcquireSrc string
+	//go:embed lua/lease_renew.lua
+	leaseRenewSrc string
+	//go:embed lua/lease_release.lua
+	leaseReleaseSrc string
 )
 
 var (
@@ -35,6 +41,9 @@ var (
 	requeueScript   = redis.NewScript(requeueSrc)
 	heartbeatScript = redis.NewScript(heartbeatSrc)
 	scanScript      = redis.NewScript(scanSrc)
+	acquireScript   = redis.NewScript(leaseAcquireSrc)
+	renewScript     = redis.NewScript(leaseRenewSrc)
+	releaseScript   = redis.NewScript(leaseReleaseSrc)
 
 	allScripts = []struct {
 		name string
@@ -46,6 +55,9 @@ var (
 		{"requeue", requeueScript},
 		{"heartbeat", heartbeatScript},
 		{"scan", scanScript},
+		{"lease_acquire", acquireScript},
+		{"lease_renew", renewScript},
+		{"lease_release", releaseScript},
 	}
 )
 
@@ -119,9 +131,9 @@ func (p *Pool) FenceKey(partition string) string { return p.Key(partition, "fenc
 
 func (p *Pool) ticketKey(partition, id string) string { return p.Key(partition, "t:"+id) }
 
-// setKeys are the three ZSETs, in the order every script expects them.
+// setKeys are the four ZSETs, in the order every script expects them.
 func (p *Pool) setKeys(partition string) []string {
-	return []string{p.Key(partition, "pool"), p.Key(partition, "enq"), p.Key(partition, "due")}
+	return []string{p.Key(partition, "pool"), p.Key(partition, "enq"), p.Key(partition, "due"), p.Key(partition, "hb")}
 }
 
 // Entry is one waiting ticket as the pool sees it.
@@ -191,7 +203,7 @@ func (p *Pool) Claim(ctx context.Context, partition string, fence int64, matchID
 	if len(ticketIDs) == 0 {
 		return ClaimResult{}, errors.New("no tickets")
 	}
-	keys := make([]string, 0, 4+len(ticketIDs))
+	keys := make([]string, 0, 5+len(ticketIDs))
 	keys = append(keys, p.FenceKey(partition))
 	keys = append(keys, p.setKeys(partition)...)
 	args := make([]any, 0, 3+len(ticketIDs))
@@ -273,7 +285,7 @@ func (p *Pool) Requeue(ctx context.Context, partition string, entries []Entry, t
 	if ttl < time.Millisecond {
 		return 0, fmt.Errorf("ttl %v below 1ms", ttl)
 	}
-	keys := make([]string, 0, 3+len(entries))
+	keys := make([]string, 0, 4+len(entries))
 	keys = append(keys, p.setKeys(partition)...)
 	args := make([]any, 0, 1+8*len(entries))
 	args = append(args, ms(ttl))
@@ -303,7 +315,8 @@ func (p *Pool) Heartbeat(ctx context.Context, partition, ticketID string, at tim
 	if ticketID == "" {
 		return false, errors.New("empty ticket id")
 	}
-	n, err := heartbeatScript.Run(ctx, p.rdb, []string{p.ticketKey(partition, ticketID)}, msTime(at)).Int()
+	keys := []string{p.ticketKey(partition, ticketID), p.Key(partition, "hb")}
+	n, err := heartbeatScript.Run(ctx, p.rdb, keys, ticketID, msTime(at)).Int()
 	if err != nil {
 		return false, err
 	}

@@ -59,7 +59,7 @@ func contents(tb testing.TB, p *Pool, partition string, ticketIDs ...string) map
 	tb.Helper()
 	ctx := context.Background()
 	out := map[string]any{}
-	for _, s := range []string{"pool", "enq", "due"} {
+	for _, s := range []string{"pool", "enq", "due", "hb"} {
 		zs, err := p.rdb.ZRangeWithScores(ctx, p.Key(partition, s), 0, -1).Result()
 		if err != nil {
 			tb.Fatal(err)

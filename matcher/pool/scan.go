@@ -22,6 +22,13 @@ func (p *Pool) Due(ctx context.Context, partition string, now time.Time, n int) 
 	return p.scan(ctx, partition, n, "due", msTime(now))
 }
 
+// Stale returns up to n entries with no sign of life (heartbeat, else the
+// enqueue) since before, the longest silent first: the candidates for ghost
+// eviction.
+func (p *Pool) Stale(ctx context.Context, partition string, before time.Time, n int) ([]Entry, error) {
+	return p.scan(ctx, partition, n, "stale", msTime(before))
+}
+
 // Window returns up to n entries with lo <= skill <= hi in ascending skill.
 // Infinite bounds are allowed (an unbounded window near the deadline).
 func (p *Pool) Window(ctx context.Context, partition string, lo, hi float64, n int) ([]Entry, error) {

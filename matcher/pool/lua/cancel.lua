@@ -8,7 +8,8 @@
 -- KEYS[1]  pool ZSET
 -- KEYS[2]  enq ZSET
 -- KEYS[3]  due ZSET
--- KEYS[4]  ticket HASH
+-- KEYS[4]  hb ZSET
+-- KEYS[5]  ticket HASH
 -- ARGV[1]  ticket id
 --
 -- Returns {1} when the ticket was in the pool and is now removed (hash deleted);
@@ -22,17 +23,19 @@ if redis.call('ZSCORE', KEYS[1], id) then
   redis.call('ZREM', KEYS[1], id)
   redis.call('ZREM', KEYS[2], id)
   redis.call('ZREM', KEYS[3], id)
-  redis.call('DEL', KEYS[4])
+  redis.call('ZREM', KEYS[4], id)
+  redis.call('DEL', KEYS[5])
   return {1}
 end
 
-local state = redis.call('HGET', KEYS[4], 'state') or ''
-local match = redis.call('HGET', KEYS[4], 'match') or ''
+local state = redis.call('HGET', KEYS[5], 'state') or ''
+local match = redis.call('HGET', KEYS[5], 'match') or ''
 if state ~= 'claimed' then
   -- Strays in enq/due without a pool member would otherwise be scanned forever.
   redis.call('ZREM', KEYS[2], id)
   redis.call('ZREM', KEYS[3], id)
-  redis.call('DEL', KEYS[4])
+  redis.call('ZREM', KEYS[4], id)
+  redis.call('DEL', KEYS[5])
   return {0, '', ''}
 end
 return {0, state, match}

@@ -10,11 +10,12 @@
 -- KEYS[2]      pool ZSET
 -- KEYS[3]      enq ZSET
 -- KEYS[4]      due ZSET
--- KEYS[4+i]    ticket HASH of the i-th ticket (i = 1..N)
+-- KEYS[5]      hb ZSET
+-- KEYS[5+i]    ticket HASH of the i-th ticket (i = 1..N)
 -- ARGV[1]      fence token; "0" skips the check (unfenced callers, tests)
 -- ARGV[2]      match id, stored in each ticket hash
 -- ARGV[3]      ticket hash TTL after the claim, ms (> 0)
--- ARGV[3+i]    ticket id of the i-th ticket, in the same order as KEYS[4+i]
+-- ARGV[3+i]    ticket id of the i-th ticket, in the same order as KEYS[5+i]
 --
 -- Returns the error reply "STALE_FENCE ..." when the token is not exactly the
 -- fence key's value (nothing touched); {0, missing ids...} when any ticket is
@@ -27,7 +28,7 @@ if ARGV[1] ~= '0' then
   end
 end
 
-local n = #KEYS - 4
+local n = #KEYS - 5
 local missing = {0}
 for i = 1, n do
   if not redis.call('ZSCORE', KEYS[2], ARGV[3 + i]) then
@@ -43,7 +44,8 @@ for i = 1, n do
   redis.call('ZREM', KEYS[2], id)
   redis.call('ZREM', KEYS[3], id)
   redis.call('ZREM', KEYS[4], id)
-  redis.call('HSET', KEYS[4 + i], 'state', 'claimed', 'match', ARGV[2])
-  redis.call('PEXPIRE', KEYS[4 + i], ARGV[3])
+  redis.call('ZREM', KEYS[5], id)
+  redis.call('HSET', KEYS[5 + i], 'state', 'claimed', 'match', ARGV[2])
+  redis.call('PEXPIRE', KEYS[5 + i], ARGV[3])
 end
 return {1}

@@ -5,7 +5,9 @@
 -- check instead of a blind HSET (which would also create a hash without TTL).
 --
 -- KEYS[1]  ticket HASH
--- ARGV[1]  heartbeat time, unix ms
+-- KEYS[2]  hb ZSET
+-- ARGV[1]  ticket id
+-- ARGV[2]  heartbeat time, unix ms
 --
 -- Returns 1 when the ticket is waiting (hb is now the later of its old value
 -- and ARGV[1]), 0 when it is claimed or unknown.
@@ -14,7 +16,8 @@ if redis.call('HGET', KEYS[1], 'state') ~= 'waiting' then
   return 0
 end
 local prev = tonumber(redis.call('HGET', KEYS[1], 'hb') or '0') or 0
-if tonumber(ARGV[1]) > prev then
-  redis.call('HSET', KEYS[1], 'hb', ARGV[1])
+if tonumber(ARGV[2]) > prev then
+  redis.call('HSET', KEYS[1], 'hb', ARGV[2])
+  redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
 end
 return 1

@@ -10,7 +10,8 @@
 -- KEYS[1]      pool ZSET
 -- KEYS[2]      enq ZSET
 -- KEYS[3]      due ZSET
--- KEYS[3+i]    ticket HASH of the i-th ticket (i = 1..N)
+-- KEYS[4]      hb ZSET
+-- KEYS[4+i]    ticket HASH of the i-th ticket (i = 1..N)
 -- ARGV[1]      ticket hash TTL, ms (> 0)
 -- ARGV[2+8(i-1)+0..7]  the i-th ticket: id, user, skill, activity, estimated
 --              ("1"/"0"), effective enqueue ms, deadline ms, heartbeat ms
@@ -21,20 +22,22 @@
 -- counted.
 
 local added = 0
-local n = #KEYS - 3
+local n = #KEYS - 4
 for i = 1, n do
   local a = 2 + 8 * (i - 1)
   local id, user, skill, act, est, enq, dl, hb =
     ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3],
     ARGV[a + 4], ARGV[a + 5], ARGV[a + 6], ARGV[a + 7]
-  local h = KEYS[3 + i]
+  local h = KEYS[4 + i]
 
   -- A heartbeat may have landed after the caller read the ticket: never move
   -- it backwards.
   local prev = tonumber(redis.call('HGET', h, 'hb') or '0') or 0
   if tonumber(hb) > prev then
     redis.call('HSET', h, 'hb', hb)
+    prev = tonumber(hb)
   end
+  if prev == 0 then prev = tonumber(enq) end
   redis.call('HSET', h,
     'user', user, 'skill', skill, 'act', act, 'est', est,
     'enq', enq, 'dl', dl, 'state', 'waiting')
@@ -44,5 +47,6 @@ for i = 1, n do
   added = added + redis.call('ZADD', KEYS[1], skill, id)
   redis.call('ZADD', KEYS[2], enq, id)
   redis.call('ZADD', KEYS[3], dl, id)
+  redis.call('ZADD', KEYS[4], prev, id)
 end
 return added

@@ -2,15 +2,16 @@
 -- Read-only.
 --
 -- The members are only known once the ZSET has been read, so the ticket hashes
--- cannot be passed in KEYS like in the other scripts: KEYS[4] is instead the
--- common prefix of the ticket hash keys. Every hash read is KEYS[4] .. id,
+-- cannot be passed in KEYS like in the other scripts: KEYS[5] is instead the
+-- common prefix of the ticket hash keys. Every hash read is KEYS[5] .. id,
 -- which carries the partition's hash tag, so the script still touches a single
 -- Redis Cluster slot.
 --
 -- KEYS[1]  pool ZSET
 -- KEYS[2]  enq ZSET
 -- KEYS[3]  due ZSET
--- KEYS[4]  ticket HASH key prefix ("<prefix>:{<partition>}:t:")
+-- KEYS[4]  hb ZSET
+-- KEYS[5]  ticket HASH key prefix ("<prefix>:{<partition>}:t:")
 -- ARGV[1]  mode:
 --            "oldest"   first ARGV[2] members of enq by rank (wait order)
 --            "due"      members of due with score <= ARGV[3], soonest first,
@@ -19,8 +20,11 @@
 --                       ascending skill, at most ARGV[2]
 --            "nearest"  up to ARGV[2] members of pool on each side of skill
 --                       ARGV[3] (at most 2*ARGV[2]); the caller picks
+--            "stale"    members of hb with score <= ARGV[3] (no sign of life
+--                       since then), oldest first, at most ARGV[2]
 -- ARGV[2]  n (> 0)
--- ARGV[3]  mode parameter: now ms (due), lo (window), skill (nearest)
+-- ARGV[3]  mode parameter: now ms (due), lo (window), skill (nearest),
+--          cutoff ms (stale)
 -- ARGV[4]  hi (window only)
 --
 -- Returns a flat array, 8 strings per entry:
@@ -47,6 +51,10 @@ elseif mode == 'nearest' then
   local start = c - n
   if start < 0 then start = 0 end
   rows, primary = redis.call('ZRANGE', KEYS[1], start, c + n - 1, 'WITHSCORES'), 2
+elseif mode == 'stale' then
+  -- f[7] is the heartbeat: the hb score is the last sign of life, also for a
+  -- ticket that never heartbeated (its enqueue time).
+  rows, primary = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', ARGV[3], 'WITHSCORES', 'LIMIT', 0, n), 7
 else
   return redis.error_reply('ERR scan: unknown mode ' .. tostring(mode))
 end
@@ -54,8 +62,9 @@ end
 local out, o = {}, 0
 for i = 1, #rows, 2 do
   local id = rows[i]
-  -- f[2], f[3], f[4] are skill, enq, dl: the same positions as KEYS[1..3] + 1.
-  local f = redis.call('HMGET', KEYS[4] .. id, 'user', 'skill', 'enq', 'dl', 'est', 'act', 'hb')
+  -- f[2], f[3], f[4] are skill, enq, dl: the same positions as KEYS[1..3] + 1;
+  -- f[7] is hb, the score of KEYS[4].
+  local f = redis.call('HMGET', KEYS[5] .. id, 'user', 'skill', 'enq', 'dl', 'est', 'act', 'hb')
   f[primary] = rows[i + 1]
   -- est is always written, so its absence means the hash is gone.
   if not f[5] then

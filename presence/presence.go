@@ -1,0 +1,190 @@
+package presence
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Config configures a Tracker.
+type Config struct {
+	Redis redis.UniversalClient
+	// Prefix of the keys. Default "mg".
+	Prefix string
+	// Node names this gateway. Required for Connected.
+	Node string
+	// TTL is how long an "online" record lives without a refresh; a node that
+	// dies stops refreshing and its users read as gone after at most TTL.
+	// Refreshes run every TTL/3. Default 15s.
+	TTL time.Duration
+	// Linger is how long a "last seen" record outlives a disconnect. It must
+	// exceed every queue's heartbeat timeout. Default 10m.
+	Linger time.Duration
+	// Now is the clock. Default time.Now.
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// Tracker publishes the presence of this node's users and reads everyone's.
+type Tracker struct {
+	cfg   Config
+	mu    sync.Mutex
+	local map[string]int // user → sockets on this node
+}
+
+// New builds a Tracker; it starts nothing.
+func New(cfg Config) *Tracker {
+	if cfg.Prefix == "" {
+		cfg.Prefix = "mg"
+	}
+	if cfg.TTL == 0 {
+		cfg.TTL = 15 * time.Second
+	}
+	if cfg.Linger == 0 {
+		cfg.Linger = 10 * time.Minute
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Tracker{cfg: cfg, local: map[string]int{}}
+}
+
+// Key is the presence record of a user: "on <node>" while a socket is open,
+// "off <unix ms>" after the last one closed.
+func (t *Tracker) Key(user string) string { return t.cfg.Prefix + ":presence:" + user }
+
+// Connected records a new socket of user on this node.
+func (t *Tracker) Connected(ctx context.Context, user string) error {
+	t.mu.Lock()
+	t.local[user]++
+	t.mu.Unlock()
+	if err := t.cfg.Redis.Set(ctx, t.Key(user), "on "+t.cfg.Node, t.cfg.TTL).Err(); err != nil {
+		return fmt.Errorf("presence of %s: %w", user, err)
+	}
+	return nil
+}
+
+// Disconnected records that a socket of user closed; when it was the last
+// one on this node, the record becomes "last seen now".
+func (t *Tracker) Disconnected(user string) {
+	t.mu.Lock()
+	t.local[user]--
+	last := t.local[user] <= 0
+	if last {
+		delete(t.local, user)
+	}
+	t.mu.Unlock()
+	if !last {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	off := "off " + strconv.FormatInt(t.cfg.Now().UnixMilli(), 10)
+	if err := t.cfg.Redis.Set(ctx, t.Key(user), off, t.cfg.Linger).Err(); err != nil {
+		// The "on" record expires within TTL anyway.
+		t.cfg.Logger.Debug("presence: record disconnect", "err", err)
+	}
+}
+
+// Online is the number of distinct users with a socket on this node.
+func (t *Tracker) Online() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.local)
+}
+
+// Run refreshes this node's records every TTL/3 until ctx ends, then marks
+// them last seen (a draining node's users reconnect elsewhere).
+func (t *Tracker) Run(ctx context.Context) error {
+	tick := time.NewTicker(t.cfg.TTL / 3)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		if err := t.refresh(ctx); err != nil && ctx.Err() == nil {
+			t.cfg.Logger.Warn("presence refresh", "err", err)
+		}
+	}
+}
+
+// refresh rewrites every local user's record in pipelines of bounded size.
+func (t *Tracker) refresh(ctx context.Context) error {
+	t.mu.Lock()
+	users := make([]string, 0, len(t.local))
+	for u := range t.local {
+		users = append(users, u)
+	}
+	t.mu.Unlock()
+	on := "on " + t.cfg.Node
+	for len(users) > 0 {
+		n := min(len(users), 1000)
+		pipe := t.cfg.Redis.Pipeline()
+		for _, u := range users[:n] {
+			pipe.Set(ctx, t.Key(u), on, t.cfg.TTL)
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return fmt.Errorf("refresh %d users: %w", n, err)
+		}
+		users = users[n:]
+	}
+	return nil
+}
+
+// LastSeen tells, for each user, when they were last seen with a live
+// socket: now for a user online on some node, the disconnect time for one
+// who left, and no entry for a user with no record (never connected, or gone
+// for longer than Linger, or on a node that died).
+func (t *Tracker) LastSeen(ctx context.Context, users []string) (map[string]time.Time, error) {
+	out := make(map[string]time.Time, len(users))
+	if len(users) == 0 {
+		return out, nil
+	}
+	keys := make([]string, len(users))
+	for i, u := range users {
+		keys[i] = t.Key(u)
+	}
+	vals, err := t.cfg.Redis.MGet(ctx, keys...).Result()
+	if err != nil {
+		return nil, fmt.Errorf("presence of %d users: %w", len(users), err)
+	}
+	now := t.cfg.Now()
+	for i, v := range vals {
+		s, _ := v.(string)
+		switch {
+		case strings.HasPrefix(s, "on "):
+			out[users[i]] = now
+		case strings.HasPrefix(s, "off "):
+			if ms, err := strconv.ParseInt(s[4:], 10, 64); err == nil {
+				out[users[i]] = time.UnixMilli(ms)
+			}
+		}
+	}
+	return out, nil
+}
+
+// Where returns the node holding a socket of user, if any.
+func (t *Tracker) Where(ctx context.Context, user string) (string, bool, error) {
+	s, err := t.cfg.Redis.Get(ctx, t.Key(user)).Result()
+	if err == redis.Nil {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("presence of %s: %w", user, err)
+	}
+	if node, ok := strings.CutPrefix(s, "on "); ok {
+		return node, true, nil
+	}
+	return "", false, nil
+}
