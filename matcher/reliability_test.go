@@ -1,0 +1,245 @@
+package matcher_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/matchgate/matchgate/internal/redistest"
+	"github.com/matchgate/matchgate/matcher"
+	"github.com/matchgate/matchgate/matcher/ledger"
+	"github.com/matchgate/matchgate/matcher/pool"
+)
+
+// After a wipe of Redis every WAITING ticket is back after one sweep, with
+// its original enqueue time and deadline; entries with no WAITING record are
+// removed.
+func TestReconcileBothWays(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+		h := newHarnessWith(t, matcher.QueueConfig{Name: "q", Players: 4}, rdb, prefix, ledger.NewMemory())
+		ctx := context.Background()
+		var joined []matcher.Ticket
+		for i := range 20 {
+			h.advance(time.Second)
+			joined = append(joined, h.join(fmt.Sprint("u", i), float64(i)))
+		}
+		// A record-only cancel leaves a stray pool entry.
+		if _, _, err := h.led.Resolve(ctx, joined[3].ID, matcher.StatusCancelled, matcher.ReasonUser, h.clock()); err != nil {
+			t.Fatal(err)
+		}
+		part := matcher.Partition{Queue: "q", Region: "global"}
+		res, err := matcher.Reconcile(ctx, h.led, h.pool, part, h.clock())
+		if err != nil || res.Added != 0 || res.Removed != 1 {
+			t.Fatalf("reconcile = %+v, %v; want 1 removed", res, err)
+		}
+		if err := redistest.DeletePrefix(ctx, rdb, prefix); err != nil { // the wipe
+			t.Fatal(err)
+		}
+		if d := h.depth(); d != 0 {
+			t.Fatalf("depth after wipe %d", d)
+		}
+		res, err = matcher.Reconcile(ctx, h.led, h.pool, part, h.clock())
+		if err != nil || res.Added != 19 || res.Removed != 0 {
+			t.Fatalf("reconcile after wipe = %+v, %v; want 19 added", res, err)
+		}
+		olds, err := h.pool.Oldest(ctx, part.String(), 100)
+		if err != nil || len(olds) != 19 {
+			t.Fatalf("oldest: %d %v", len(olds), err)
+		}
+		for i, e := range olds {
+			want := joined[i]
+			if i >= 3 {
+				want = joined[i+1]
+			}
+			if e.TicketID != want.ID || !e.Enqueue.Equal(want.EnqueuedAt) || !e.Deadline.Equal(want.Deadline) || e.Skill != want.Skill {
+				t.Fatalf("entry %d = %+v, want %s enq %v dl %v", i, e, want.ID, want.EnqueuedAt, want.Deadline)
+			}
+		}
+		// And the deadline still holds: at the deadline they are resolved.
+		h.advance(5 * time.Minute)
+		h.tick()
+		for _, tk := range joined {
+			if s := h.ticket(tk.ID).Status; s == matcher.StatusWaiting {
+				t.Fatalf("ticket %s still waiting after its deadline", tk.ID)
+			}
+		}
+	})
+}
+
+// staller is a Ledger whose CommitMatch first lets the test steal the lease:
+// the commit of the old owner then meets the new epoch.
+type staller struct {
+	matcher.Ledger
+	before func()
+}
+
+func (s *staller) CommitMatch(ctx context.Context, m matcher.Match, epoch int64) ([]matcher.Event, error) {
+	if s.before != nil {
+		s.before()
+	}
+	return s.Ledger.CommitMatch(ctx, m, epoch)
+}
+
+// A lease stolen between the claim and the commit: the old owner's commit is
+// refused by the record's epoch, nothing is matched, and the players are back
+// in the pool with their original scores for the new owner.
+func TestLeaseStolenMidClaim(t *testing.T) {
+	rdb := redistest.Mini(t)
+	ctx := context.Background()
+	mem := ledger.NewMemory()
+	st := &staller{Ledger: mem}
+	h := newHarnessWith(t, matcher.QueueConfig{Name: "q", Players: 2}, rdb, "mg", st)
+	part := "q:global"
+	tokA, _ := h.pool.AcquireLease(ctx, part, "a", time.Minute, 0)
+	if err := mem.SetLeaseEpoch(ctx, part, tokA); err != nil {
+		t.Fatal(err)
+	}
+	eng, err := matcher.NewEngine(matcher.EngineConfig{Queue: h.q, Region: "global", Pool: h.pool, Ledger: st,
+		Fence: func() int64 { return tokA }, Presence: h.seen, Now: h.clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := h.join("a", 50)
+	b := h.join("b", 50)
+	st.before = func() {
+		st.before = nil
+		// The lease expires and b takes over while a's claim is in flight.
+		_, _ = h.pool.ReleaseLease(ctx, part, "a", tokA)
+		tokB, _ := h.pool.AcquireLease(ctx, part, "b", time.Minute, tokA)
+		if err := mem.SetLeaseEpoch(ctx, part, tokB); err != nil {
+			t.Error(err)
+		}
+	}
+	res, err := eng.Tick(ctx)
+	if !errors.Is(err, matcher.ErrStaleEpoch) || res.Matches != 0 {
+		t.Fatalf("tick of the stale owner = %+v, %v; want ErrStaleEpoch and no match", res, err)
+	}
+	for _, tk := range []matcher.Ticket{a, b} {
+		if s := h.ticket(tk.ID).Status; s != matcher.StatusWaiting {
+			t.Fatalf("ticket %s is %s", tk.ID, s)
+		}
+	}
+	olds, _ := h.pool.Oldest(ctx, part, 10)
+	if len(olds) != 2 {
+		t.Fatalf("players not back in the pool: %+v", olds)
+	}
+	// The stale owner's next pass is refused before anything is touched.
+	if _, err := eng.Tick(ctx); !errors.Is(err, pool.ErrStaleFence) {
+		t.Fatalf("next tick of the stale owner: %v, want ErrStaleFence", err)
+	}
+}
+
+// runners starts n Runners over the same partitions with a short lease TTL.
+type runnerSet struct {
+	t       *testing.T
+	runners []*matcher.Runner
+	cancels []context.CancelFunc
+	clients []*redis.Client
+	done    []chan struct{}
+}
+
+func startRunners(t *testing.T, n int, q matcher.QueueConfig, ttl time.Duration) *runnerSet {
+	t.Helper()
+	base := redistest.Real(t)
+	prefix := redistest.Prefix(t)
+	led := ledger.NewMemory()
+	cfg := matcher.Config{Queues: []matcher.QueueConfig{q}}
+	if err := cfg.Normalize(); err != nil {
+		t.Fatal(err)
+	}
+	rs := &runnerSet{t: t}
+	for i := range n {
+		// Each runner has its own client, so a crash can cut one off.
+		rdb := redis.NewClient(base.Options())
+		r, err := matcher.NewRunner(matcher.RunnerConfig{Queues: cfg, Pool: pool.New(rdb, prefix), Ledger: led,
+			Redis: rdb, Prefix: prefix, Owner: fmt.Sprint("m", i), LeaseTTL: ttl})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { _ = r.Run(ctx); close(done) }()
+		rs.runners, rs.cancels, rs.clients, rs.done = append(rs.runners, r), append(rs.cancels, cancel), append(rs.clients, rdb), append(rs.done, done)
+	}
+	t.Cleanup(func() {
+		for i := range rs.runners {
+			rs.cancels[i]()
+			<-rs.done[i]
+			rs.clients[i].Close()
+		}
+	})
+	return rs
+}
+
+// crash stops runner i without releasing anything, as kill -9 would.
+func (rs *runnerSet) crash(i int) {
+	rs.clients[i].Close() // its releases now fail
+	rs.cancels[i]()
+	<-rs.done[i]
+}
+
+// holdings waits until the partitions are held as want says (by counts per
+// live runner) and returns who holds what.
+func (rs *runnerSet) waitHeld(live []int, total int, within time.Duration) [][]string {
+	rs.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		var held [][]string
+		all := map[string]int{}
+		fair := true
+		for _, i := range live {
+			h := rs.runners[i].Held()
+			held = append(held, h)
+			for _, p := range h {
+				all[p]++
+			}
+			share := (total + len(live) - 1) / len(live)
+			if len(h) > share {
+				fair = false
+			}
+		}
+		for p, n := range all {
+			if n > 1 {
+				rs.t.Fatalf("partition %s held by %d runners at once: %v", p, n, held)
+			}
+		}
+		if len(all) == total && fair {
+			return held
+		}
+		if time.Now().After(deadline) {
+			rs.t.Fatalf("after %s: held %v, want all %d partitions shared fairly", within, held, total)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestRunnersShareAndTakeOver(t *testing.T) {
+	q := matcher.QueueConfig{Name: "q", Players: 2, Regions: []string{"a", "b", "c", "d", "e", "f"}}
+	ttl := 600 * time.Millisecond
+	rs := startRunners(t, 3, q, ttl)
+	held := rs.waitHeld([]int{0, 1, 2}, 6, 5*time.Second)
+	for _, h := range held {
+		if len(h) != 2 {
+			t.Fatalf("unfair share: %v", held)
+		}
+	}
+	start := time.Now()
+	rs.crash(1)
+	rs.waitHeld([]int{0, 2}, 6, 4*ttl)
+	took := time.Since(start)
+	t.Logf("takeover of a crashed runner's partitions took %s (lease TTL %s)", took, ttl)
+	if took > 2*ttl {
+		t.Errorf("takeover took %s, more than two lease TTLs", took)
+	}
+	// A graceful stop releases at once: the survivor takes over well inside
+	// a TTL.
+	start = time.Now()
+	rs.cancels[2]()
+	<-rs.done[2]
+	rs.waitHeld([]int{0}, 6, 4*ttl)
+	t.Logf("takeover after a graceful stop took %s", time.Since(start))
+}
