@@ -1,8 +1,12 @@
 package matcher
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"syscall"
 )
 
 // Code is a machine-readable error code shared by REST and WebSocket replies.
@@ -30,9 +34,18 @@ type Error struct {
 	Message  string
 	TicketID string
 	MatchID  string
+	cause    error // logged by the edge, never shown to clients
 }
 
-func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
+func (e *Error) Error() string {
+	if e.cause != nil {
+		return string(e.Code) + ": " + e.Message + ": " + e.cause.Error()
+	}
+	return string(e.Code) + ": " + e.Message
+}
+
+// Unwrap exposes the cause of an UNAVAILABLE error to logs.
+func (e *Error) Unwrap() error { return e.cause }
 
 // Errorf builds a domain error.
 func Errorf(code Code, format string, args ...any) *Error {
@@ -78,4 +91,26 @@ type ShortfallError struct{ Waiting []string }
 
 func (e *ShortfallError) Error() string {
 	return fmt.Sprintf("claim shortfall: %d tickets still waiting", len(e.Waiting))
+}
+
+// Transient reports whether err looks like a dependency being unreachable or
+// too slow (network failure, refused connection, timeout) rather than a bug:
+// the caller should answer UNAVAILABLE with a retry hint, not INTERNAL.
+func Transient(err error) bool {
+	if err == nil {
+		return false
+	}
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed)
+}
+
+// unavailable turns a transient failure into the domain's UNAVAILABLE error
+// and leaves anything else as it is.
+func unavailable(err error) error {
+	if Transient(err) {
+		return &Error{Code: CodeUnavailable, Message: "a dependency is unreachable; retry shortly", cause: err}
+	}
+	return err
 }

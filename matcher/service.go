@@ -29,6 +29,10 @@ type ServiceConfig struct {
 	// DefaultSkill is used (with estimated=true) when the caller has no
 	// skill claim. Default 50.
 	DefaultSkill float64
+	// Available, when set, is asked before a join writes anything: a
+	// non-nil answer (Redis or the record is unreachable) refuses the join at
+	// once with UNAVAILABLE instead of letting it hang or half-succeed.
+	Available func() error
 	// Now is the clock; nil means time.Now.
 	Now     func() time.Time
 	Logger  *slog.Logger
@@ -97,6 +101,11 @@ func (s *Service) Join(ctx context.Context, req JoinRequest) (Ticket, error) {
 	if req.UserID == "" {
 		return Ticket{}, Errorf(CodeUnauthorized, "no user")
 	}
+	if s.cfg.Available != nil {
+		if err := s.cfg.Available(); err != nil {
+			return Ticket{}, &Error{Code: CodeUnavailable, Message: "matchmaking is temporarily unavailable; retry shortly", cause: err}
+		}
+	}
 	skill, estimated := s.cfg.DefaultSkill, true
 	if req.Skill != nil {
 		skill, estimated = *req.Skill, false
@@ -122,7 +131,7 @@ func (s *Service) Join(ctx context.Context, req JoinRequest) (Ticket, error) {
 		if errors.As(err, &aq) {
 			return aq.Existing, &Error{Code: CodeAlreadyQueued, Message: "already waiting in queue " + aq.Existing.Queue, TicketID: aq.Existing.ID}
 		}
-		return Ticket{}, fmt.Errorf("join %s: record ticket: %w", q.Name, err)
+		return Ticket{}, unavailable(fmt.Errorf("join %s: record ticket: %w", q.Name, err))
 	}
 	s.cfg.Metrics.joined(q.Name)
 	e := EntryOf(t)
@@ -153,7 +162,7 @@ func (s *Service) own(ctx context.Context, userID, ticketID string) (Ticket, err
 		return Ticket{}, Errorf(CodeNotFound, "no ticket %s", ticketID)
 	}
 	if err != nil {
-		return Ticket{}, fmt.Errorf("load ticket %s: %w", ticketID, err)
+		return Ticket{}, unavailable(fmt.Errorf("load ticket %s: %w", ticketID, err))
 	}
 	return t, nil
 }
@@ -171,7 +180,7 @@ func (s *Service) Cancel(ctx context.Context, userID, ticketID string) (Ticket, 
 		if errors.As(err, &nw) {
 			return nw.Ticket, notWaiting(nw.Ticket)
 		}
-		return Ticket{}, fmt.Errorf("cancel %s: %w", ticketID, err)
+		return Ticket{}, unavailable(fmt.Errorf("cancel %s: %w", ticketID, err))
 	}
 	s.cfg.Metrics.outcome(t.Queue, string(StatusCancelled))
 	if _, err := s.cfg.Pool.Remove(ctx, t.Partition().String(), t.ID); err != nil {
@@ -202,7 +211,7 @@ func (s *Service) Ticket(ctx context.Context, userID, ticketID string) (TicketVi
 	if t.MatchID != "" {
 		m, err := s.cfg.Ledger.Match(ctx, t.MatchID)
 		if err != nil {
-			return TicketView{}, fmt.Errorf("load match %s: %w", t.MatchID, err)
+			return TicketView{}, unavailable(fmt.Errorf("load match %s: %w", t.MatchID, err))
 		}
 		v.Match = &m
 	}
@@ -220,7 +229,7 @@ func (s *Service) Heartbeat(ctx context.Context, userID, ticketID string) error 
 		return notWaiting(t)
 	}
 	if _, err := s.cfg.Pool.Heartbeat(ctx, t.Partition().String(), t.ID, s.cfg.Now()); err != nil {
-		return fmt.Errorf("heartbeat %s: %w", t.ID, err)
+		return unavailable(fmt.Errorf("heartbeat %s: %w", t.ID, err))
 	}
 	return nil
 }
@@ -250,7 +259,7 @@ func (s *Service) seatedMatch(ctx context.Context, userID, matchID string) (Matc
 		return Match{}, Errorf(CodeNotFound, "no match %s", matchID)
 	}
 	if err != nil {
-		return Match{}, fmt.Errorf("load match %s: %w", matchID, err)
+		return Match{}, unavailable(fmt.Errorf("load match %s: %w", matchID, err))
 	}
 	for _, p := range m.Players {
 		if p.UserID == userID {
@@ -264,7 +273,7 @@ func (s *Service) seatedMatch(ctx context.Context, userID, matchID string) (Matc
 func (s *Service) UserState(ctx context.Context, userID string) (UserState, error) {
 	ts, ms, err := s.cfg.Ledger.UserState(ctx, userID, s.cfg.Now().Add(-s.cfg.History))
 	if err != nil {
-		return UserState{}, fmt.Errorf("user state %s: %w", userID, err)
+		return UserState{}, unavailable(fmt.Errorf("user state %s: %w", userID, err))
 	}
 	if ts == nil {
 		ts = []Ticket{}
@@ -283,7 +292,7 @@ func (s *Service) Queues(ctx context.Context) ([]QueueInfo, error) {
 		for _, r := range q.Regions {
 			n, err := s.cfg.Pool.Size(ctx, Partition{Queue: q.Name, Region: r}.String())
 			if err != nil {
-				return nil, fmt.Errorf("depth of %s:%s: %w", q.Name, r, err)
+				return nil, unavailable(fmt.Errorf("depth of %s:%s: %w", q.Name, r, err))
 			}
 			info.Depth[r] = int(n)
 		}

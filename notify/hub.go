@@ -19,8 +19,13 @@ type HubConfig struct {
 	// ConfirmTimeout bounds how long Subscribe waits for Redis to confirm.
 	// Default 3s.
 	ConfirmTimeout time.Duration
-	Logger         *slog.Logger
-	Metrics        *Metrics
+	// OnResubscribe is called (in its own goroutine) when the shared
+	// connection comes back after a failure and its channels are subscribed
+	// again: frames published meanwhile are lost to it, so the gateway
+	// resends its players' state.
+	OnResubscribe func()
+	Logger        *slog.Logger
+	Metrics       *Metrics
 }
 
 type subscriber struct {
@@ -129,12 +134,16 @@ func (h *Hub) Run(ctx context.Context) error {
 	stop := context.AfterFunc(ctx, func() { _ = h.ps.Close() })
 	defer stop()
 	defer h.ps.Close()
+	var resyncs sync.WaitGroup
+	defer resyncs.Wait()
+	broken := false
 	for {
 		msg, err := h.ps.Receive(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
+			broken = true
 			// go-redis reconnects and resubscribes every channel on the next
 			// receive; pause so an outage does not spin.
 			h.cfg.Logger.Warn("pub/sub receive", "err", err)
@@ -151,6 +160,13 @@ func (h *Hub) Run(ctx context.Context) error {
 		case *redis.Subscription:
 			if m.Kind == "subscribe" {
 				h.confirm(m.Channel)
+			}
+		}
+		if broken {
+			broken = false
+			h.cfg.Logger.Info("pub/sub connection restored")
+			if h.cfg.OnResubscribe != nil {
+				resyncs.Go(h.cfg.OnResubscribe)
 			}
 		}
 	}

@@ -157,6 +157,17 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		if err != nil {
 			return fmt.Errorf("--redis-url: %w", err)
 		}
+		// Fail fast while Redis is away (unless the URL says otherwise): a
+		// join should hear 503 in a moment, not after seconds of redials.
+		if opt.MaxRetries == 0 {
+			opt.MaxRetries = 1
+		}
+		if opt.DialerRetries == 0 {
+			opt.DialerRetries = 1
+		}
+		if opt.DialTimeout == 0 {
+			opt.DialTimeout = 2 * time.Second
+		}
 		rdb = redis.NewClient(opt)
 	} else {
 		mr := miniredis.NewMiniRedis()
@@ -218,8 +229,13 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 			return err
 		}
 	}
+	deps := newHealth(time.Second, map[string]func(context.Context) error{
+		"redis":  func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
+		"record": led.Ping,
+	})
 	svc, err := matcher.NewService(matcher.ServiceConfig{
 		Queues: queues, Pool: pl, Ledger: led, Notifier: publisher, Logger: log, Metrics: mmetrics,
+		Available: deps.Err,
 		Wake: func(p matcher.Partition) {
 			if runner != nil {
 				runner.Wake(p)
@@ -247,6 +263,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 			}
 		})
 	}
+	deps.check(ctx)
+	start("health", deps.Run)
 	start("publisher", publisher.Run)
 	if runner != nil {
 		start("matcher", runner.Run)
@@ -256,28 +274,23 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		start("relay", relay.Run)
 	}
 
-	ready := func(ctx context.Context) error {
-		if err := rdb.Ping(ctx).Err(); err != nil {
-			return fmt.Errorf("redis: %w", err)
-		}
-		if err := led.Ping(ctx); err != nil {
-			return fmt.Errorf("record: %w", err)
-		}
-		return nil
-	}
+	ready := func(context.Context) error { return deps.Err() }
 
 	if !roles["gateway"] {
 		log.Info("matchgate running", "roles", f.roles)
 		<-ctx.Done()
 	} else {
-		hub := notify.NewHub(notify.HubConfig{Redis: rdb, Prefix: f.prefix, Logger: log, Metrics: nmetrics})
-		start("pubsub hub", hub.Run)
-		start("presence", tracker.Run)
+		var gw *gateway.Server
+		hub := notify.NewHub(notify.HubConfig{Redis: rdb, Prefix: f.prefix, Logger: log, Metrics: nmetrics,
+			// Pushes published while the connection was down are lost to
+			// it: every connected player gets a fresh hello instead.
+			OnResubscribe: func() { gw.Resync(workCtx) },
+		})
 		var origins []string
 		if f.origins != "" {
 			origins = strings.Split(f.origins, ",")
 		}
-		gw, err := gateway.New(gateway.Config{
+		gw, err = gateway.New(gateway.Config{
 			Matchmaker: svc, Subscriber: hub, Presence: tracker, Ready: ready, Logger: log,
 			Registerer: reg, Gatherer: reg, Node: node, Secret: secret, Guests: guests,
 			AllowedOrigins: origins, ShutdownTimeout: f.shutdownTimeout,
@@ -285,6 +298,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		if err != nil {
 			return err
 		}
+		start("pubsub hub", hub.Run)
+		start("presence", tracker.Run)
 		log.Info("matchgate listening", "url", "http://"+ln.Addr().String()+"/", "roles", f.roles, "guests", guests, "queues", len(queues.Queues))
 		if onListen != nil {
 			onListen(ln.Addr())

@@ -1,0 +1,175 @@
+package matcher_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/matchgate/matchgate/internal/redistest"
+	"github.com/matchgate/matchgate/matcher"
+	"github.com/matchgate/matchgate/matcher/ledger"
+	"github.com/matchgate/matchgate/matcher/pool"
+)
+
+// BenchmarkTick measures one matching pass (Engine.Tick) over a partition
+// of 1k, 100k and 1M waiting players for K = 2, 4 and 10, on real Redis and
+// the memory ledger (the ledger's commit is measured by the ledger's own
+// benchmarks). Skills are uniform in [0, 3000) and every window is ±50, so
+// each of the 10 anchors fills a match: a pass reads the ghosts, the due
+// tickets and the anchors, scans 10 windows (up to ScanLimit=200 entries
+// each), and claims and commits 10 matches. After each pass the matched
+// players are replaced (off the clock), so the partition keeps its size.
+//
+// The 1M partition takes about a minute to load and ~1 GiB of Redis memory;
+// select the sizes with -bench, e.g.
+//
+//	go test -run '^$' -bench 'Tick/100k' ./matcher/
+func BenchmarkTick(b *testing.B) {
+	rdb := redistest.Real(b)
+	prefix := redistest.Prefix(b)
+	for _, size := range []struct {
+		name string
+		n    int
+	}{{"1k", 1_000}, {"100k", 100_000}, {"1M", 1_000_000}} {
+		var part *tickPartition
+		for _, k := range []int{2, 4, 10} {
+			b.Run(fmt.Sprintf("%s_K%d", size.name, k), func(b *testing.B) {
+				if part == nil {
+					part = newTickPartition(b, pool.New(rdb, prefix+"-"+size.name), size.n)
+				}
+				part.bench(b, k)
+			})
+		}
+	}
+}
+
+// tickPartition is a loaded partition shared by the K variants of a size.
+type tickPartition struct {
+	pool  *pool.Pool
+	led   *ledger.Memory
+	svc   *matcher.Service // joins at "now": refills
+	now   time.Time
+	users atomic.Int64
+	rng   *rand.Rand
+}
+
+const tickSkillRange = 3000.0
+
+// tickQueue is the benchmark queue with K players; every variant uses the
+// same name, hence the same partition.
+func tickQueue(b testing.TB, k int) matcher.QueueConfig {
+	b.Helper()
+	cfg := matcher.Config{Queues: []matcher.QueueConfig{{
+		Name: "tick", Players: k, Window: &matcher.Window{Points: []matcher.WindowPoint{{After: 0, Width: 50}}},
+	}}}
+	if err := cfg.Normalize(); err != nil {
+		b.Fatal(err)
+	}
+	return cfg.Queues[0]
+}
+
+func newTickPartition(b *testing.B, pl *pool.Pool, n int) *tickPartition {
+	b.Helper()
+	ctx := context.Background()
+	if err := pl.Load(ctx); err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	t := &tickPartition{pool: pl, led: ledger.NewMemory(), now: t0.Add(15 * time.Second), rng: rand.New(rand.NewPCG(1, 2))}
+	q := tickQueue(b, 2)
+	// Preload: enqueue times spread over t0..t0+10s (wait order), so at
+	// "now" = t0+15s nobody is stale (heartbeat timeout 30s) or due (5m).
+	var clock atomic.Int64
+	loader, err := matcher.NewService(matcher.ServiceConfig{
+		Queues: matcher.Config{Queues: []matcher.QueueConfig{q}}, Pool: pl, Ledger: t.led,
+		Now: func() time.Time { return t0.Add(time.Duration(clock.Add(1)%10_000) * time.Millisecond) },
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	t.svc, err = matcher.NewService(matcher.ServiceConfig{
+		Queues: matcher.Config{Queues: []matcher.QueueConfig{q}}, Pool: pl, Ledger: t.led,
+		Now: func() time.Time { return t.now },
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	skills := make([]float64, n)
+	for i := range skills {
+		skills[i] = t.rng.Float64() * tickSkillRange
+	}
+	t.users.Store(int64(n))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	for range 32 {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				s := skills[i]
+				if _, err := loader.Join(ctx, matcher.JoinRequest{UserID: "u" + strconv.Itoa(i), Queue: "tick", Skill: &s}); err != nil {
+					failed.Store(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err, _ := failed.Load().(error); err != nil {
+		b.Fatal(err)
+	}
+	if got := t.size(b); got != int64(n) {
+		b.Fatalf("loaded %d players, want %d", got, n)
+	}
+	b.Logf("loaded %d waiting players in %s", n, time.Since(start).Round(time.Millisecond))
+	return t
+}
+
+func (t *tickPartition) size(b *testing.B) int64 {
+	n, err := t.pool.Size(context.Background(), matcher.Partition{Queue: "tick", Region: "global"}.String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	return n
+}
+
+// refill joins n new players at "now".
+func (t *tickPartition) refill(b *testing.B, n int) {
+	for range n {
+		s := t.rng.Float64() * tickSkillRange
+		u := "u" + strconv.FormatInt(t.users.Add(1), 10)
+		if _, err := t.svc.Join(context.Background(), matcher.JoinRequest{UserID: u, Queue: "tick", Skill: &s}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func (t *tickPartition) bench(b *testing.B, k int) {
+	e, err := matcher.NewEngine(matcher.EngineConfig{Queue: tickQueue(b, k), Region: "global", Pool: t.pool, Ledger: t.led,
+		Now: func() time.Time { return t.now }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	want := t.size(b)
+	matches := 0
+	b.ResetTimer()
+	for b.Loop() {
+		res, err := e.Tick(context.Background())
+		if err != nil {
+			b.Fatal(err)
+		}
+		matches += res.Matches
+		b.StopTimer()
+		t.refill(b, res.Players+res.Expired)
+		b.StartTimer()
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(matches)/float64(b.N), "matches/op")
+	if got := t.size(b); got != want {
+		b.Fatalf("partition drifted from %d to %d players", want, got)
+	}
+}
