@@ -70,7 +70,7 @@ func TestRunRefreshes(t *testing.T) {
 	mr.FastForward(200 * time.Millisecond) // 100ms of the record's life left
 	done := make(chan struct{})
 	go func() { a.Run(ctx); close(done) }()
-	time.Sleep(250 * time.Millisecond) // a refresh every 100ms resets it to 300ms
+	time.Sleep(250 * time.Millisecond)     // a refresh every 100ms resets it to 300ms
 	mr.FastForward(200 * time.Millisecond) // without a refresh the record would be gone
 	if node, ok, err := a.Where(ctx, "u"); !ok || node != "a" || err != nil {
 		t.Fatalf("after refreshes: %q %v %v", node, ok, err)
