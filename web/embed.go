@@ -1,6 +1,7 @@
-// Package web holds the bundled demo page, embedded in the binary so that
-// `matchgate serve` shows something useful with no extra files. It has no
-// build step and loads nothing from outside the server.
+// Package web holds the bundled demo page and the JavaScript client it is
+// built on (matchgate.js), embedded in the binary so that `matchgate serve`
+// shows something useful with no extra files. It has no build step and
+// loads nothing from outside the server.
 package web
 
 import (
@@ -8,17 +9,12 @@ import (
 	"io/fs"
 )
 
-//go:embed static
-var static embed.FS
+// files lists what is served, one by one, so that nothing else in this
+// folder (Go files, tests) is ever exposed by accident.
+//
+//go:embed index.html app.js matchgate.js style.css favicon.svg
+var files embed.FS
 
-// FS is the demo page's files, rooted at static/ (index.html at the top).
-var FS fs.FS = mustSub(static, "static")
-
-func mustSub(f fs.FS, dir string) fs.FS {
-	sub, err := fs.Sub(f, dir)
-	if err != nil {
-		// fs.Sub fails only for an invalid path, a constant here.
-		panic(err)
-	}
-	return sub
-}
+// FS is the demo page (index.html at the top) and /matchgate.js, the
+// client that other web pages and games may copy.
+var FS fs.FS = files

@@ -1,0 +1,863 @@
+// The matchgate demo page. It talks to the server only through
+// matchgate.js (the same client a game would use), inserts server data only
+// as text, and loads nothing from elsewhere.
+
+import { MatchgateClient, MatchgateError } from './matchgate.js';
+
+const $ = (id) => document.getElementById(id);
+const ORIGIN = location.origin;
+const LOBBY_EVERY_MS = 3000;
+const EXPLAIN_EVERY_MS = 5000;
+const LOG_MAX = 100;
+const SIM_MAX = 40;
+const SIM_LINGER_MS = 8000;
+const SIM_NAMES = ['Ada', 'Alan', 'Grace', 'Linus', 'Barbara', 'Edsger', 'Margaret', 'Ken', 'Dennis', 'Radia',
+  'Donald', 'Frances', 'John', 'Katherine', 'Niklaus', 'Tony', 'Leslie', 'Shafi', 'Whitfield', 'Hedy'];
+
+const session = {
+  get(k) { return sessionStorage.getItem('mg.' + k); },
+  set(k, v) { if (v === null || v === undefined) sessionStorage.removeItem('mg.' + k); else sessionStorage.setItem('mg.' + k, String(v)); },
+};
+
+const view = {
+  /** @type {MatchgateClient|null} the visitor's client */
+  me: null,
+  userId: session.get('userId'),
+  name: session.get('name') || '',
+  skill: Number(session.get('skill')) || 1500,
+  queues: /** @type {any[]} */ ([]),
+  queue: session.get('queue') || '',
+  region: session.get('region') || '',
+  lobbyAt: 0,
+  lobbyError: '',
+  explain: new Map(),       // ticketId → explain object from GET /v1/tickets/{id}
+  names: new Map(),         // userId → display name, for players this browser knows
+  accepted: new Set(),      // match ids this page accepted
+  asked: new Set(),         // ticket ids whose match was fetched over REST
+  reconnectAt: 0,           // when the next reconnect attempt starts
+  conn: 'off',
+  busy: false,
+  sims: /** @type {Sim[]} */ ([]),
+  logCount: 0,
+};
+
+const lobbyClient = new MatchgateClient({ baseUrl: ORIGIN });
+
+// ---- sign-in ---------------------------------------------------------------
+
+async function signIn(ev) {
+  ev.preventDefault();
+  showError('');
+  const name = $('name').value.trim();
+  const skill = Number($('skill').value);
+  $('signin-btn').disabled = true;
+  try {
+    const res = await MatchgateClient.guest(ORIGIN, { name, skill });
+    session.set('token', res.token);
+    session.set('userId', res.userId);
+    session.set('name', name);
+    session.set('skill', skill);
+    Object.assign(view, { userId: res.userId, name, skill });
+    start(res.token);
+  } catch (err) {
+    showError(err.status === 404 ? 'Guest sign-in is disabled on this server.' : describe(err), true);
+  } finally {
+    $('signin-btn').disabled = false;
+  }
+}
+
+function signOut(message) {
+  if (view.me) view.me.close(1000, 'sign out');
+  view.me = null;
+  for (const k of ['token', 'userId', 'name', 'skill']) session.set(k, null);
+  view.userId = null;
+  view.explain.clear();
+  setConn('off');
+  $('play').hidden = true;
+  $('match-card').hidden = true;
+  $('signin').hidden = false;
+  $('me').hidden = true;
+  showError(typeof message === 'string' ? message : '', true);
+  render();
+}
+
+function start(token) {
+  $('signin').hidden = true;
+  $('play').hidden = false;
+  $('me').hidden = false;
+  const display = view.name || view.userId;
+  $('me-name').textContent = display;
+  setAvatar($('me-avatar'), view.userId, display);
+  view.names.set(view.userId, view.name || 'You');
+
+  const me = new MatchgateClient({ baseUrl: ORIGIN });
+  view.me = me;
+  me.on('state', (s) => {
+    if (me !== view.me) return;
+    view.reconnectAt = s.state === 'reconnecting' && s.delayMs !== undefined ? Date.now() + s.delayMs : view.reconnectAt;
+    setConn(s.state, s);
+    if (s.state === 'closed' && (s.code === 4401 || s.code === 4403)) {
+      signOut(s.code === 4401 ? 'Your session expired: sign in again.' : 'This account may not play right now.');
+    }
+    render();
+  });
+  me.on('message', (f) => {
+    logFrame('in', f);
+    if (f.type === 'hello' || f.type === 'status') refreshExplain();
+    render();
+  });
+  me.on('ticket', () => {
+    refreshLobbySoon(); // my ticket moved: so did a depth
+    render();
+  });
+  me.on('match', () => render());
+  me.connect('/v1/ws', token).catch(() => { /* reported through the state event */ });
+  render();
+}
+
+// ---- queue picker and lobby ------------------------------------------------
+
+async function refreshLobby() {
+  try {
+    view.queues = await lobbyClient.queues();
+    view.lobbyAt = Date.now();
+    view.lobbyError = '';
+  } catch (err) {
+    view.lobbyError = describe(err);
+  }
+  if (!view.queues.some((q) => q.name === view.queue) && view.queues.length) selectQueue(view.queues[0].name);
+  renderQueues();
+  renderLobby();
+}
+
+function selectQueue(name, region) {
+  const q = view.queues.find((x) => x.name === name);
+  if (!q) return;
+  view.queue = name;
+  const regions = q.regions || [];
+  view.region = region && regions.includes(region) ? region
+    : regions.includes(view.region) ? view.region : (regions[0] || '');
+  session.set('queue', view.queue);
+  session.set('region', view.region);
+  renderQueues();
+  renderLobby();
+  render();
+}
+
+function queueBlurb(q) {
+  if (q.kind === 'room') return `Rooms of ${q.players}`;
+  return q.players === 2 ? '1 vs 1 · by skill' : `${q.players} players · by skill`;
+}
+
+function totalDepth(q) {
+  return Object.values(q.depth || {}).reduce((a, b) => a + (Number(b) || 0), 0);
+}
+
+function renderQueues() {
+  const box = $('queues');
+  const locked = !!waitingTicket();
+  const nodes = view.queues.map((q) => {
+    const label = document.createElement('label');
+    label.className = 'queue-option' + (q.name === view.queue ? ' selected' : '');
+    label.dataset.queue = q.name;
+    const input = document.createElement('input');
+    input.type = 'radio';
+    input.name = 'queue';
+    input.value = q.name;
+    input.checked = q.name === view.queue;
+    input.disabled = locked;
+    input.addEventListener('change', () => selectQueue(q.name));
+    const title = el('span', 'queue-name', q.name);
+    const blurb = el('span', 'queue-blurb', queueBlurb(q));
+    const n = totalDepth(q);
+    const depth = el('span', 'queue-depth' + (n ? ' busy' : ''), n === 1 ? '1 waiting' : `${n} waiting`);
+    label.append(input, title, blurb, depth);
+    if (locked) label.classList.add('locked');
+    return label;
+  });
+  if (!nodes.length) nodes.push(el('p', 'muted', view.lobbyError || 'Loading queues…'));
+  box.replaceChildren(...nodes);
+
+  const q = view.queues.find((x) => x.name === view.queue);
+  const regions = (q && q.regions) || [];
+  const field = $('region-field');
+  field.hidden = regions.length < 2 && !(regions.length === 1 && regions[0] !== 'global');
+  const sel = $('region');
+  sel.disabled = locked;
+  sel.replaceChildren(...regions.map((r) => new Option(`${r} (${(q.depth || {})[r] || 0} waiting)`, r)));
+  if (view.region) sel.value = view.region;
+  const target = q ? (regions.length > 1 || (regions[0] && regions[0] !== 'global') ? `${q.name} · ${view.region}` : q.name) : '';
+  $('sim-add').textContent = target ? `Add to ${target}` : 'Add players';
+  $('sim-add').disabled = !q;
+}
+
+// queueStats finds the optional lobby statistics a server may report
+// (matches per minute, wait percentiles, timeout fraction) without
+// depending on their exact field names.
+function queueStats(q) {
+  const flat = [];
+  const walk = (obj, path) => {
+    for (const [k, v] of Object.entries(obj || {})) {
+      if (['name', 'kind', 'players', 'regions', 'depth'].includes(k) && !path.length) continue;
+      const p = [...path, k];
+      if (v && typeof v === 'object' && !Array.isArray(v) && p.length < 3) walk(v, p);
+      else if (typeof v === 'number' && Number.isFinite(v)) flat.push([p, v]);
+    }
+  };
+  walk(q, []);
+  let perMin = null;
+  let timeouts = null;
+  const pct = new Map();
+  for (const [p, v] of flat) {
+    const key = p.join('.');
+    const last = p[p.length - 1];
+    const m = /p(\d{2,3})/i.exec(last);
+    if (m && /wait/i.test(key)) {
+      const ms = /ms|millis/i.test(key);
+      if (!pct.has(m[1])) pct.set(m[1], ms ? v / 1000 : v);
+    } else if (/match\w*(per)?\w*min/i.test(key)) {
+      if (perMin === null) perMin = v;
+    } else if (/timeout/i.test(key) && v >= 0 && v <= 1) {
+      if (timeouts === null) timeouts = v;
+    }
+  }
+  const percentiles = [...pct.entries()].sort((a, b) => Number(a[0]) - Number(b[0])).map(([p, s]) => ({ label: 'p' + p, seconds: s }));
+  return { perMin, percentiles, timeouts };
+}
+
+function renderLobby() {
+  const stats = view.queues.map(queueStats);
+  const hasRate = stats.some((s) => s.perMin !== null);
+  const hasWait = stats.some((s) => s.percentiles.length);
+  const head = [el('th', '', 'Queue'), el('th', 'num', 'Waiting')];
+  if (hasRate) head.push(el('th', 'num', 'Matches/min'));
+  if (hasWait) head.push(el('th', 'num', 'Wait'));
+  $('lobby-head').replaceChildren(...head);
+
+  const rows = view.queues.map((q, i) => {
+    const tr = document.createElement('tr');
+    tr.dataset.queue = q.name;
+    if (q.name === view.queue) tr.className = 'selected';
+    tr.tabIndex = 0;
+    tr.title = 'Select ' + q.name;
+    tr.addEventListener('click', () => { if (!waitingTicket()) selectQueue(q.name); });
+    tr.addEventListener('keydown', (e) => { if ((e.key === 'Enter' || e.key === ' ') && !waitingTicket()) { e.preventDefault(); selectQueue(q.name); } });
+
+    const name = el('td');
+    name.append(el('span', 'lobby-name', q.name), el('span', 'lobby-blurb', queueBlurb(q)));
+    const n = totalDepth(q);
+    const waiting = el('td', 'num');
+    waiting.append(el('span', 'depth-pill' + (n ? ' busy' : ''), String(n)));
+    const regions = Object.entries(q.depth || {});
+    if (regions.length > 1 || (regions.length === 1 && regions[0][0] !== 'global')) {
+      waiting.append(el('span', 'lobby-regions', regions.map(([r, d]) => `${r} ${d}`).join(' · ')));
+    }
+    const cells = [name, waiting];
+    const s = stats[i];
+    if (hasRate) cells.push(el('td', 'num', s.perMin === null ? '—' : fmtNumber(s.perMin)));
+    if (hasWait) {
+      const td = el('td', 'num small');
+      td.textContent = s.percentiles.length ? s.percentiles.slice(0, 3).map((p) => `${p.label} ${fmtSeconds(p.seconds)}`).join(' · ') : '—';
+      if (s.timeouts !== null) td.append(el('span', 'lobby-regions', `${Math.round(s.timeouts * 100)}% timed out`));
+      cells.push(td);
+    }
+    tr.append(...cells);
+    return tr;
+  });
+  if (!rows.length) {
+    const tr = document.createElement('tr');
+    const td = el('td', 'muted', view.lobbyError || 'Loading…');
+    td.colSpan = head.length;
+    tr.append(td);
+    rows.push(tr);
+  }
+  $('lobby-body').replaceChildren(...rows);
+  updateLobbyAge();
+}
+
+function updateLobbyAge() {
+  const age = view.lobbyAt ? Math.round((Date.now() - view.lobbyAt) / 1000) : null;
+  const live = !view.lobbyError && age !== null && age * 1000 < LOBBY_EVERY_MS + 2000;
+  $('lobby-updated').textContent = view.lobbyError ? 'offline' : age === null ? '' : live ? 'live' : `updated ${age}s ago`;
+  $('lobby-updated').classList.toggle('live', live);
+}
+
+// ---- commands --------------------------------------------------------------
+
+async function join() {
+  const me = view.me;
+  if (!me || !view.queue || view.busy) return;
+  showError('');
+  view.busy = true;
+  render();
+  const fields = { queue: view.queue, region: view.region };
+  logFrame('out', { type: 'join', ...fields });
+  try {
+    await me.join(view.queue, { region: view.region });
+    refreshLobbySoon();
+  } catch (err) {
+    if (err instanceof MatchgateError && err.code === 'ALREADY_QUEUED' && err.ticketId) {
+      showError('You are already waiting in a queue.');
+      me.getTicket(err.ticketId).catch(() => {});
+    } else {
+      showError(describe(err));
+    }
+  } finally {
+    view.busy = false;
+    render();
+  }
+}
+
+async function cancel() {
+  const me = view.me;
+  const t = waitingTicket();
+  if (!me || !t || view.busy) return;
+  showError('');
+  view.busy = true;
+  render();
+  logFrame('out', { type: 'cancel', ticketId: t.id });
+  try {
+    await me.cancel(t.id);
+    refreshLobbySoon();
+  } catch (err) {
+    if (err instanceof MatchgateError && err.code === 'ALREADY_MATCHED') {
+      showError('Too late to leave: your match formed first.');
+      me.getTicket(t.id).catch(() => {});
+    } else {
+      showError(describe(err));
+    }
+  } finally {
+    view.busy = false;
+    render();
+  }
+}
+
+async function answer(kind) {
+  const me = view.me;
+  const m = currentMatch();
+  if (!me || !m) return;
+  showError('');
+  logFrame('out', { type: kind, matchId: m.id });
+  try {
+    if (kind === 'accept') {
+      await me.accept(m.id);
+      view.accepted.add(m.id);
+    } else {
+      await me.decline(m.id);
+    }
+  } catch (err) {
+    showError(describe(err));
+  }
+  render();
+}
+
+let lobbySoon = 0;
+function refreshLobbySoon() {
+  clearTimeout(lobbySoon);
+  lobbySoon = setTimeout(refreshLobby, 150);
+}
+
+async function refreshExplain() {
+  const me = view.me;
+  const t = waitingTicket();
+  if (!me || !t) return;
+  try {
+    const v = await me.getTicket(t.id);
+    if (v && v.explain && typeof v.explain === 'object') view.explain.set(t.id, v.explain);
+  } catch { /* the socket keeps the state current; this is only the extra detail */ }
+  render();
+}
+
+// ---- simulated players -----------------------------------------------------
+
+/** Sim is one simulated player: a guest with its own client and socket. */
+class Sim {
+  constructor(name, skill, queue, region) {
+    Object.assign(this, { name, skill, queue, region, state: 'starting', client: null, userId: '' });
+  }
+
+  async run() {
+    try {
+      const { token, userId } = await MatchgateClient.guest(ORIGIN, { name: this.name, skill: this.skill });
+      this.userId = userId;
+      view.names.set(userId, this.name);
+      const c = new MatchgateClient({ baseUrl: ORIGIN });
+      this.client = c;
+      c.on('match', (m) => {
+        if (m.state === 'PENDING_ACCEPT' && m.acceptBy && !this.accepted) {
+          this.accepted = true;
+          // A person takes a moment to click.
+          setTimeout(() => c.accept(m.id).catch(() => {}), 400 + Math.random() * 1600);
+        }
+      });
+      c.on('ticket', (t) => {
+        this.state = t.status;
+        if (t.status !== 'WAITING') this.finishSoon();
+        renderSims();
+      });
+      c.on('state', (s) => { if (s.state === 'closed' && this.state === 'WAITING') this.state = 'gone'; });
+      await c.connect('/v1/ws', token);
+      const t = await c.join(this.queue, { region: this.region });
+      // The match may have formed (and been pushed) before the reply.
+      this.state = (c.store.ticket(t.id) || t).status;
+      if (this.state !== 'WAITING') this.finishSoon();
+      refreshLobbySoon();
+    } catch (err) {
+      this.state = 'failed';
+      this.error = describe(err);
+      this.finishSoon(0);
+    }
+    renderSims();
+  }
+
+  finishSoon(ms = SIM_LINGER_MS) {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      if (this.client) this.client.close(1000, 'done');
+      view.sims = view.sims.filter((s) => s !== this);
+      renderSims();
+    }, ms);
+  }
+}
+
+function addSims(ev) {
+  ev.preventDefault();
+  const q = view.queues.find((x) => x.name === view.queue);
+  if (!q) return;
+  const live = view.sims.length;
+  const n = Math.max(1, Math.min(Number($('sim-n').value) || 1, 20, SIM_MAX - live));
+  if (live >= SIM_MAX) {
+    $('sim-status').textContent = `At most ${SIM_MAX} simulated players at once.`;
+    return;
+  }
+  const base = view.me ? view.skill : 1500;
+  for (let i = 0; i < n; i++) {
+    const skill = Math.max(0, Math.round(base + (Math.random() * 2 - 1) * 40));
+    const name = SIM_NAMES[Math.floor(Math.random() * SIM_NAMES.length)] + ' ' + (Math.floor(Math.random() * 90) + 10);
+    const sim = new Sim(name, skill, q.name, view.region);
+    view.sims.push(sim);
+    sim.run();
+  }
+  renderSims();
+}
+
+function renderSims() {
+  if (!view.sims.length) {
+    $('sim-status').textContent = 'They sign in as guests from this browser, each with its own WebSocket, join the selected queue and accept their matches.';
+    return;
+  }
+  const count = (st) => view.sims.filter((s) => s.state === st).length;
+  const parts = [];
+  const waiting = count('WAITING');
+  const matched = count('MATCHED');
+  const starting = count('starting');
+  if (starting) parts.push(`${starting} joining`);
+  if (waiting) parts.push(`${waiting} waiting`);
+  if (matched) parts.push(`${matched} matched`);
+  const other = view.sims.length - waiting - matched - starting;
+  if (other) parts.push(`${other} left`);
+  const failed = view.sims.find((s) => s.state === 'failed');
+  $('sim-status').textContent = `Simulated players: ${parts.join(' · ')}` + (failed ? ` — ${failed.error}` : '');
+}
+
+// ---- rendering -------------------------------------------------------------
+
+function waitingTicket() {
+  const me = view.me;
+  return me ? me.store.waiting()[0] || null : null;
+}
+
+function currentTicket() {
+  return view.me ? view.me.store.current() : null;
+}
+
+function currentMatch() {
+  const t = currentTicket();
+  return t && view.me ? view.me.store.matchForTicket(t.id) : null;
+}
+
+const REASONS = {
+  user: ['You left the queue', 'Join again whenever you like.'],
+  heartbeat: ['Your ticket timed out', 'The server stopped hearing from this page, so it released your place.'],
+  declined: ['You declined the match', 'Join again to find another one.'],
+  accept_timeout: ['You did not accept in time', 'The match went ahead without you. Join again to find another one.'],
+};
+
+function render() {
+  const me = view.me;
+  const t = currentTicket();
+  const m = currentMatch();
+  const waiting = t && t.status === 'WAITING';
+
+  const pendingMatch = m && m.state === 'PENDING_ACCEPT';
+  $('join').disabled = !me || !view.queue || view.busy || !!waiting || !!pendingMatch;
+  $('join').hidden = !!waiting;
+  $('cancel').hidden = !waiting;
+  $('cancel').disabled = view.busy;
+  for (const input of document.querySelectorAll('#queues input, #region')) input.disabled = !!waiting;
+  for (const label of document.querySelectorAll('.queue-option')) label.classList.toggle('locked', !!waiting);
+
+  // status panel
+  const box = $('status');
+  let state = 'idle';
+  let title = 'Not in a queue';
+  let sub = 'Pick a queue above and join.';
+  const facts = [];
+  if (t) {
+    state = t.status;
+    const place = `${t.queue}${t.region && t.region !== 'global' ? ' · ' + t.region : ''}`;
+    const enq = Date.parse(t.enqueuedAt);
+    switch (t.status) {
+      case 'WAITING': {
+        const again = m && m.state === 'DISSOLVED';
+        title = again ? 'Back in the queue' : 'Searching for players…';
+        sub = again ? `The last match was dissolved; you kept your place in ${place}.` : `In ${place}. We push the match the moment it forms.`;
+        facts.push(['Waited', fmtClock(Date.now() - enq), 'waited']);
+        if (t.deadline) facts.push(['Gives up in', fmtClock(Date.parse(t.deadline) - Date.now())]);
+        if (t.estimated) facts.push(['Skill', `${fmtNumber(t.skill)} (estimated)`]);
+        for (const [k, v] of explainFacts(view.explain.get(t.id))) facts.push([k, v]);
+        break;
+      }
+      case 'MATCHED':
+        title = 'Match found';
+        sub = `After ${fmtClock(stampOf(t) - enq)} in ${place}.`;
+        if (m && m.state === 'PENDING_ACCEPT') {
+          title = view.accepted.has(m.id) ? 'Accepted — waiting for the others' : 'Match found — accept it below';
+        } else if (m && m.state === 'READY') {
+          title = 'Match ready';
+        }
+        break;
+      case 'CANCELLED': {
+        [title, sub] = REASONS[t.cancelReason] || ['Ticket cancelled', t.cancelReason ? `Reason: ${t.cancelReason}.` : 'Join again whenever you like.'];
+        break;
+      }
+      case 'EXPIRED':
+        title = 'No match found in time';
+        sub = `Nobody close enough to your skill joined ${place} before the deadline. Try again or pick another queue.`;
+        break;
+      default:
+        title = t.status;
+        sub = place;
+    }
+  }
+  box.className = 'status ' + state.toLowerCase();
+  box.dataset.state = state;
+  $('status-title').textContent = title;
+  $('status-sub').textContent = sub;
+  fillFacts($('status-facts'), facts);
+
+  // A matched ticket whose match this page has not seen (say, the match
+  // aged out of hello): ask once over REST.
+  if (t && t.matchId && !m && me && !view.asked.has(t.id)) {
+    view.asked.add(t.id);
+    me.getTicket(t.id).then(render, () => {});
+  }
+  renderMatch(m, t);
+  renderBanner();
+}
+
+function renderMatch(m, t) {
+  const card = $('match-card');
+  if (!m || !t) {
+    card.hidden = true;
+    return;
+  }
+  card.hidden = false;
+  card.dataset.state = m.state;
+  card.className = 'card match ' + String(m.state || '').toLowerCase();
+  const ready = m.state === 'READY';
+  const pending = m.state === 'PENDING_ACCEPT';
+  const dissolved = m.state === 'DISSOLVED';
+  $('match-title').textContent = dissolved ? 'Match dissolved'
+    : pending ? (view.accepted.has(m.id) ? 'Match found — accepted' : 'Match found — accept?') : 'Match ready';
+  const badge = $('match-badge');
+  badge.textContent = { FILLED: 'full match', FALLBACK: 'smaller room', TIMEOUT: 'deadline match' }[m.formedBy] || m.formedBy || '';
+  badge.hidden = !badge.textContent;
+  const n = (m.players || []).length;
+  let sub = `${n} player${n === 1 ? '' : 's'} in ${m.queue}${m.region && m.region !== 'global' ? ' · ' + m.region : ''}`;
+  if (m.bots) sub += ` + ${m.bots} bot${m.bots === 1 ? '' : 's'}`;
+  if (dissolved) sub = t.status === 'WAITING'
+    ? 'Someone declined or did not answer in time. You are back in the queue with your original place.'
+    : 'Someone declined or did not answer in time.';
+  $('match-sub').textContent = sub;
+
+  $('players').replaceChildren(...(m.players || []).map((p) => {
+    const li = document.createElement('li');
+    const mine = p.userId === view.userId;
+    if (mine) li.className = 'mine';
+    const name = view.names.get(p.userId) || p.userId;
+    const av = el('span', 'avatar');
+    setAvatar(av, p.userId, name);
+    const who = el('span', 'player-name', name);
+    if (mine) who.append(el('span', 'tag', 'you'));
+    const meta = el('span', 'player-meta', `skill ${fmtNumber(p.skill)}` + (name !== p.userId ? ` · ${p.userId}` : ''));
+    const text = el('span', 'player-text');
+    text.append(who, meta);
+    li.append(av, text);
+    return li;
+  }));
+
+  $('accept-box').hidden = !(pending && m.acceptBy);
+  const answered = view.accepted.has(m.id);
+  $('accept').hidden = answered;
+  $('decline').hidden = answered;
+  updateCountdown(m);
+  const server = ready && m.server && m.server.address;
+  $('server-box').hidden = !server;
+  if (server) {
+    $('server-addr').textContent = m.server.address;
+    $('server-session').textContent = m.server.session ? `session ${m.server.session}` : '';
+  }
+  fillFacts($('match-facts'), [
+    ['Skill spread', m.spread !== undefined && m.spread !== null ? fmtNumber(m.spread) : ''],
+    ['Match', m.id],
+  ]);
+}
+
+function updateCountdown(m) {
+  if (!m || m.state !== 'PENDING_ACCEPT' || !m.acceptBy) return;
+  const by = Date.parse(m.acceptBy);
+  const created = Date.parse(m.createdAt) || by - 10000;
+  const left = Math.max(0, by - Date.now());
+  const secs = el('strong', '', `${Math.ceil(left / 1000)} s`);
+  if (view.accepted.has(m.id)) $('accept-text').replaceChildren('Accepted — waiting for the others · ', secs, ' left');
+  else $('accept-text').replaceChildren('Accept within ', secs);
+  $('accept-bar').style.width = `${Math.max(0, Math.min(100, (left / Math.max(1, by - created)) * 100))}%`;
+}
+
+function renderBanner() {
+  const b = $('banner');
+  if (!view.me || view.conn === 'open' || view.conn === 'idle') {
+    b.hidden = true;
+    return;
+  }
+  b.hidden = false;
+  const waiting = waitingTicket();
+  if (view.conn === 'reconnecting') {
+    const s = Math.max(0, (view.reconnectAt - Date.now()) / 1000);
+    b.textContent = `Connection lost — reconnecting${s > 0.05 ? ` in ${s.toFixed(1)} s` : '…'}` + (waiting ? ' Your place in the queue is kept.' : '');
+  } else if (view.conn === 'connecting') {
+    b.textContent = 'Connecting…';
+  } else {
+    b.textContent = 'Disconnected.';
+  }
+}
+
+// explainFacts turns the server's explanation of a wait into label/value
+// pairs without depending on its exact shape.
+function explainFacts(ex) {
+  if (!ex || typeof ex !== 'object') return [];
+  const out = [];
+  const add = (key, v) => {
+    if (v === null || v === undefined || v === '' || out.length >= 6) return;
+    const label = humanize(key);
+    if (typeof v === 'number') {
+      if (/ms$|millis/i.test(key)) out.push([label.replace(/ ms$/i, ''), fmtSeconds(v / 1000)]);
+      else if (/seconds?$|wait|age|after/i.test(key)) out.push([label.replace(/ seconds?$/i, ''), fmtSeconds(v)]);
+      else out.push([label, fmtNumber(v)]);
+    } else if (typeof v === 'boolean') out.push([label, v ? 'yes' : 'no']);
+    else if (Array.isArray(v)) out.push([label, v.length && typeof v[0] !== 'object' ? v.join(', ') : String(v.length)]);
+    else if (typeof v === 'object') {
+      for (const [k2, v2] of Object.entries(v)) {
+        if (typeof v2 !== 'object' || v2 === null) add(`${key} ${k2}`, v2);
+      }
+    } else out.push([label, String(v)]);
+  };
+  const keys = Object.keys(ex).sort((a, b) => rank(a) - rank(b));
+  for (const k of keys) add(k, ex[k]);
+  return out;
+}
+
+function rank(k) {
+  if (/window/i.test(k)) return 0;
+  if (/estimat/i.test(k)) return 1;
+  if (/candidate/i.test(k)) return 2;
+  return 3;
+}
+
+function humanize(key) {
+  const s = String(key).replace(/([a-z0-9])([A-Z])/g, '$1 $2').replace(/[_.-]+/g, ' ').toLowerCase().trim();
+  return s.charAt(0).toUpperCase() + s.slice(1);
+}
+
+function fillFacts(dl, pairs) {
+  const nodes = [];
+  for (const [k, v, id] of pairs) {
+    if (v === null || v === undefined || v === '') continue;
+    const div = el('div', 'fact');
+    const dd = el('dd', '', String(v));
+    if (id) dd.id = 'fact-' + id;
+    div.append(el('dt', '', k), dd);
+    nodes.push(div);
+  }
+  dl.replaceChildren(...nodes);
+  dl.hidden = !nodes.length;
+}
+
+// ---- connection indicator --------------------------------------------------
+
+function setConn(state, s = {}) {
+  view.conn = state;
+  const pill = $('conn');
+  const cls = { open: 'on', connecting: 'wait', reconnecting: 'wait' }[state] || 'off';
+  pill.className = 'conn ' + cls;
+  pill.title = s.node ? `node ${s.node}` : '';
+  updateConnText();
+}
+
+function updateConnText() {
+  const text = {
+    open: 'Connected',
+    connecting: 'Connecting…',
+    reconnecting: 'Reconnecting…',
+  }[view.conn] || 'Offline';
+  let t = text;
+  if (view.conn === 'reconnecting') {
+    const s = (view.reconnectAt - Date.now()) / 1000;
+    if (s > 0.05) t = `Reconnecting in ${s.toFixed(1)} s`;
+  }
+  $('conn-text').textContent = t;
+}
+
+// ---- log -------------------------------------------------------------------
+
+function logFrame(dir, f) {
+  const li = document.createElement('li');
+  li.className = dir + (f.type === 'error' ? ' err' : '');
+  const time = el('span', 't', new Date().toLocaleTimeString());
+  const ty = el('span', 'ty', (dir === 'out' ? '→ ' : '← ') + f.type);
+  li.append(time, ' ', ty, ' ', summary(f));
+  const log = $('log');
+  log.prepend(li);
+  while (log.children.length > LOG_MAX) log.lastChild.remove();
+  view.logCount++;
+  $('log-count').textContent = `(${view.logCount})`;
+}
+
+function summary(f) {
+  const parts = [];
+  if (f.re) parts.push('re=' + f.re);
+  if (f.ticket) parts.push(`ticket ${short(f.ticket.id)} ${f.ticket.status} v${f.ticket.version}`);
+  if (f.match) parts.push(`match ${short(f.match.id)} ${f.match.state} v${f.match.version}`);
+  if (f.tickets) parts.push(`${f.tickets.length} ticket(s)`);
+  if (f.matches) parts.push(`${f.matches.length} match(es)`);
+  if (f.error) parts.push(`${f.error.code}: ${f.error.message}`);
+  if (f.queue) parts.push(`${f.queue}${f.region ? '/' + f.region : ''}`);
+  if (f.ticketId) parts.push('ticket ' + short(f.ticketId));
+  if (f.matchId) parts.push('match ' + short(f.matchId));
+  if (f.node) parts.push('node ' + f.node);
+  return parts.join(' · ');
+}
+
+// ---- helpers ---------------------------------------------------------------
+
+function el(tag, cls, text) {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+function short(id) {
+  return id ? String(id).slice(0, 8) : '';
+}
+
+function stampOf(t) {
+  return Date.parse(t.updatedAt) || Date.now();
+}
+
+function fmtClock(ms) {
+  const s = Math.max(0, Math.floor((Number(ms) || 0) / 1000));
+  const h = Math.floor(s / 3600);
+  const mm = Math.floor((s % 3600) / 60);
+  const ss = String(s % 60).padStart(2, '0');
+  return h ? `${h}:${String(mm).padStart(2, '0')}:${ss}` : `${mm}:${ss}`;
+}
+
+function fmtSeconds(s) {
+  if (!Number.isFinite(s)) return '—';
+  if (s < 1) return `${Math.round(s * 1000)} ms`;
+  if (s < 60) return `${s < 10 ? s.toFixed(1) : Math.round(s)} s`;
+  return fmtClock(s * 1000);
+}
+
+function fmtNumber(n) {
+  const v = Number(n);
+  if (!Number.isFinite(v)) return String(n);
+  return Number.isInteger(v) ? String(v) : v.toFixed(Math.abs(v) < 10 ? 2 : 1);
+}
+
+function describe(err) {
+  if (err instanceof MatchgateError) {
+    switch (err.code) {
+      case 'COOLDOWN':
+      case 'RATE_LIMITED':
+        return err.retryAfterMs ? `${err.message} (try again in ${Math.ceil(err.retryAfterMs / 1000)} s)` : err.message;
+      case 'NETWORK':
+        return 'The server cannot be reached.';
+      case 'TIMEOUT':
+      case 'DISCONNECTED':
+        return 'The connection dropped before the server answered; your state is refreshed when it is back.';
+    }
+    return err.message;
+  }
+  return String((err && err.message) || err);
+}
+
+function showError(text, onSignin) {
+  $('error').textContent = onSignin ? '' : text;
+  let e = document.querySelector('#signin .error');
+  if (!e) {
+    e = el('p', 'error');
+    e.setAttribute('role', 'alert');
+    $('signin-form').after(e);
+  }
+  e.textContent = onSignin ? text : '';
+}
+
+function hue(s) {
+  let h = 0;
+  for (const c of String(s)) h = (h * 31 + c.codePointAt(0)) >>> 0;
+  return h % 360;
+}
+
+function setAvatar(node, id, name) {
+  const words = String(name || id || '?').replace(/^guest-/, '').split(/\s+/).filter((w) => /^\p{L}/u.test(w));
+  const letters = words.map((w) => w[0]).join('').slice(0, 2).toUpperCase();
+  node.textContent = letters || '?';
+  node.style.setProperty('--h', String(hue(id)));
+}
+
+// ---- wiring ----------------------------------------------------------------
+
+$('signin-form').addEventListener('submit', signIn);
+$('skill').addEventListener('input', () => { $('skill-out').textContent = $('skill').value; });
+$('signout').addEventListener('click', () => signOut());
+$('region').addEventListener('change', () => selectQueue(view.queue, $('region').value));
+$('join').addEventListener('click', join);
+$('cancel').addEventListener('click', cancel);
+$('accept').addEventListener('click', () => answer('accept'));
+$('decline').addEventListener('click', () => answer('decline'));
+$('sim-form').addEventListener('submit', addSims);
+
+setInterval(() => {
+  // clocks: time waited, deadlines, accept countdown, reconnect countdown
+  const t = currentTicket();
+  if (t && t.status === 'WAITING') render();
+  else {
+    updateCountdown(currentMatch());
+    renderBanner();
+  }
+  updateConnText();
+  updateLobbyAge();
+}, 250);
+setInterval(refreshLobby, LOBBY_EVERY_MS);
+setInterval(() => { if (waitingTicket()) refreshExplain(); }, EXPLAIN_EVERY_MS);
+
+$('name').value = view.name;
+$('skill').value = String(view.skill);
+$('skill-out').textContent = String(view.skill);
+const token = session.get('token');
+if (token && view.userId) start(token);
+refreshLobby();
+render();

@@ -1,0 +1,961 @@
+// matchgate.js — a JavaScript client for the matchgate protocol.
+//
+// One ES module, no dependencies, no build step: copy it into a game's web
+// client, or import it from a page served by the gateway at /matchgate.js.
+// It runs in browsers and in any runtime with WebSocket and fetch (pass
+// them in the options where they are not globals).
+//
+//   import { MatchgateClient } from './matchgate.js';
+//   const { token } = await MatchgateClient.guest(location.origin, { name: 'ada', skill: 1500 });
+//   const mg = new MatchgateClient();
+//   mg.on('match.found', ({ match }) => console.log('matched with', match.players));
+//   await mg.connect('/v1/ws', token);          // resolves with the first hello
+//   const ticket = await mg.join('duel');       // resolves with the WAITING ticket
+//
+// What it does for you:
+//   - request ids: join, cancel, accept, decline, status and ping return
+//     promises settled by the reply that carries the same id in "re"; error
+//     replies reject with a MatchgateError (code, ticketId, matchId);
+//   - events: every server frame is emitted under its type ("hello",
+//     "ticket.update", "match.found", …) and under "message"; the client also
+//     emits "state" (connection state), "ticket" and "match" (the store
+//     changed), and "error" for frames that could not be handled;
+//   - reconnects after a lost connection with exponential backoff and full
+//     jitter, and stops on terminal close codes (4401 token expired, 4403);
+//   - a store of tickets and matches that keeps the highest version seen in a
+//     hello, a push, a reply or a REST answer, so a stale frame never
+//     overwrites a newer state;
+//   - heartbeats: while a ticket is WAITING it is kept alive over REST
+//     (PUT /v1/tickets/{id}/heartbeat), connected or not.
+
+/**
+ * @typedef {'WAITING'|'MATCHED'|'CANCELLED'|'EXPIRED'} TicketStatus
+ *
+ * @typedef {object} Ticket
+ * @property {string} id
+ * @property {string} userId
+ * @property {string} queue
+ * @property {string} region
+ * @property {TicketStatus} status
+ * @property {number} skill
+ * @property {boolean} estimated
+ * @property {Object<string,string>} [attributes]
+ * @property {string} enqueuedAt   RFC 3339 with milliseconds
+ * @property {string|null} deadline
+ * @property {string|null} matchId
+ * @property {string|null} cancelReason  "user", "heartbeat", "declined", "accept_timeout", …
+ * @property {string|null} [updatedAt]
+ * @property {number} version      grows with every change: keep the highest
+ *
+ * @typedef {object} Player
+ * @property {string} ticketId
+ * @property {string} userId
+ * @property {number} skill
+ *
+ * @typedef {object} Match
+ * @property {string} id
+ * @property {string} queue
+ * @property {string} region
+ * @property {'PENDING_ACCEPT'|'READY'|'DISSOLVED'|string} state
+ * @property {'FILLED'|'FALLBACK'|'TIMEOUT'|string} formedBy
+ * @property {Player[]} players
+ * @property {number} bots
+ * @property {number} spread
+ * @property {{address: string, session: string}|null} server
+ * @property {string|null} acceptBy  set while the players must accept
+ * @property {string} [createdAt]
+ * @property {number} version
+ *
+ * @typedef {object} QueueInfo
+ * @property {string} name
+ * @property {string} kind             "skill" or "room"
+ * @property {number} players
+ * @property {string[]} regions
+ * @property {Object<string,number>} depth   waiting tickets per region
+ *
+ * @typedef {object} TicketView  the answer of GET /v1/tickets/{id}
+ * @property {Ticket} ticket
+ * @property {Match|null} match
+ * @property {object} [explain]  why no match yet, when the server says
+ *
+ * @typedef {object} Frame  any server→client frame
+ * @property {string} type
+ * @property {string} [re]
+ *
+ * @typedef {'idle'|'connecting'|'open'|'reconnecting'|'closed'} ConnectionState
+ *
+ * @typedef {object} StateEvent
+ * @property {ConnectionState} state
+ * @property {number} attempt        consecutive failed attempts so far
+ * @property {number} [delayMs]      with "reconnecting": when the next attempt starts
+ * @property {number} [code]         close code of the connection that ended
+ * @property {string} [reason]
+ * @property {string} [node]         with "open": the gateway node from hello
+ *
+ * @typedef {object} ClientOptions
+ * @property {string} [baseUrl]        REST base (default: derived from the WebSocket URL)
+ * @property {number} [reconnectBaseMs=500]   first backoff ceiling
+ * @property {number} [reconnectCapMs=15000]  largest backoff ceiling
+ * @property {number} [requestTimeoutMs=10000] how long a request waits for its reply
+ * @property {number} [heartbeatMs=10000]      heartbeat period for WAITING tickets (0: off)
+ * @property {typeof WebSocket} [WebSocket]   default: globalThis.WebSocket
+ * @property {typeof fetch} [fetch]           default: globalThis.fetch
+ * @property {() => number} [random]          default: Math.random (tests make it fixed)
+ */
+
+/** Close codes after which reconnecting with the same token cannot help. */
+export const TERMINAL_CLOSE_CODES = Object.freeze([4401, 4403]);
+
+/**
+ * MatchgateError is a refused request: the server's error code and message,
+ * and the ticket or match it concerns (ALREADY_QUEUED carries the waiting
+ * ticket's id, ALREADY_MATCHED the match's). Client-side failures use their
+ * own codes: TIMEOUT, DISCONNECTED, NOT_CONNECTED, NETWORK.
+ */
+export class MatchgateError extends Error {
+  /**
+   * @param {string} code
+   * @param {string} message
+   * @param {{ticketId?: string|null, matchId?: string|null, status?: number, retryAfterMs?: number}} [extra]
+   */
+  constructor(code, message, extra = {}) {
+    super(message || code);
+    this.name = 'MatchgateError';
+    /** @type {string} */
+    this.code = code;
+    /** @type {string|null} */
+    this.ticketId = extra.ticketId || null;
+    /** @type {string|null} */
+    this.matchId = extra.matchId || null;
+    /** HTTP status for REST errors, else 0. @type {number} */
+    this.status = extra.status || 0;
+    /** From Retry-After on 429/503, else 0. @type {number} */
+    this.retryAfterMs = extra.retryAfterMs || 0;
+  }
+
+  /**
+   * fromWire builds the error of an error frame or REST error body.
+   * @param {{code?: string, message?: string, ticketId?: string, matchId?: string}|undefined} e
+   * @param {{status?: number, retryAfterMs?: number}} [extra]
+   */
+  static fromWire(e, extra = {}) {
+    const w = e || {};
+    return new MatchgateError(w.code || 'INTERNAL', w.message || 'request failed', {
+      ticketId: w.ticketId, matchId: w.matchId, ...extra,
+    });
+  }
+}
+
+/**
+ * backoffDelay is "full jitter": a uniformly random delay between 0 and
+ * min(cap, base·2^attempt). A fleet of clients dropped by one node restart
+ * spreads its reconnects over the window instead of arriving together.
+ * @param {number} attempt  0 for the first retry
+ * @param {number} baseMs
+ * @param {number} capMs
+ * @param {() => number} [random]
+ */
+export function backoffDelay(attempt, baseMs, capMs, random = Math.random) {
+  const ceiling = Math.min(capMs, baseMs * 2 ** Math.min(attempt, 30));
+  return Math.floor(random() * ceiling);
+}
+
+/**
+ * tokenExpiry reads the exp claim of a JWT (no verification: the server
+ * verifies; this only avoids reconnecting with a dead token).
+ * @param {string} token
+ * @returns {number|null} milliseconds since the epoch, or null when unknown
+ */
+export function tokenExpiry(token) {
+  try {
+    const b64 = String(token).split('.')[1].replace(/-/g, '+').replace(/_/g, '/');
+    const json = typeof atob === 'function'
+      ? atob(b64)
+      : globalThis.Buffer.from(b64, 'base64').toString('utf8');
+    const exp = JSON.parse(json).exp;
+    return typeof exp === 'number' ? exp * 1000 : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Emitter is a minimal event emitter. Listeners that throw do not stop the
+ * others; the exception is reported on "error" (or rethrown asynchronously
+ * when nobody listens to "error").
+ */
+export class Emitter {
+  constructor() {
+    /** @type {Map<string, Set<Function>>} */
+    this._listeners = new Map();
+  }
+
+  /**
+   * on adds a listener and returns a function that removes it.
+   * @param {string} type
+   * @param {(data: any) => void} fn
+   * @returns {() => void}
+   */
+  on(type, fn) {
+    let set = this._listeners.get(type);
+    if (!set) this._listeners.set(type, (set = new Set()));
+    set.add(fn);
+    return () => this.off(type, fn);
+  }
+
+  /**
+   * once adds a listener called at most once.
+   * @param {string} type
+   * @param {(data: any) => void} fn
+   * @returns {() => void}
+   */
+  once(type, fn) {
+    const off = this.on(type, (data) => {
+      off();
+      fn(data);
+    });
+    return off;
+  }
+
+  /**
+   * off removes a listener.
+   * @param {string} type
+   * @param {Function} fn
+   */
+  off(type, fn) {
+    const set = this._listeners.get(type);
+    if (set) set.delete(fn);
+  }
+
+  /**
+   * emit calls every listener of type with data.
+   * @param {string} type
+   * @param {any} [data]
+   */
+  emit(type, data) {
+    const set = this._listeners.get(type);
+    if (!set) return;
+    for (const fn of [...set]) {
+      try {
+        fn(data);
+      } catch (err) {
+        if (type !== 'error' && this._listeners.get('error')?.size) this.emit('error', err);
+        else setTimeout(() => { throw err; });
+      }
+    }
+  }
+}
+
+/**
+ * Store keeps the newest known version of every ticket and match. An
+ * object with a lower version than the one held is ignored; a missing
+ * version counts as 0.
+ */
+export class Store {
+  constructor() {
+    /** @type {Map<string, Ticket>} */
+    this.tickets = new Map();
+    /** @type {Map<string, Match>} */
+    this.matches = new Map();
+  }
+
+  /**
+   * putTicket stores t unless an equal or newer version is held.
+   * @param {Ticket|null|undefined} t
+   * @returns {boolean} whether the store changed
+   */
+  putTicket(t) {
+    if (t && t.status === 'WAITING') {
+      const m = this._seatedIn(t.id);
+      if (m) t = seated(t, m);
+    }
+    return put(this.tickets, t);
+  }
+
+  /**
+   * seat marks the WAITING tickets seated in m as MATCHED. A formed match
+   * is announced by match.found alone (the tickets' own updates need not
+   * follow), so the store draws the conclusion itself. The version stays
+   * the ticket's own: any state the server sends later still wins.
+   * @param {Match} m
+   * @returns {Ticket[]} the tickets that changed
+   */
+  seat(m) {
+    if (!m || m.state === 'DISSOLVED') return [];
+    const changed = [];
+    for (const p of m.players || []) {
+      const t = this.tickets.get(p.ticketId);
+      if (t && t.status === 'WAITING') {
+        const u = seated(t, m);
+        this.tickets.set(u.id, u);
+        changed.push(u);
+      }
+    }
+    return changed;
+  }
+
+  /**
+   * @param {string} ticketId
+   * @returns {Match|null} a match, not dissolved, that seats the ticket
+   */
+  _seatedIn(ticketId) {
+    for (const m of this.matches.values()) {
+      if (m.state !== 'DISSOLVED' && (m.players || []).some((p) => p.ticketId === ticketId)) return m;
+    }
+    return null;
+  }
+
+  /**
+   * putMatch stores m unless an equal or newer version is held.
+   * @param {Match|null|undefined} m
+   * @returns {boolean} whether the store changed
+   */
+  putMatch(m) {
+    return put(this.matches, m);
+  }
+
+  /** @param {string} id */
+  ticket(id) {
+    return this.tickets.get(id) || null;
+  }
+
+  /** @param {string} id */
+  match(id) {
+    return this.matches.get(id) || null;
+  }
+
+  /**
+   * waiting lists the WAITING tickets.
+   * @returns {Ticket[]}
+   */
+  waiting() {
+    return [...this.tickets.values()].filter((t) => t.status === 'WAITING');
+  }
+
+  /**
+   * matchForTicket finds the match a ticket is seated in: by the ticket's
+   * matchId, or (when match.found arrived before the ticket's own update)
+   * by the match's players.
+   * @param {string} ticketId
+   * @returns {Match|null}
+   */
+  matchForTicket(ticketId) {
+    const t = this.tickets.get(ticketId);
+    if (t && t.matchId && this.matches.has(t.matchId)) return this.matches.get(t.matchId);
+    let best = null;
+    for (const m of this.matches.values()) {
+      if ((m.players || []).some((p) => p.ticketId === ticketId)) {
+        if (!best || String(m.createdAt || '') > String(best.createdAt || '')) best = m;
+      }
+    }
+    return best;
+  }
+
+  /**
+   * current is the ticket a single-queue UI shows: the WAITING one, else
+   * the most recently changed one.
+   * @returns {Ticket|null}
+   */
+  current() {
+    let best = null;
+    for (const t of this.tickets.values()) {
+      if (t.status === 'WAITING') return t;
+      if (!best || stamp(t) > stamp(best)) best = t;
+    }
+    return best;
+  }
+
+  clear() {
+    this.tickets.clear();
+    this.matches.clear();
+  }
+}
+
+/**
+ * @param {Ticket} t
+ * @param {Match} m
+ * @returns {Ticket}
+ */
+function seated(t, m) {
+  return { ...t, status: 'MATCHED', matchId: m.id, updatedAt: m.createdAt || t.updatedAt || null };
+}
+
+/** @param {Ticket} t */
+function stamp(t) {
+  return String(t.updatedAt || t.enqueuedAt || '');
+}
+
+/**
+ * @param {Map<string, any>} map
+ * @param {any} obj
+ */
+function put(map, obj) {
+  if (!obj || typeof obj !== 'object' || !obj.id) return false;
+  const old = map.get(obj.id);
+  if (old && (Number(obj.version) || 0) <= (Number(old.version) || 0)) return false;
+  map.set(obj.id, obj);
+  return true;
+}
+
+/**
+ * MatchgateClient holds one WebSocket to a gateway (reconnecting as needed)
+ * and speaks the REST API with the same token.
+ */
+export class MatchgateClient extends Emitter {
+  /** @param {ClientOptions} [options] */
+  constructor(options = {}) {
+    super();
+    this.options = {
+      reconnectBaseMs: 500,
+      reconnectCapMs: 15000,
+      requestTimeoutMs: 10000,
+      heartbeatMs: 10000,
+      ...options,
+    };
+    /** The tickets and matches seen so far, newest version of each. */
+    this.store = new Store();
+    /** @type {ConnectionState} */
+    this.state = 'idle';
+    /** The user id from the last hello. @type {string|null} */
+    this.userId = null;
+    /** The gateway node from the last hello. @type {string|null} */
+    this.node = null;
+    /** @type {string|null} */
+    this.token = null;
+
+    this._url = '';
+    this._ws = null;
+    this._want = false;      // connect() called and close() not since
+    this._attempt = 0;       // consecutive failures
+    this._seq = 0;
+    this._retryTimer = null;
+    this._heartbeatTimer = null;
+    /** @type {Map<string, {resolve: Function, reject: Function, timer: any, type: string}>} */
+    this._pending = new Map();
+    /** @type {Set<Function>} waiters for the next hello */
+    this._helloWaiters = new Set();
+  }
+
+  // ---- REST helpers ---------------------------------------------------
+
+  /**
+   * guest signs in as a new guest (servers with guests enabled only).
+   * @param {string} baseUrl  e.g. location.origin
+   * @param {{name?: string, skill?: number}} [who]
+   * @param {{fetch?: typeof fetch}} [options]
+   * @returns {Promise<{token: string, userId: string}>}
+   */
+  static async guest(baseUrl, who = {}, options = {}) {
+    return restCall(options.fetch || globalThis.fetch, 'POST', joinURL(baseUrl, '/v1/auth/guest'), null, who);
+  }
+
+  /**
+   * queues lists the queues with their depths (and, where the server
+   * reports them, matches per minute and wait percentiles). No token needed.
+   * @returns {Promise<QueueInfo[]>}
+   */
+  async queues() {
+    const body = await this._rest('GET', '/v1/queues');
+    return (body && body.queues) || [];
+  }
+
+  /**
+   * getTicket fetches a ticket with its match (the reconnect fallback) and
+   * merges both into the store.
+   * @param {string} ticketId
+   * @returns {Promise<TicketView>}
+   */
+  async getTicket(ticketId) {
+    const view = await this._rest('GET', `/v1/tickets/${encodeURIComponent(ticketId)}`);
+    this._putTicket(view.ticket);
+    this._putMatch(view.match);
+    return view;
+  }
+
+  /**
+   * heartbeat keeps a WAITING ticket alive (the client does this by itself
+   * every heartbeatMs while a ticket waits).
+   * @param {string} ticketId
+   */
+  async heartbeat(ticketId) {
+    await this._rest('PUT', `/v1/tickets/${encodeURIComponent(ticketId)}/heartbeat`);
+  }
+
+  /**
+   * joinREST creates a ticket over REST, for clients without a socket.
+   * @param {string} queue
+   * @param {{region?: string, attributes?: Object<string,string>}} [opts]
+   * @returns {Promise<Ticket>}
+   */
+  async joinREST(queue, opts = {}) {
+    const body = await this._rest('POST', `/v1/queues/${encodeURIComponent(queue)}/tickets`, {
+      region: opts.region || '', attributes: opts.attributes,
+    });
+    this._putTicket(body.ticket);
+    this._scheduleHeartbeat();
+    return body.ticket;
+  }
+
+  // ---- connection -----------------------------------------------------
+
+  /**
+   * connect opens the socket and keeps it open (reconnecting with backoff)
+   * until close(). It resolves with the first hello frame; it rejects only
+   * when the client is closed first or a terminal close code arrives.
+   * @param {string} [url]  ws(s)://host/v1/ws, an http(s) base, or a path
+   *                        such as "/v1/ws" resolved against the page
+   * @param {string} [token]
+   * @returns {Promise<Frame>}
+   */
+  connect(url, token) {
+    if (this._ws) {
+      // connect() again (a new token, another node): replace the socket.
+      const old = this._ws;
+      this._ws = null;
+      detach(old);
+      try { old.close(1000, 'reconnecting'); } catch { /* already closing */ }
+      this._failPending('DISCONNECTED', 'the client connected again', true);
+    }
+    clearTimeout(this._retryTimer);
+    this._url = wsURL(url || '/v1/ws');
+    if (token !== undefined) this.token = token;
+    if (!this.options.baseUrl) this.options.baseUrl = httpBase(this._url);
+    this._want = true;
+    this._attempt = 0;
+    const hello = this._nextHello();
+    // A caller that never awaits the hello must not see an unhandled
+    // rejection when the client is closed first; one that awaits still does.
+    hello.catch(() => {});
+    this._open();
+    return hello;
+  }
+
+  /**
+   * close closes the socket for good (no reconnect) and rejects the
+   * requests still waiting for a reply.
+   * @param {number} [code=1000]
+   * @param {string} [reason]
+   */
+  close(code = 1000, reason = 'client closed') {
+    this._want = false;
+    clearTimeout(this._retryTimer);
+    clearTimeout(this._heartbeatTimer);
+    this._heartbeatTimer = null;
+    const ws = this._ws;
+    this._ws = null;
+    if (ws) {
+      detach(ws);
+      try { ws.close(code, reason); } catch { /* already closing */ }
+    }
+    this._failPending('NOT_CONNECTED', 'the client was closed');
+    this._rejectHello(new MatchgateError('NOT_CONNECTED', 'the client was closed'));
+    this._setState('closed', { code, reason });
+  }
+
+  /** @returns {boolean} whether the socket is open now */
+  get connected() {
+    return !!this._ws && this._ws.readyState === 1 && this.state === 'open';
+  }
+
+  // ---- commands -------------------------------------------------------
+
+  /**
+   * join queues the user; it resolves with the WAITING ticket.
+   * ALREADY_QUEUED rejects with the waiting ticket's id in error.ticketId.
+   * @param {string} queue
+   * @param {{region?: string, attributes?: Object<string,string>}} [opts]
+   * @returns {Promise<Ticket>}
+   */
+  async join(queue, opts = {}) {
+    const f = await this.request('join', { queue, region: opts.region || '', attributes: opts.attributes });
+    return f.ticket;
+  }
+
+  /**
+   * cancel cancels a WAITING ticket; it resolves with the CANCELLED ticket.
+   * ALREADY_MATCHED rejects with error.matchId: the match won.
+   * @param {string} ticketId
+   * @returns {Promise<Ticket>}
+   */
+  async cancel(ticketId) {
+    const f = await this.request('cancel', { ticketId });
+    return f.ticket;
+  }
+
+  /**
+   * accept accepts a PENDING_ACCEPT match; it resolves with the match.
+   * @param {string} matchId
+   * @returns {Promise<Match>}
+   */
+  async accept(matchId) {
+    const f = await this.request('accept', { matchId });
+    return f.match;
+  }
+
+  /**
+   * decline declines a PENDING_ACCEPT match; it resolves with the match.
+   * @param {string} matchId
+   * @returns {Promise<Match>}
+   */
+  async decline(matchId) {
+    const f = await this.request('decline', { matchId });
+    return f.match;
+  }
+
+  /**
+   * status asks for the user's tickets and matches (merged into the store).
+   * @returns {Promise<{tickets: Ticket[], matches: Match[]}>}
+   */
+  async status() {
+    const f = await this.request('status', {});
+    return { tickets: f.tickets || [], matches: f.matches || [] };
+  }
+
+  /**
+   * ping measures an application-level round trip in milliseconds.
+   * @returns {Promise<number>}
+   */
+  async ping() {
+    const start = Date.now();
+    await this.request('ping', {});
+    return Date.now() - start;
+  }
+
+  /**
+   * request sends any command frame with a fresh id and resolves with the
+   * reply that carries it in "re" (rejecting with MatchgateError on an
+   * error reply, a timeout or a lost connection). While the client is
+   * reconnecting the frame waits for the socket, within the timeout.
+   * @param {string} type
+   * @param {object} [fields]
+   * @returns {Promise<Frame & Record<string, any>>}
+   */
+  request(type, fields = {}) {
+    if (!this._want) {
+      return Promise.reject(new MatchgateError('NOT_CONNECTED', 'call connect() first'));
+    }
+    const id = 'r' + ++this._seq;
+    return new Promise((resolve, reject) => {
+      const entry = { resolve, reject, type, timer: null, sent: false, frame: { type, id, ...fields } };
+      entry.timer = setTimeout(() => {
+        this._pending.delete(id);
+        reject(new MatchgateError('TIMEOUT', `no reply to ${type} within ${this.options.requestTimeoutMs} ms`));
+      }, this.options.requestTimeoutMs);
+      this._pending.set(id, entry);
+      if (this.connected) this._send(entry);
+    });
+  }
+
+  // ---- internals ------------------------------------------------------
+
+  _open() {
+    clearTimeout(this._retryTimer);
+    if (!this._want) return;
+    const exp = this.token ? tokenExpiry(this.token) : null;
+    if (exp !== null && exp <= Date.now()) {
+      this._terminal(4401, 'token expired');
+      return;
+    }
+    const WS = this.options.WebSocket || globalThis.WebSocket;
+    if (!WS) throw new Error('matchgate: no WebSocket implementation (pass options.WebSocket)');
+    let url = this._url;
+    if (this.token) url += (url.includes('?') ? '&' : '?') + 'token=' + encodeURIComponent(this.token);
+    this._setState(this._attempt === 0 && this.state !== 'reconnecting' ? 'connecting' : 'reconnecting', {});
+    let ws;
+    try {
+      ws = new WS(url);
+    } catch (err) {
+      this._lost(1006, String(err && err.message || err));
+      return;
+    }
+    this._ws = ws;
+    ws.onmessage = (ev) => this._onMessage(ev.data);
+    ws.onclose = (ev) => {
+      if (this._ws !== ws) return;
+      this._ws = null;
+      this._lost(ev.code, ev.reason || '');
+    };
+    // onerror is always followed by onclose; nothing to do here, and a
+    // listener keeps runtimes from reporting it as unhandled.
+    ws.onerror = () => {};
+  }
+
+  /**
+   * _lost handles a connection that ended (or never opened).
+   * @param {number} code
+   * @param {string} reason
+   */
+  _lost(code, reason) {
+    this._failPending('DISCONNECTED', `connection lost (${code}) before the reply`, true);
+    if (!this._want) return;
+    if (TERMINAL_CLOSE_CODES.includes(code)) {
+      this._terminal(code, reason);
+      return;
+    }
+    const delayMs = backoffDelay(this._attempt, this.options.reconnectBaseMs,
+      this.options.reconnectCapMs, this.options.random);
+    this._attempt++;
+    this._setState('reconnecting', { delayMs, code, reason });
+    this._retryTimer = setTimeout(() => this._open(), delayMs);
+    this._scheduleHeartbeat(); // keep waiting tickets alive while offline
+  }
+
+  /**
+   * _terminal stops reconnecting: the token must change first.
+   * @param {number} code
+   * @param {string} reason
+   */
+  _terminal(code, reason) {
+    this._want = false;
+    const err = new MatchgateError(code === 4403 ? 'FORBIDDEN' : 'UNAUTHORIZED', reason || 'connection refused');
+    this._failPending('DISCONNECTED', 'connection closed for good');
+    this._rejectHello(err);
+    this._setState('closed', { code, reason });
+  }
+
+  /**
+   * @param {ConnectionState} state
+   * @param {Partial<StateEvent>} extra
+   */
+  _setState(state, extra) {
+    this.state = state;
+    this.emit('state', { state, attempt: this._attempt, ...extra });
+  }
+
+  /** @param {any} data */
+  _onMessage(data) {
+    let f;
+    try {
+      f = JSON.parse(typeof data === 'string' ? data : String(data));
+    } catch {
+      this.emit('error', new MatchgateError('BAD_FRAME', 'the server sent a frame that is not JSON'));
+      return;
+    }
+    if (!f || typeof f.type !== 'string') return;
+
+    // Reconcile first, so listeners of the frame see the merged store.
+    switch (f.type) {
+      case 'hello':
+      case 'status':
+        for (const t of f.tickets || []) this._putTicket(t);
+        for (const m of f.matches || []) this._putMatch(m);
+        break;
+      default:
+        if (f.ticket) this._putTicket(f.ticket);
+        if (f.match) this._putMatch(f.match);
+    }
+
+    if (f.type === 'hello') {
+      this.userId = f.userId || this.userId;
+      this.node = f.node || null;
+      this._attempt = 0;
+      this._setState('open', { node: this.node });
+      this._resolveHello(f);
+      this._flushPending();
+      this._scheduleHeartbeat();
+    }
+
+    if (f.re !== undefined && f.re !== null && f.re !== '') {
+      const entry = this._pending.get(f.re);
+      if (entry) {
+        this._pending.delete(f.re);
+        clearTimeout(entry.timer);
+        if (f.type === 'error') entry.reject(MatchgateError.fromWire(f.error));
+        else entry.resolve(f);
+      }
+    }
+    this.emit(f.type, f);
+    this.emit('message', f);
+    if (f.type === 'error' && (f.re === undefined || f.re === '') && this._listeners.get('error')?.size) {
+      this.emit('error', MatchgateError.fromWire(f.error));
+    }
+  }
+
+  /** @param {any} t */
+  _putTicket(t) {
+    if (this.store.putTicket(t)) {
+      this.emit('ticket', t);
+      this._scheduleHeartbeat();
+    }
+  }
+
+  /** @param {any} m */
+  _putMatch(m) {
+    if (!this.store.putMatch(m)) return;
+    for (const t of this.store.seat(m)) this.emit('ticket', t);
+    this.emit('match', m);
+  }
+
+  /** @param {{frame: object, sent: boolean}} entry */
+  _send(entry) {
+    entry.sent = true;
+    this._ws.send(JSON.stringify(entry.frame));
+  }
+
+  /** _flushPending sends the requests that waited for the socket. */
+  _flushPending() {
+    for (const entry of this._pending.values()) {
+      if (!entry.sent && this.connected) this._send(entry);
+    }
+  }
+
+  /**
+   * _failPending rejects the requests still waiting for a reply.
+   * @param {string} code
+   * @param {string} message
+   * @param {boolean} [sentOnly]  keep the unsent ones (they wait for the reconnect)
+   */
+  _failPending(code, message, sentOnly = false) {
+    for (const [id, entry] of this._pending) {
+      if (sentOnly && !entry.sent) continue;
+      this._pending.delete(id);
+      clearTimeout(entry.timer);
+      entry.reject(new MatchgateError(code, `${entry.type}: ${message}`));
+    }
+  }
+
+  /** @returns {Promise<Frame>} */
+  _nextHello() {
+    return new Promise((resolve, reject) => {
+      this._helloWaiters.add({ resolve, reject });
+    });
+  }
+
+  /** @param {Frame} f */
+  _resolveHello(f) {
+    for (const w of this._helloWaiters) w.resolve(f);
+    this._helloWaiters.clear();
+  }
+
+  /** @param {Error} err */
+  _rejectHello(err) {
+    for (const w of this._helloWaiters) w.reject(err);
+    this._helloWaiters.clear();
+  }
+
+  /**
+   * _scheduleHeartbeat arms the heartbeat timer while a ticket waits.
+   * Heartbeats go over REST whether or not the socket is up: they are
+   * cheap, and they are what keeps a ticket alive through a long outage.
+   */
+  _scheduleHeartbeat() {
+    if (this._heartbeatTimer || !this.options.heartbeatMs || !this.token) return;
+    if (!this.store.waiting().length) return;
+    this._heartbeatTimer = setTimeout(() => {
+      this._heartbeatTimer = null;
+      this._beat().finally(() => this._scheduleHeartbeat());
+    }, this.options.heartbeatMs);
+  }
+
+  async _beat() {
+    const fetchImpl = this.options.fetch || globalThis.fetch;
+    if (!fetchImpl) return;
+    await Promise.all(this.store.waiting().map(async (t) => {
+      try {
+        await this.heartbeat(t.id);
+      } catch (err) {
+        // The ticket is no longer waiting (or the network is down): ask
+        // for its state; when that fails too the next beat tries again.
+        if (err instanceof MatchgateError && err.code !== 'NETWORK') {
+          await this.getTicket(t.id).catch(() => {});
+        }
+      }
+    }));
+  }
+
+  /**
+   * @param {string} method
+   * @param {string} path
+   * @param {object} [body]
+   */
+  _rest(method, path, body) {
+    const base = this.options.baseUrl || httpBase(wsURL('/v1/ws'));
+    return restCall(this.options.fetch || globalThis.fetch, method, joinURL(base, path), this.token, body);
+  }
+}
+
+/** detach removes a socket's handlers so a closed client hears nothing more. */
+function detach(ws) {
+  ws.onmessage = ws.onclose = ws.onerror = null;
+}
+
+/**
+ * restCall performs one REST call and decodes the JSON answer; a non-2xx
+ * answer rejects with the server's MatchgateError.
+ * @param {typeof fetch} fetchImpl
+ * @param {string} method
+ * @param {string} url
+ * @param {string|null} token
+ * @param {object} [body]
+ */
+async function restCall(fetchImpl, method, url, token, body) {
+  if (!fetchImpl) throw new Error('matchgate: no fetch implementation (pass options.fetch)');
+  const headers = { Accept: 'application/json' };
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  if (token) headers.Authorization = 'Bearer ' + token;
+  let res;
+  try {
+    res = await fetchImpl(url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  } catch (err) {
+    throw new MatchgateError('NETWORK', `${method} ${url}: ${err && err.message || err}`);
+  }
+  const text = await res.text();
+  let data = null;
+  try { data = text ? JSON.parse(text) : null; } catch { /* not JSON */ }
+  if (!res.ok) {
+    const ra = Number(res.headers && res.headers.get && res.headers.get('Retry-After'));
+    throw MatchgateError.fromWire(data && data.error ? data.error : { code: httpCode(res.status), message: res.statusText },
+      { status: res.status, retryAfterMs: ra > 0 ? ra * 1000 : 0 });
+  }
+  return data;
+}
+
+/** @param {number} status */
+function httpCode(status) {
+  switch (status) {
+    case 400: return 'BAD_REQUEST';
+    case 401: return 'UNAUTHORIZED';
+    case 403: return 'FORBIDDEN';
+    case 404: return 'NOT_FOUND';
+    case 409: return 'CONFLICT';
+    case 429: return 'RATE_LIMITED';
+    case 503: return 'UNAVAILABLE';
+  }
+  return 'INTERNAL';
+}
+
+/**
+ * wsURL turns "/v1/ws", "http://host" or "ws://host/v1/ws" into a WebSocket URL.
+ * @param {string} url
+ */
+function wsURL(url) {
+  const loc = globalThis.location;
+  let u;
+  try {
+    u = new URL(url, loc && loc.href);
+  } catch {
+    throw new Error(`matchgate: cannot resolve ${url} without a page location`);
+  }
+  if (u.protocol === 'http:') u.protocol = 'ws:';
+  if (u.protocol === 'https:') u.protocol = 'wss:';
+  if (u.pathname === '/' || u.pathname === '') u.pathname = '/v1/ws';
+  return u.toString();
+}
+
+/**
+ * httpBase is the REST origin of a WebSocket URL.
+ * @param {string} ws
+ */
+function httpBase(ws) {
+  const u = new URL(ws);
+  u.protocol = u.protocol === 'wss:' ? 'https:' : 'http:';
+  return u.origin;
+}
+
+/**
+ * @param {string} base
+ * @param {string} path
+ */
+function joinURL(base, path) {
+  return String(base || '').replace(/\/+$/, '') + path;
+}
