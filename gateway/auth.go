@@ -1,9 +1,7 @@
 package gateway
 
 import (
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"math"
 	"net/http"
@@ -14,6 +12,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/google/uuid"
 
+	"github.com/matchgate/matchgate/control"
 	"github.com/matchgate/matchgate/matcher"
 )
 
@@ -30,12 +29,14 @@ const (
 	guestMaxNameRunes = 32
 )
 
-// claims is the token payload: the registered claims plus the skill and
-// activity the trusted backend may set. Absent numbers stay nil.
+// claims is the token payload: the registered claims plus the skill,
+// activity and priority (seconds of head start in the queue, capped by the
+// queue) the trusted backend may set. Absent numbers stay nil.
 type claims struct {
 	jwt.RegisteredClaims
 	Skill    *float64 `json:"skill,omitempty"`
 	Activity *float64 `json:"activity,omitempty"`
+	Priority *float64 `json:"priority,omitempty"`
 }
 
 // principal is the authenticated caller of a request or socket.
@@ -43,58 +44,47 @@ type principal struct {
 	UserID   string
 	Skill    *float64
 	Activity *float64
+	Priority time.Duration
 	Expires  time.Time
 }
 
-// MintToken signs an HS256 token for sub that expires ttl after now, with an
-// optional skill claim. Guests, tests and the load tester use it; a
-// production backend mints its own tokens with the same shape.
+// MintToken signs an HS256 token for sub that expires ttl after now, with
+// an optional skill claim, with the default key (no "kid"). Guests, tests
+// and the load tester use it; SignToken has every option.
 func MintToken(secret []byte, sub string, skill *float64, ttl time.Duration, now time.Time) (string, error) {
-	switch {
-	case len(secret) == 0:
-		return "", errors.New("mint token: empty secret")
-	case sub == "" || len(sub) > maxUserIDLen:
-		return "", fmt.Errorf("mint token: subject must be 1..%d bytes", maxUserIDLen)
-	case ttl <= 0:
-		return "", errors.New("mint token: ttl must be positive")
-	case skill != nil && (math.IsNaN(*skill) || math.IsInf(*skill, 0)):
-		return "", errors.New("mint token: skill must be finite")
+	if now.IsZero() {
+		now = time.Now()
 	}
-	c := claims{
-		RegisteredClaims: jwt.RegisteredClaims{
-			Subject:   sub,
-			IssuedAt:  jwt.NewNumericDate(now),
-			ExpiresAt: jwt.NewNumericDate(now.Add(ttl)),
-		},
-		Skill: skill,
-	}
-	s, err := jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString(secret)
-	if err != nil {
-		return "", fmt.Errorf("mint token: %w", err)
-	}
-	return s, nil
+	return SignToken(secret, TokenSpec{Subject: sub, Skill: skill, TTL: ttl, Now: now})
 }
 
 // parseToken verifies a token: HS256 only (the algorithm is pinned, so "none"
-// and asymmetric confusions are refused), exp required, small leeway, sub
-// present. The error never contains the token.
+// and asymmetric confusions are refused), signed by the key its "kid" names
+// or by the default key, exp required, nbf and iat checked when present,
+// small leeway, sub present and printable. The error never contains the
+// token.
 func (s *Server) parseToken(raw string) (principal, error) {
+	if len(raw) > maxTokenBytes {
+		return principal{}, errors.New("token too long")
+	}
 	var c claims
-	_, err := s.jwtParser.ParseWithClaims(raw, &c, func(*jwt.Token) (any, error) {
-		return s.cfg.Secret, nil
-	})
+	_, err := s.jwtParser.ParseWithClaims(raw, &c, s.keys.verifyKey)
 	if err != nil {
 		return principal{}, err
 	}
-	if c.Subject == "" || len(c.Subject) > maxUserIDLen || !utf8.ValidString(c.Subject) {
-		return principal{}, errors.New("token subject missing or too long")
+	if !control.ValidUserID(c.Subject) {
+		return principal{}, errors.New("token subject missing, too long or not printable")
 	}
-	for _, f := range []*float64{c.Skill, c.Activity} {
+	for _, f := range []*float64{c.Skill, c.Activity, c.Priority} {
 		if f != nil && (math.IsNaN(*f) || math.IsInf(*f, 0)) {
 			return principal{}, errors.New("token number claim not finite")
 		}
 	}
 	p := principal{UserID: c.Subject, Skill: c.Skill, Activity: c.Activity}
+	if c.Priority != nil && *c.Priority > 0 {
+		// The queue caps it (priorityCap); a day bounds the conversion.
+		p.Priority = time.Duration(min(*c.Priority, 86400) * float64(time.Second))
+	}
 	if c.ExpiresAt != nil {
 		p.Expires = c.ExpiresAt.Time
 	}
@@ -105,6 +95,7 @@ func newJWTParser(now func() time.Time) *jwt.Parser {
 	return jwt.NewParser(
 		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
 		jwt.WithExpirationRequired(),
+		jwt.WithIssuedAt(),
 		jwt.WithLeeway(tokenLeeway),
 		jwt.WithTimeFunc(now),
 	)
@@ -138,12 +129,17 @@ func (s *Server) authenticate(r *http.Request, allowQuery bool) (principal, erro
 	return p, nil
 }
 
-// withAuth wraps a REST handler that needs a caller.
+// withAuth wraps a REST handler that needs a caller; a banned caller is
+// refused with FORBIDDEN.
 func (s *Server) withAuth(h func(w http.ResponseWriter, r *http.Request, p principal)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		p, err := s.authenticate(r, false)
 		if err != nil {
 			s.writeError(w, r, err)
+			return
+		}
+		if s.banned(p.UserID) {
+			s.writeError(w, r, errBanned)
 			return
 		}
 		h(w, r, p)
@@ -167,13 +163,17 @@ func (s *Server) handleGuest(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, matcher.Errorf(matcher.CodeNotFound, "guest sign-in is disabled"))
 		return
 	}
+	if err := s.limitIP(r.Context(), limitGuestIP, s.clientIP(r), s.cfg.Limits.GuestsPerIP); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	var req guestRequest
 	if err := s.decodeBody(w, r, &req); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	if utf8.RuneCountInString(req.Name) > guestMaxNameRunes {
-		s.writeError(w, r, matcher.Errorf(matcher.CodeBadRequest, "name must be at most %d characters", guestMaxNameRunes))
+	if utf8.RuneCountInString(req.Name) > guestMaxNameRunes || !printable(req.Name) {
+		s.writeError(w, r, matcher.Errorf(matcher.CodeBadRequest, "name must be at most %d printable characters", guestMaxNameRunes))
 		return
 	}
 	skill := float64(guestDefaultSkill)
@@ -185,7 +185,7 @@ func (s *Server) handleGuest(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := "guest-" + strings.ReplaceAll(uuid.NewString(), "-", "")[:12]
-	tok, err := MintToken(s.cfg.Secret, id, &skill, s.cfg.TokenTTL, s.cfg.Now())
+	tok, err := SignToken(s.keys.signKey, TokenSpec{Subject: id, Skill: &skill, TTL: s.cfg.TokenTTL, Now: s.cfg.Now(), KeyID: s.keys.signKID})
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -193,23 +193,24 @@ func (s *Server) handleGuest(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, guestResponse{Token: tok, UserID: id})
 }
 
-// decodeBody reads a JSON body of at most MaxBodyBytes into v. It is lenient
-// on unknown fields and strict on types; an empty body decodes as {}.
+// decodeBody reads a JSON body of at most MaxBodyBytes into v, strictly
+// (decodeStrict: unknown fields, duplicate keys and trailing data are
+// BAD_REQUEST); an empty body decodes as {}. The body must arrive within
+// bodyReadTimeout, so a client that trickles it in (slowloris) cannot hold
+// the handler.
 func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
-	body := http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
-	dec := json.NewDecoder(body)
-	if err := dec.Decode(v); err != nil {
+	return s.decodeBodyLimit(w, r, v, s.cfg.MaxBodyBytes)
+}
+
+func (s *Server) decodeBodyLimit(w http.ResponseWriter, r *http.Request, v any, limit int64) error {
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(bodyReadTimeout))
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
 		var tooBig *http.MaxBytesError
-		switch {
-		case errors.As(err, &tooBig):
-			return matcher.Errorf(matcher.CodeBadRequest, "body larger than %d bytes", s.cfg.MaxBodyBytes)
-		case errors.Is(err, io.EOF):
-			return nil
+		if errors.As(err, &tooBig) {
+			return matcher.Errorf(matcher.CodeBadRequest, "body larger than %d bytes", limit)
 		}
-		return matcher.Errorf(matcher.CodeBadRequest, "malformed JSON body: %s", jsonProblem(err))
+		return matcher.Errorf(matcher.CodeBadRequest, "body could not be read")
 	}
-	if dec.More() {
-		return matcher.Errorf(matcher.CodeBadRequest, "trailing data after JSON body")
-	}
-	return nil
+	return decodeStrict(data, v, true)
 }

@@ -40,6 +40,20 @@ const (
 	// token never reaches a socket: the upgrade is refused with HTTP 401.)
 	CloseUnauthorized websocket.StatusCode = 4401
 
+	// CloseDisconnected (4000): an operator disconnected the user (admin
+	// API). Reconnect with backoff; a banned user is closed with
+	// CloseBanned instead, and refused at the reconnect.
+	CloseDisconnected websocket.StatusCode = 4000
+
+	// CloseBanned (4403): the user was banned. Terminal: reconnecting is
+	// refused with HTTP 403 until the ban is lifted.
+	CloseBanned websocket.StatusCode = 4403
+
+	// CloseTooManyMessages (4429): the socket kept sending frames faster
+	// than Config.MessageRate after being told RATE_LIMITED. Reconnect with
+	// backoff, and send less.
+	CloseTooManyMessages websocket.StatusCode = 4429
+
 	// ClosePingTimeout (4408): a protocol ping went unanswered within
 	// Config.PingTimeout, so the peer is presumed gone and the connection is
 	// dropped without a close handshake; the code is what the metrics record.
@@ -57,6 +71,7 @@ func closeLabel(code websocket.StatusCode) string {
 	switch code {
 	case CloseNormal, CloseGoingAway, CloseSlowConsumer, CloseTooBig, CloseInternal,
 		CloseTryAgainLater, CloseUnauthorized, ClosePingTimeout, closeAbnormal,
+		CloseDisconnected, CloseBanned, CloseTooManyMessages,
 		websocket.StatusProtocolError, websocket.StatusUnsupportedData,
 		websocket.StatusNoStatusRcvd, websocket.StatusInvalidFramePayloadData:
 		return strconv.Itoa(int(code))

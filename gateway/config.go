@@ -2,17 +2,21 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net/netip"
 	"os"
 	"path"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/matchgate/matchgate/control"
 	"github.com/matchgate/matchgate/matcher"
+	"github.com/matchgate/matchgate/ratelimit"
 	"github.com/matchgate/matchgate/web"
 )
 
@@ -56,8 +60,58 @@ type Presence interface {
 // ReadyChecker reports dependency health for /readyz; nil error means ready.
 type ReadyChecker func(ctx context.Context) error
 
+// RateLimiter counts events against limits shared by every gateway
+// (ratelimit.Limiter, in Redis). An error lets the event through: the
+// limits protect the service, and an unreachable Redis already refuses joins.
+type RateLimiter interface {
+	Allow(ctx context.Context, name, subject string, l ratelimit.Limit) (ratelimit.Decision, error)
+}
+
+// SocketLimiter caps the sockets one user holds (ratelimit.Sockets: across
+// every gateway). Acquire reports false when the user holds max already;
+// Renew is called every PingInterval with the leases of every open socket.
+type SocketLimiter interface {
+	Acquire(ctx context.Context, userID, socketID string, max int) (bool, error)
+	Release(ctx context.Context, userID, socketID string) error
+	Renew(ctx context.Context, leases []ratelimit.Lease) error
+}
+
+// BanChecker tells whether a user is banned, without I/O (control.BanList).
+type BanChecker interface {
+	Banned(userID string) bool
+}
+
+// Admin carries out the admin API's requests (control.Admin). Errors are
+// *matcher.Error for the caller (BAD_REQUEST, NOT_FOUND) or internal.
+type Admin interface {
+	Ban(ctx context.Context, b control.Ban) (control.Ban, error)
+	Unban(ctx context.Context, userID string) error
+	Bans(ctx context.Context) ([]control.Ban, error)
+	Disconnect(ctx context.Context, userID string) error
+	Drain(ctx context.Context, node string) error
+	Queues(ctx context.Context) (control.QueuesView, error)
+	PutQueue(ctx context.Context, name string, raw json.RawMessage) (control.QueueOverride, error)
+	RetireQueue(ctx context.Context, name string) (control.QueueOverride, error)
+}
+
+// Limits are the limits shared by every gateway, enforced only with a
+// Config.Limiter. A zero Limit is off. Per-IP limits use the client address
+// (Config.TrustedProxies), an IPv6 client's /64 as one subject, and skip
+// Config.LimitExempt.
+type Limits struct {
+	// JoinsPerUser: joins (REST and WebSocket) of one user.
+	JoinsPerUser ratelimit.Limit
+	// JoinsPerIP: joins from one client address.
+	JoinsPerIP ratelimit.Limit
+	// ConnectsPerIP: WebSocket upgrade attempts from one client address,
+	// counted before the token is checked.
+	ConnectsPerIP ratelimit.Limit
+	// GuestsPerIP: guest sign-ins from one client address.
+	GuestsPerIP ratelimit.Limit
+}
+
 // Config configures a Server. The zero value of every field except
-// Matchmaker, Subscriber and Secret means its documented default.
+// Matchmaker, Subscriber and Secret (or Keys) means its documented default.
 type Config struct {
 	// Matchmaker serves joins, cancels, accepts and status. Required.
 	Matchmaker Matchmaker
@@ -81,9 +135,17 @@ type Config struct {
 	// Node names this gateway in hello frames. Default: the host name.
 	Node string
 
-	// Secret is the HS256 key that signs and verifies tokens. Required, at
-	// least 16 bytes.
+	// Secret is the default HS256 key: it verifies tokens that name no key
+	// ("kid") and signs guest tokens unless SigningKeyID says otherwise. At
+	// least 16 bytes (32 or more recommended). Required unless Keys is set.
 	Secret []byte
+	// Keys are more HS256 keys by key id, for rotation: a token whose
+	// header names a kid is verified with that key only (an unknown kid is
+	// refused). Each at least 16 bytes. Default: none.
+	Keys map[string][]byte
+	// SigningKeyID names the key of Keys that signs guest tokens. Default:
+	// "", the Secret, with no kid.
+	SigningKeyID string
 	// Guests enables POST /v1/auth/guest (demo and development only: a guest
 	// chooses its own skill). Default: false (the route answers 404).
 	Guests bool
@@ -116,8 +178,47 @@ type Config struct {
 	// Default: 10s.
 	ShutdownTimeout time.Duration
 	// MaxBodyBytes is the largest REST request body; a bigger one is
-	// answered 400 BAD_REQUEST. Default: 4096.
+	// answered 400 BAD_REQUEST. Default: 4096. (Admin bodies may be up to
+	// 16 KiB: queue configurations.)
 	MaxBodyBytes int64
+
+	// MessageRate bounds the frames one socket may send: a local token
+	// bucket (N per Per, burst N). A frame over it is dropped, with at most
+	// one RATE_LIMITED error frame per second; a socket that keeps going
+	// (more than N dropped in a row) is closed with CloseTooManyMessages.
+	// Default: 20/2s (10 a second, bursts of 20); N < 0 turns it off.
+	MessageRate ratelimit.Limit
+	// MaxConnections caps this node's sockets: more upgrades are refused
+	// with 503 before the upgrade. Default: 200000; negative: no cap.
+	MaxConnections int
+	// MaxSocketsPerUser caps one user's sockets (across every gateway with
+	// a shared Sockets): more are refused with 429. Default: 8; negative: no
+	// cap.
+	MaxSocketsPerUser int
+	// Sockets holds the per-user socket leases. Default: a count on this
+	// node only.
+	Sockets SocketLimiter
+	// Limiter enforces Limits. Default: none (Limits are not enforced).
+	Limiter RateLimiter
+	// Limits are the limits shared by every gateway. Default: all off.
+	Limits Limits
+	// TrustedProxies are the peers whose X-Forwarded-For is believed: the
+	// client address is the right-most address of the header that is not
+	// itself a trusted proxy. Default: none (the TCP peer is the client).
+	TrustedProxies []netip.Prefix
+	// LimitExempt are client addresses the per-IP limits skip (load tests
+	// from loopback). Default: none.
+	LimitExempt []netip.Prefix
+
+	// Bans tells who is banned: refused at connect (403) and at every
+	// authenticated request and join (FORBIDDEN). Default: nobody.
+	Bans BanChecker
+	// AdminTokens are the bearer tokens of the admin API under /v1/admin/
+	// (several, so that one can be rotated); each at least 32 bytes.
+	// Default: none, and the admin API answers 404.
+	AdminTokens []string
+	// Admin carries out admin requests. Required with AdminTokens.
+	Admin Admin
 
 	// Static is served at / (the demo page). Default: web.FS.
 	Static fs.FS
@@ -136,10 +237,18 @@ const (
 	DefaultCommandTimeout  = 10 * time.Second
 	DefaultShutdownTimeout = 10 * time.Second
 	DefaultMaxBodyBytes    = 4096
+	DefaultMaxConnections  = 200_000
+	DefaultMaxSocketsUser  = 8
 
 	// minSecretBytes is the shortest HS256 key New accepts.
 	minSecretBytes = 16
+	// minAdminTokenBytes is the shortest admin token New accepts.
+	minAdminTokenBytes = 32
 )
+
+// DefaultMessageRate is the default Config.MessageRate: 10 frames a second
+// per socket, in bursts of up to 20.
+var DefaultMessageRate = ratelimit.Limit{N: 20, Per: 2 * time.Second}
 
 // withDefaults validates c and fills in the documented defaults.
 func (c Config) withDefaults() (Config, error) {
@@ -149,8 +258,33 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Subscriber == nil {
 		return c, errors.New("gateway: Config.Subscriber is required")
 	}
-	if len(c.Secret) < minSecretBytes {
+	if len(c.Secret) == 0 && len(c.Keys) == 0 {
 		return c, fmt.Errorf("gateway: Config.Secret must be at least %d bytes", minSecretBytes)
+	}
+	for _, t := range c.AdminTokens {
+		if len(t) < minAdminTokenBytes {
+			return c, fmt.Errorf("gateway: admin tokens must be at least %d bytes", minAdminTokenBytes)
+		}
+	}
+	if len(c.AdminTokens) > 0 && c.Admin == nil {
+		return c, errors.New("gateway: Config.Admin is required with AdminTokens")
+	}
+	for _, l := range []ratelimit.Limit{c.MessageRate, c.Limits.JoinsPerUser, c.Limits.JoinsPerIP, c.Limits.ConnectsPerIP, c.Limits.GuestsPerIP} {
+		if err := l.Validate(); err != nil {
+			return c, fmt.Errorf("gateway: %w", err)
+		}
+	}
+	if c.MessageRate == (ratelimit.Limit{}) {
+		c.MessageRate = DefaultMessageRate
+	}
+	if c.MaxConnections == 0 {
+		c.MaxConnections = DefaultMaxConnections
+	}
+	if c.MaxSocketsPerUser == 0 {
+		c.MaxSocketsPerUser = DefaultMaxSocketsUser
+	}
+	if c.Sockets == nil {
+		c.Sockets = newLocalSockets()
 	}
 	if c.Ready == nil {
 		c.Ready = func(context.Context) error { return nil }

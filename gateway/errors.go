@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/matchgate/matchgate/matcher"
@@ -37,8 +38,8 @@ var httpStatus = map[matcher.Code]int{
 const defaultRetryAfter = time.Second
 
 // retryAfterer is implemented by errors that know when a retry may succeed
-// (a rate limiter's or cooldown's remaining time). matcher.Error does not
-// carry one yet; the gateway uses it as soon as an error in the chain does.
+// (a rate limiter's or a cooldown's remaining time); the outermost one in
+// the chain wins.
 type retryAfterer interface{ RetryAfter() time.Duration }
 
 // wireError is the body of every error: {"error":{…}} over REST, the
@@ -48,6 +49,9 @@ type wireError struct {
 	Message  string       `json:"message"`
 	TicketID string       `json:"ticketId,omitempty"`
 	MatchID  string       `json:"matchId,omitempty"`
+	// RetryAfter is the Retry-After of a 429 or 503 in whole seconds, for
+	// WebSocket clients that see no header.
+	RetryAfter int `json:"retryAfter,omitempty"`
 }
 
 // classified is an error as the client will see it.
@@ -67,6 +71,8 @@ func classify(err error) classified {
 	if !errors.As(err, &de) {
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 			de = matcher.Errorf(matcher.CodeUnavailable, "the matchmaker did not answer in time")
+		} else if matcher.Transient(err) {
+			de = matcher.Errorf(matcher.CodeUnavailable, "a dependency is unreachable; retry shortly")
 		} else {
 			de = &matcher.Error{Code: matcher.CodeInternal}
 		}
@@ -89,13 +95,18 @@ func classify(err error) classified {
 		if errors.As(err, &ra) && ra.RetryAfter() > 0 {
 			c.retryAfter = ra.RetryAfter()
 		}
+		c.wire.RetryAfter = retryAfterWhole(c.retryAfter)
 	}
 	return c
 }
 
 // retryAfterSeconds renders a Retry-After value: whole seconds, at least 1.
 func retryAfterSeconds(d time.Duration) string {
-	return strconv.Itoa(max(1, int(math.Ceil(d.Seconds()))))
+	return strconv.Itoa(retryAfterWhole(d))
+}
+
+func retryAfterWhole(d time.Duration) int {
+	return max(1, int(math.Ceil(d.Seconds())))
 }
 
 // writeError answers a REST request with err, logging internal errors with
@@ -144,6 +155,14 @@ func jsonProblem(err error) string {
 		return "syntax error at offset " + strconv.FormatInt(se.Offset, 10)
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return "unexpected end of input"
+	}
+	// encoding/json reports unknown fields (DisallowUnknownFields) only as
+	// text.
+	if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		if name, err := strconv.Unquote(f); err == nil {
+			return "unknown field " + quoteField(name)
+		}
+		return "unknown field"
 	}
 	return "invalid JSON"
 }

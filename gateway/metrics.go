@@ -30,6 +30,9 @@ type metrics struct {
 	commandDur    *prometheus.HistogramVec // type
 	httpRequests  *prometheus.CounterVec   // route, method, code
 	httpDurations *prometheus.HistogramVec // route
+	refusals      *prometheus.CounterVec   // reason
+	limiterErrors prometheus.Counter       //
+	adminActions  *prometheus.CounterVec   // action
 
 	// Resolved children of the vectors above, keyed by label, so the hot
 	// paths skip the label hashing.
@@ -83,10 +86,23 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help:    "HTTP request handling time by route template (WebSocket upgrades excluded).",
 			Buckets: prometheus.DefBuckets,
 		}, []string{"route"}),
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "matchgate_refusals_total",
+			Help: "Requests, upgrades and frames refused by a limit or a ban, by reason (join_user, join_ip, connect_ip, guest_ip, node_cap, user_sockets, messages, banned).",
+		}, []string{"reason"}),
+		limiterErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "matchgate_rate_limiter_errors_total",
+			Help: "Shared rate limit checks that failed (Redis unreachable or slow); the event was let through.",
+		}),
+		adminActions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "matchgate_admin_actions_total",
+			Help: "Admin API requests carried out, by action.",
+		}, []string{"action"}),
 	}
 	for _, c := range []prometheus.Collector{
 		m.connections, m.accepted, m.closed, m.messagesIn, m.messagesOut,
 		m.overflows, m.pingRTT, m.commandDur, m.httpRequests, m.httpDurations,
+		m.refusals, m.limiterErrors, m.adminActions,
 	} {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
@@ -103,12 +119,27 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		m.in[t] = m.messagesIn.WithLabelValues(t)
 		m.cmd[t] = m.commandDur.WithLabelValues(t)
 	}
+	for _, r := range refusalReasons {
+		m.refusals.WithLabelValues(r)
+	}
+	for _, a := range adminActions {
+		m.adminActions.WithLabelValues(a)
+	}
 	m.out = make(map[string]prometheus.Counter, len(outTypes))
 	for _, t := range outTypes {
 		m.out[t] = m.messagesOut.WithLabelValues(t)
 	}
 	return m, nil
 }
+
+// refusalReasons are the values of the refusals' reason label.
+var refusalReasons = []string{
+	limitJoinUser, limitJoinIP, limitConnectIP, limitGuestIP,
+	refusedNodeCap, refusedUserSockets, refusedMessages, refusedBanned,
+}
+
+// refuse counts a refusal; reason must be one of refusalReasons.
+func (m *metrics) refuse(reason string) { m.refusals.WithLabelValues(reason).Inc() }
 
 // countIn counts a received frame; label must come from inLabel.
 func (m *metrics) countIn(label string) { m.in[label].Inc() }

@@ -3,6 +3,8 @@ package gateway
 import (
 	"context"
 	"net/http"
+	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/gorilla/mux"
@@ -17,10 +19,16 @@ const (
 	maxAttrValueRunes = 64
 )
 
-var errNoRoute = matcher.Errorf(matcher.CodeNotFound, "no such route")
+var (
+	errNoRoute  = matcher.Errorf(matcher.CodeNotFound, "no such route")
+	errNoTicket = matcher.Errorf(matcher.CodeNotFound, "no such ticket")
+	errNoMatch  = matcher.Errorf(matcher.CodeNotFound, "no such match")
+)
 
 // validateAttributes enforces the attribute limits: at most 16 entries,
-// non-empty keys of at most 32 characters, values of at most 64.
+// non-empty keys of at most 32 characters, values of at most 64, all valid
+// UTF-8 without control characters (a NUL cannot even be stored in
+// PostgreSQL's jsonb).
 func validateAttributes(attrs map[string]string) error {
 	if len(attrs) > maxAttributes {
 		return matcher.Errorf(matcher.CodeBadRequest, "at most %d attributes", maxAttributes)
@@ -32,16 +40,24 @@ func validateAttributes(attrs map[string]string) error {
 		if utf8.RuneCountInString(v) > maxAttrValueRunes {
 			return matcher.Errorf(matcher.CodeBadRequest, "attribute values must be at most %d characters", maxAttrValueRunes)
 		}
+		if !printable(k) || !printable(v) {
+			return matcher.Errorf(matcher.CodeBadRequest, "attribute names and values must be printable UTF-8")
+		}
 	}
 	return nil
 }
 
-// joinRequest builds a JoinRequest; skill and activity come from the token
-// only (nil when the token has none).
+// printable reports whether s is valid UTF-8 without control characters.
+func printable(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsFunc(s, unicode.IsControl)
+}
+
+// joinRequest builds a JoinRequest; skill, activity and priority come from
+// the token only (nil, nil and none when the token has none).
 func (p principal) joinRequest(queue, region string, attrs map[string]string) matcher.JoinRequest {
 	return matcher.JoinRequest{
 		UserID: p.UserID, Queue: queue, Region: region,
-		Skill: p.Skill, Activity: p.Activity, Attributes: attrs,
+		Skill: p.Skill, Activity: p.Activity, Attributes: attrs, Priority: p.Priority,
 	}
 }
 
@@ -70,13 +86,14 @@ func (s *Server) handleJoin(w http.ResponseWriter, r *http.Request, p principal)
 		s.writeError(w, r, err)
 		return
 	}
-	if err := validateAttributes(body.Attributes); err != nil {
+	ctx, cancel := s.callCtx(r)
+	defer cancel()
+	queue := mux.Vars(r)["queue"]
+	if err := s.admitJoin(ctx, p, s.clientIP(r), queue, body.Region, body.Attributes); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	ctx, cancel := s.callCtx(r)
-	defer cancel()
-	t, err := s.cfg.Matchmaker.Join(ctx, p.joinRequest(mux.Vars(r)["queue"], body.Region, body.Attributes))
+	t, err := s.cfg.Matchmaker.Join(ctx, p.joinRequest(queue, body.Region, body.Attributes))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -87,6 +104,10 @@ func (s *Server) handleJoin(w http.ResponseWriter, r *http.Request, p principal)
 // handleGetTicket: GET /v1/tickets/{id} → 200 {"ticket","match"}: the
 // reconnect fallback.
 func (s *Server) handleGetTicket(w http.ResponseWriter, r *http.Request, p principal) {
+	if !validID(mux.Vars(r)["id"]) {
+		s.writeError(w, r, errNoTicket)
+		return
+	}
 	ctx, cancel := s.callCtx(r)
 	defer cancel()
 	v, err := s.cfg.Matchmaker.Ticket(ctx, p.UserID, mux.Vars(r)["id"])
@@ -99,6 +120,10 @@ func (s *Server) handleGetTicket(w http.ResponseWriter, r *http.Request, p princ
 
 // handleCancel: DELETE /v1/tickets/{id} → 200 {"ticket"}.
 func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request, p principal) {
+	if !validID(mux.Vars(r)["id"]) {
+		s.writeError(w, r, errNoTicket)
+		return
+	}
 	ctx, cancel := s.callCtx(r)
 	defer cancel()
 	t, err := s.cfg.Matchmaker.Cancel(ctx, p.UserID, mux.Vars(r)["id"])
@@ -111,6 +136,10 @@ func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request, p principa
 
 // handleHeartbeat: PUT /v1/tickets/{id}/heartbeat → 204.
 func (s *Server) handleHeartbeat(w http.ResponseWriter, r *http.Request, p principal) {
+	if !validID(mux.Vars(r)["id"]) {
+		s.writeError(w, r, errNoTicket)
+		return
+	}
 	ctx, cancel := s.callCtx(r)
 	defer cancel()
 	if err := s.cfg.Matchmaker.Heartbeat(ctx, p.UserID, mux.Vars(r)["id"]); err != nil {
@@ -132,6 +161,10 @@ func (s *Server) handleDecline(w http.ResponseWriter, r *http.Request, p princip
 
 func (s *Server) matchCall(w http.ResponseWriter, r *http.Request, p principal,
 	call func(ctx context.Context, userID, matchID string) (matcher.Match, error)) {
+	if !validID(mux.Vars(r)["id"]) {
+		s.writeError(w, r, errNoMatch)
+		return
+	}
 	ctx, cancel := s.callCtx(r)
 	defer cancel()
 	m, err := call(ctx, p.UserID, mux.Vars(r)["id"])

@@ -3,6 +3,7 @@ package gateway
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -22,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/matchgate/matchgate/matcher"
+	"github.com/matchgate/matchgate/ratelimit"
 )
 
 const (
@@ -45,7 +47,13 @@ type Server struct {
 	metrics   *metrics
 	gatherer  prometheus.Gatherer
 	jwtParser *jwt.Parser
+	keys      keySet
 	handler   http.Handler
+	// instance tells this Server's sockets apart from those of every other
+	// process in the per-user socket leases.
+	instance string
+	// adminKeys are the SHA-256 digests of the admin tokens.
+	adminKeys [][32]byte
 
 	// baseCtx parents every Matchmaker call; Run cancels it last.
 	baseCtx    context.Context
@@ -53,8 +61,15 @@ type Server struct {
 
 	mu            sync.Mutex
 	sessions      map[*session]struct{}
+	byUser        map[string][]*session
 	draining      bool
 	drainDeadline time.Time // when the drain drops what is still open
+
+	// open counts WebSocket handlers past the draining check, for
+	// Config.MaxConnections.
+	open atomic.Int64
+	// lastLimiterWarn spaces out the warnings of an unreachable limiter.
+	lastLimiterWarn timestamp
 
 	// sessions counts WebSocket handlers from the draining check to their
 	// end (net/http does not wait for hijacked connections); tasks counts
@@ -94,6 +109,10 @@ func New(cfg Config) (*Server, error) {
 			gatherer = g
 		}
 	}
+	keys, err := newKeySet(cfg.Secret, cfg.Keys, cfg.SigningKeyID)
+	if err != nil {
+		return nil, err
+	}
 	m, err := newMetrics(reg)
 	if err != nil {
 		return nil, err
@@ -104,7 +123,13 @@ func New(cfg Config) (*Server, error) {
 		metrics:   m,
 		gatherer:  gatherer,
 		jwtParser: newJWTParser(cfg.Now),
+		keys:      keys,
+		instance:  strings.ReplaceAll(uuid.NewString(), "-", "")[:12],
 		sessions:  make(map[*session]struct{}),
+		byUser:    make(map[string][]*session),
+	}
+	for _, t := range cfg.AdminTokens {
+		s.adminKeys = append(s.adminKeys, sha256.Sum256([]byte(t)))
 	}
 	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
 	s.handler = s.instrument(s.routes())
@@ -127,6 +152,7 @@ func (s *Server) routes() *mux.Router {
 	r.HandleFunc("/v1/matches/{id}/accept", s.withAuth(s.handleAccept)).Methods(http.MethodPost)
 	r.HandleFunc("/v1/matches/{id}/decline", s.withAuth(s.handleDecline)).Methods(http.MethodPost)
 	r.HandleFunc("/v1/auth/guest", s.handleGuest).Methods(http.MethodPost)
+	s.adminRoutes(r)
 	r.HandleFunc(openAPIRoute, s.handleOpenAPI).Methods(http.MethodGet, http.MethodHead)
 	r.HandleFunc("/healthz", s.handleHealthz).Methods(http.MethodGet, http.MethodHead)
 	r.HandleFunc("/readyz", s.handleReadyz).Methods(http.MethodGet, http.MethodHead)
@@ -164,10 +190,15 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	if !s.running.CompareAndSwap(false, true) {
 		return errors.New("gateway: Run called twice")
 	}
+	// Slowloris: headers must arrive within ReadHeaderTimeout, bodies within
+	// bodyReadTimeout (decodeBody), and an idle keep-alive connection is
+	// closed after IdleTimeout. ReadTimeout and WriteTimeout stay unset:
+	// they would also cut hijacked WebSockets, whose reads and writes have
+	// their own bounds (pings, Config.WriteTimeout).
 	hs := &http.Server{
 		Handler:           s.handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		ReadHeaderTimeout: 5 * time.Second,
+		IdleTimeout:       time.Minute,
 		MaxHeaderBytes:    16 << 10,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return s.baseCtx },
@@ -301,12 +332,25 @@ func (s *Server) register(sess *session) (deadline time.Time, draining bool) {
 		return s.drainDeadline, true
 	}
 	s.sessions[sess] = struct{}{}
+	s.byUser[sess.p.UserID] = append(s.byUser[sess.p.UserID], sess)
 	return time.Time{}, false
 }
 
 func (s *Server) unregister(sess *session) {
 	s.mu.Lock()
 	delete(s.sessions, sess)
+	list := s.byUser[sess.p.UserID]
+	for i, x := range list {
+		if x == sess {
+			list = append(list[:i:i], list[i+1:]...)
+			break
+		}
+	}
+	if len(list) == 0 {
+		delete(s.byUser, sess.p.UserID)
+	} else {
+		s.byUser[sess.p.UserID] = list
+	}
 	s.mu.Unlock()
 }
 
@@ -349,8 +393,10 @@ func (s *Server) pingAll(ctx context.Context) {
 	now := s.cfg.Now()
 	sem := make(chan struct{}, pingConcurrency)
 	var wg sync.WaitGroup
+	leases := make([]ratelimit.Lease, 0, len(open))
 sweep:
 	for _, sess := range open {
+		leases = append(leases, sess.lease())
 		if !sess.reading.Load() {
 			continue // still setting up: nobody reads the pong yet
 		}
@@ -371,6 +417,13 @@ sweep:
 		})
 	}
 	wg.Wait()
+	// Renew the per-user socket leases of every socket that was open, so a
+	// live socket keeps counting and a dead node's stop counting.
+	rctx, cancel := context.WithTimeout(ctx, s.cfg.WriteTimeout)
+	if err := s.cfg.Sockets.Renew(rctx, leases); err != nil && ctx.Err() == nil {
+		s.warnEvery(&s.lastLimiterWarn, "renew socket leases", slog.Any("error", err))
+	}
+	cancel()
 }
 
 // handleHealthz reports that the process is alive.

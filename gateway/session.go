@@ -6,11 +6,14 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/matchgate/matchgate/ratelimit"
 )
 
 // outFrame is one queued server→client frame.
@@ -23,11 +26,19 @@ type outFrame struct {
 // writers and command workers are started on demand and exit when their
 // queue is empty, so an idle session costs exactly one goroutine.
 type session struct {
-	srv  *Server
-	id   uint64
-	conn *websocket.Conn
-	raw  net.Conn // the hijacked connection, for drop
-	p    principal
+	srv      *Server
+	id       uint64
+	socketID string // the per-user socket lease: instance/id
+	conn     *websocket.Conn
+	raw      net.Conn // the hijacked connection, for drop
+	p        principal
+	ip       netip.Addr // the client, for per-IP limits
+
+	// The reader's own: the message bucket, frames dropped in a row, and
+	// when a drop was last answered.
+	bucket      *ratelimit.Bucket
+	dropped     int
+	lastRefusal time.Time
 
 	// reading is set once hello is queued and the read loop runs: only then
 	// can a ping be answered (the reader reads the pong).
@@ -41,6 +52,11 @@ type session struct {
 	closeCode websocket.StatusCode
 	cmds      []inbound // waiting to run, at most maxPendingCommands
 	working   bool      // a command worker goroutine is draining cmds
+}
+
+// lease names the session's per-user socket lease.
+func (s *session) lease() ratelimit.Lease {
+	return ratelimit.Lease{UserID: s.p.UserID, SocketID: s.socketID}
 }
 
 // push is the Subscriber's deliver callback. It never blocks.

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/coder/websocket"
 
 	"github.com/matchgate/matchgate/matcher"
+	"github.com/matchgate/matchgate/ratelimit"
 )
 
 // maxPendingCommands bounds the commands one socket may have waiting while
@@ -19,18 +21,6 @@ const maxPendingCommands = 16
 
 // maxClientIDLen bounds the client's request id (it is echoed in "re").
 const maxClientIDLen = 64
-
-// inbound is a client→server frame: the envelope and every command's
-// fields. Unknown fields are ignored; fields of the wrong type are refused.
-type inbound struct {
-	Type       string            `json:"type"`
-	ID         string            `json:"id"`
-	Queue      string            `json:"queue"`
-	Region     string            `json:"region"`
-	Attributes map[string]string `json:"attributes"`
-	TicketID   string            `json:"ticketId"`
-	MatchID    string            `json:"matchId"`
-}
 
 // replyFrame is joined, cancelled, match.update, pong and error.
 type replyFrame struct {
@@ -62,8 +52,11 @@ func newStateFrame(typ, re string, st matcher.UserState) stateFrame {
 	return f
 }
 
-// handleWS upgrades GET /v1/ws. Refusals happen before the upgrade, as HTTP:
-// 503 while draining, 401 without a valid token (header or ?token=), 403
+// handleWS upgrades GET /v1/ws. Refusals happen before the upgrade, as HTTP,
+// cheapest first: 503 while draining or at the node's connection cap, 429
+// over the per-IP connect limit (counted before the token is checked, so
+// forged tokens are limited too), 401 without a valid token (header or
+// ?token=), 403 for a banned user, 429 over the per-user socket cap, 403
 // from a foreign Origin. The handler goroutine then becomes the socket's
 // reader until the socket closes.
 func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
@@ -72,11 +65,38 @@ func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.sessionsWG.Done()
+	if n := s.open.Add(1); s.cfg.MaxConnections > 0 && n > int64(s.cfg.MaxConnections) {
+		s.open.Add(-1)
+		s.metrics.refuse(refusedNodeCap)
+		s.writeError(w, r, matcher.Errorf(matcher.CodeUnavailable, "this node is at capacity: retry later"))
+		return
+	}
+	defer s.open.Add(-1)
+	ip := s.clientIP(r)
+	if err := s.limitIP(r.Context(), limitConnectIP, ip, s.cfg.Limits.ConnectsPerIP); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	p, err := s.authenticate(r, true)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
+	if s.banned(p.UserID) {
+		s.writeError(w, r, errBanned)
+		return
+	}
+	id := s.nextSession.Add(1)
+	socketID := s.instance + "/" + strconv.FormatUint(id, 10)
+	if !s.acquireSocket(r.Context(), p.UserID, socketID) {
+		s.metrics.refuse(refusedUserSockets)
+		s.writeError(w, r, &limitError{
+			err:   matcher.Errorf(matcher.CodeRateLimited, "too many open sockets for this user: close one first"),
+			after: s.cfg.PingInterval,
+		})
+		return
+	}
+	defer s.releaseSocket(p.UserID, socketID)
 	hc := &hijackCapture{ResponseWriter: w}
 	conn, err := websocket.Accept(hc, r, &websocket.AcceptOptions{
 		OriginPatterns:  s.cfg.AllowedOrigins,
@@ -87,7 +107,8 @@ func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 		return // Accept has written the response
 	}
 	conn.SetReadLimit(s.cfg.MaxFrameBytes)
-	sess := &session{srv: s, id: s.nextSession.Add(1), conn: conn, raw: hc.conn, p: p}
+	sess := &session{srv: s, id: id, socketID: socketID, conn: conn, raw: hc.conn, p: p, ip: ip,
+		bucket: ratelimit.NewBucket(s.cfg.MessageRate, time.Now())}
 	if deadline, draining := s.register(sess); draining {
 		// Upgraded while the drain began: close it within the drain's budget.
 		if sess.shut(CloseGoingAway) {
@@ -106,6 +127,35 @@ func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 	s.metrics.connections.Dec()
 	s.metrics.closed.WithLabelValues(closeLabel(code)).Inc()
 	s.log.Debug("socket closed", slog.Uint64("session", sess.id), slog.Int("code", int(code)))
+}
+
+// acquireSocket takes one of the user's socket leases. A failing lease
+// store lets the socket in.
+func (s *Server) acquireSocket(ctx context.Context, userID, socketID string) bool {
+	if s.cfg.MaxSocketsPerUser <= 0 {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(ctx, limiterTimeout)
+	defer cancel()
+	ok, err := s.cfg.Sockets.Acquire(ctx, userID, socketID, s.cfg.MaxSocketsPerUser)
+	if err != nil {
+		s.metrics.limiterErrors.Inc()
+		s.warnEvery(&s.lastLimiterWarn, "socket leases unavailable: letting sockets in", slog.Any("error", err))
+		return true
+	}
+	return ok
+}
+
+// releaseSocket gives a lease back; a lease that cannot be released expires.
+func (s *Server) releaseSocket(userID, socketID string) {
+	if s.cfg.MaxSocketsPerUser <= 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), limiterTimeout)
+	defer cancel()
+	if err := s.cfg.Sockets.Release(ctx, userID, socketID); err != nil {
+		s.log.Debug("release socket lease", slog.String("user", userID), slog.Any("error", err))
+	}
 }
 
 // serve runs a socket: subscribe, load the state, send hello, read until
@@ -164,6 +214,13 @@ func (s *session) readLoop() error {
 		if err != nil {
 			return err
 		}
+		if !s.admitFrame(time.Now()) {
+			if s.dropped > s.srv.cfg.MessageRate.N {
+				s.close(CloseTooManyMessages, "too many messages")
+				return errTooManyMessages
+			}
+			continue
+		}
 		if typ != websocket.MessageText {
 			// Binary frames are answered with an error frame, not a close:
 			// one bad frame should not cost the player its session.
@@ -171,23 +228,38 @@ func (s *session) readLoop() error {
 			s.replyError("", matcher.Errorf(matcher.CodeBadRequest, "binary frames are not supported: send JSON text frames"))
 			continue
 		}
-		var in inbound
-		if err := json.Unmarshal(data, &in); err != nil {
+		in, err := decodeFrame(data)
+		if err != nil {
 			s.srv.metrics.countIn("other")
-			re := in.ID
-			if len(re) > maxClientIDLen {
-				re = ""
-			}
-			s.replyError(re, matcher.Errorf(matcher.CodeBadRequest, "malformed frame: %s", jsonProblem(err)))
+			s.replyError(in.ID, err)
 			continue
 		}
 		s.srv.metrics.countIn(inLabel(in.Type))
-		if len(in.ID) > maxClientIDLen {
-			s.replyError("", matcher.Errorf(matcher.CodeBadRequest, "id longer than %d bytes", maxClientIDLen))
-			continue
-		}
 		s.queueCommand(in)
 	}
+}
+
+var errTooManyMessages = errors.New("too many messages")
+
+// admitFrame takes a token of the socket's message bucket. A frame over the
+// rate is dropped; the first drop in a second is answered with one
+// RATE_LIMITED error frame (a flood must not be answered frame for frame).
+// Called by the reader only.
+func (s *session) admitFrame(now time.Time) bool {
+	if s.bucket.Allow(now) {
+		s.dropped = 0
+		return true
+	}
+	s.dropped++
+	s.srv.metrics.refuse(refusedMessages)
+	if now.Sub(s.lastRefusal) >= time.Second {
+		s.lastRefusal = now
+		s.replyError("", &limitError{
+			err:   matcher.Errorf(matcher.CodeRateLimited, "too many messages: frames are being dropped"),
+			after: s.srv.cfg.MessageRate.Interval(),
+		})
+	}
+	return false
 }
 
 // queueCommand hands a command to the worker, starting one if none runs.
@@ -265,10 +337,7 @@ func (s *session) dispatch(ctx context.Context, in inbound) (any, error) {
 	mm := s.srv.cfg.Matchmaker
 	switch in.Type {
 	case "join":
-		if in.Queue == "" {
-			return nil, matcher.Errorf(matcher.CodeBadRequest, "queue is required")
-		}
-		if err := validateAttributes(in.Attributes); err != nil {
+		if err := s.srv.admitJoin(ctx, s.p, s.ip, in.Queue, in.Region, in.Attributes); err != nil {
 			return nil, err
 		}
 		t, err := mm.Join(ctx, s.p.joinRequest(in.Queue, in.Region, in.Attributes))
@@ -280,6 +349,9 @@ func (s *session) dispatch(ctx context.Context, in inbound) (any, error) {
 		if in.TicketID == "" {
 			return nil, matcher.Errorf(matcher.CodeBadRequest, "ticketId is required")
 		}
+		if !validID(in.TicketID) {
+			return nil, errNoTicket
+		}
 		t, err := mm.Cancel(ctx, s.p.UserID, in.TicketID)
 		if err != nil {
 			return nil, err
@@ -288,6 +360,9 @@ func (s *session) dispatch(ctx context.Context, in inbound) (any, error) {
 	case "accept", "decline":
 		if in.MatchID == "" {
 			return nil, matcher.Errorf(matcher.CodeBadRequest, "matchId is required")
+		}
+		if !validID(in.MatchID) {
+			return nil, errNoMatch
 		}
 		call := mm.Accept
 		if in.Type == "decline" {

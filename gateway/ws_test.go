@@ -47,8 +47,13 @@ func TestCommandsReplyWithRe(t *testing.T) {
 	c := dial(t, env.wsURL(), mustToken(t, "alice", ptr(1450.0)))
 	readFrame(t, c) // hello
 
+	// Unknown fields are refused (decode.go), with the request id.
+	writeJSONFrame(t, c, map[string]any{"type": "join", "id": "r0", "queue": "ranked", "unknownField": true})
+	if f := readFrame(t, c); f.Type != "error" || f.Re != "r0" || f.Error.Code != "BAD_REQUEST" || !strings.Contains(f.Error.Message, "unknownField") {
+		t.Fatalf("unknown field: %s", f.raw)
+	}
 	writeJSONFrame(t, c, map[string]any{"type": "join", "id": "r1", "queue": "ranked", "region": "eu",
-		"attributes": map[string]string{"mode": "duo"}, "unknownField": true})
+		"attributes": map[string]string{"mode": "duo"}})
 	f := readFrame(t, c)
 	if f.Type != "joined" || f.Re != "r1" || f.Ticket == nil || f.Ticket.ID != "t-1" || f.Ticket.Queue != "ranked" {
 		t.Fatalf("join reply = %s", f.raw)

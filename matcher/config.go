@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"math"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -145,13 +147,28 @@ type QueueConfig struct {
 	Tick time.Duration `yaml:"tick"`
 	// Regions the queue runs in. Default [global].
 	Regions []string `yaml:"regions"`
-	// Adjacent and OfferAfter: cross-region offers (not yet used by the engine).
+	// Adjacent lists, per region, the regions its long waiters are offered
+	// to; OfferAfter is how long a player waits at home before being
+	// offered (default 60s when Adjacent is set). The home partition keeps
+	// the player, the deadline and the ghost check; see offers.go.
 	Adjacent   map[string][]string `yaml:"adjacent"`
 	OfferAfter time.Duration       `yaml:"offerAfter"`
 	// PriorityCap caps a priority head start. Default 30s.
 	PriorityCap time.Duration `yaml:"priorityCap"`
 	// AcceptWindow is the time players have to accept (0 = no accept step).
 	AcceptWindow time.Duration `yaml:"acceptWindow"`
+	// DeclineCooldown is how long a player who declined a match, or let its
+	// accept window pass, may not join this queue again. Default 30s; a
+	// negative value disables it.
+	DeclineCooldown time.Duration `yaml:"declineCooldown"`
+	// Shards splits each region of a hot queue into that many sub-pools,
+	// chosen by hashing the user id, each with its own lease and engine.
+	// Default 1 (no split); at most 64.
+	Shards int `yaml:"shards"`
+	// OverflowAfter (sharded queues): a player who has waited this long is
+	// moved, atomically and with their original scores, from their sub-pool
+	// into the region's one overflow pool. Default 30s.
+	OverflowAfter time.Duration `yaml:"overflowAfter"`
 	// HeartbeatTimeout evicts ghosts. Default 30s.
 	HeartbeatTimeout time.Duration `yaml:"heartbeatTimeout"`
 	// Weights of the distance: skill (default 1) and activity (default 0).
@@ -253,6 +270,9 @@ func (q *QueueConfig) inherit(d QueueConfig) {
 	setDur(&q.PriorityCap, d.PriorityCap)
 	setDur(&q.AcceptWindow, d.AcceptWindow)
 	setDur(&q.OfferAfter, d.OfferAfter)
+	setDur(&q.DeclineCooldown, d.DeclineCooldown)
+	setInt(&q.Shards, d.Shards)
+	setDur(&q.OverflowAfter, d.OverflowAfter)
 	setF(&q.EstimatedMinWidth, d.EstimatedMinWidth)
 	setF(&q.Coherence, d.Coherence)
 	setInt(&q.ScanLimit, d.ScanLimit)
@@ -265,6 +285,9 @@ func (q *QueueConfig) inherit(d QueueConfig) {
 	if q.Weights == nil {
 		q.Weights = d.Weights
 	}
+	if q.Adjacent == nil {
+		q.Adjacent = d.Adjacent
+	}
 	q.Bots = q.Bots || d.Bots
 }
 
@@ -273,10 +296,14 @@ func (q *QueueConfig) applyBuiltins() {
 		Kind: KindSkill, Players: 2, Deadline: 5 * time.Minute, Tick: 500 * time.Millisecond,
 		AnchorDepth: 10, HeartbeatTimeout: 30 * time.Second, PriorityCap: 30 * time.Second,
 		EstimatedMinWidth: 15, Coherence: 2, ScanLimit: 200, Regions: []string{"global"},
-		Window: &Window{Points: []WindowPoint{{0, 5}, {time.Minute, 15}, {3 * time.Minute, 30}}},
+		Window:          &Window{Points: []WindowPoint{{0, 5}, {time.Minute, 15}, {3 * time.Minute, 30}}},
+		DeclineCooldown: 30 * time.Second, Shards: 1, OverflowAfter: 30 * time.Second,
 	})
 	if q.MinPlayers == 0 {
 		q.MinPlayers = q.Players
+	}
+	if len(q.Adjacent) > 0 && q.OfferAfter == 0 {
+		q.OfferAfter = time.Minute
 	}
 	sort.Strings(q.Regions)
 }
@@ -308,8 +335,21 @@ func (q *QueueConfig) Validate() error {
 	if q.Coherence < 0 {
 		errs = append(errs, "coherence must be ≥ 0")
 	}
-	if q.FallbackAfter < 0 || q.AcceptWindow < 0 || q.PriorityCap < 0 || q.OfferAfter < 0 {
+	if q.FallbackAfter < 0 || q.AcceptWindow < 0 || q.PriorityCap < 0 || q.OfferAfter < 0 || q.OverflowAfter < 0 {
 		errs = append(errs, "durations must be ≥ 0")
+	}
+	if q.Shards < 1 || q.Shards > 64 {
+		errs = append(errs, "shards must be 1–64")
+	}
+	for from, tos := range q.Adjacent {
+		if !q.HasRegion(from) {
+			errs = append(errs, fmt.Sprintf("adjacent: %q is not a region of the queue", from))
+		}
+		for _, to := range tos {
+			if !q.HasRegion(to) || to == from {
+				errs = append(errs, fmt.Sprintf("adjacent: %s → %q must name another region of the queue", from, to))
+			}
+		}
 	}
 	if q.Window != nil {
 		if err := q.Window.validate(); err != nil {
@@ -343,6 +383,34 @@ func (q *QueueConfig) HasRegion(r string) bool {
 		}
 	}
 	return false
+}
+
+// Sharded reports whether the queue's regions are split into sub-pools.
+func (q *QueueConfig) Sharded() bool { return q.Shards > 1 }
+
+// PoolOf is the pool a user's new ticket in region joins: the (queue,
+// region), or for a sharded queue the sub-pool "s<crc32(user) mod shards>".
+func (q *QueueConfig) PoolOf(userID, region string) Partition {
+	p := Partition{Queue: q.Name, Region: region}
+	if q.Sharded() {
+		p.Shard = "s" + strconv.Itoa(int(crc32.ChecksumIEEE([]byte(userID))%uint32(q.Shards)))
+	}
+	return p
+}
+
+// Pools lists every pool of one region: the (queue, region) itself, or
+// its sub-pools followed by the overflow pool. A sharded queue's ticket is
+// in its own sub-pool or in the overflow pool, never in both.
+func (q *QueueConfig) Pools(region string) []Partition {
+	base := Partition{Queue: q.Name, Region: region}
+	if !q.Sharded() {
+		return []Partition{base}
+	}
+	out := make([]Partition, 0, q.Shards+1)
+	for i := range q.Shards {
+		out = append(out, Partition{Queue: q.Name, Region: region, Shard: "s" + strconv.Itoa(i)})
+	}
+	return append(out, Partition{Queue: q.Name, Region: region, Shard: OverflowShard})
 }
 
 // weight returns a distance weight with its default.

@@ -48,17 +48,21 @@ queues:
 
 func TestParseConfigRejects(t *testing.T) {
 	for name, doc := range map[string]string{
-		"unknown field":  "queues: [{name: a, playrs: 3}]",
-		"bad players":    "queues: [{name: a, players: 11}]",
-		"bad name":       "queues: [{name: 'A B'}]",
-		"bad region":     "queues: [{name: a, regions: ['e u']}]",
-		"duplicate":      "queues: [{name: a}, {name: a}]",
-		"no queues":      "queues: []",
-		"min > players":  "queues: [{name: a, players: 2, minPlayers: 3}]",
-		"window order":   "queues: [{name: a, window: [{after: 1m, width: 5}, {after: 0s, width: 9}]}]",
-		"window formula": "queues: [{name: a, window: {start: 5, stp: 1}}]",
-		"unknown weight": "queues: [{name: a, weights: {luck: 1}}]",
-		"unknown kind":   "queues: [{name: a, kind: lottery}]",
+		"unknown field":   "queues: [{name: a, playrs: 3}]",
+		"bad players":     "queues: [{name: a, players: 11}]",
+		"bad name":        "queues: [{name: 'A B'}]",
+		"bad region":      "queues: [{name: a, regions: ['e u']}]",
+		"duplicate":       "queues: [{name: a}, {name: a}]",
+		"no queues":       "queues: []",
+		"min > players":   "queues: [{name: a, players: 2, minPlayers: 3}]",
+		"window order":    "queues: [{name: a, window: [{after: 1m, width: 5}, {after: 0s, width: 9}]}]",
+		"window formula":  "queues: [{name: a, window: {start: 5, stp: 1}}]",
+		"unknown weight":  "queues: [{name: a, weights: {luck: 1}}]",
+		"unknown kind":    "queues: [{name: a, kind: lottery}]",
+		"too many shards": "queues: [{name: a, shards: 65}]",
+		"adjacent self":   "queues: [{name: a, regions: [eu, na], adjacent: {eu: [eu]}}]",
+		"adjacent alien":  "queues: [{name: a, regions: [eu, na], adjacent: {eu: [ap]}}]",
+		"adjacent from":   "queues: [{name: a, regions: [eu, na], adjacent: {ap: [eu]}}]",
 	} {
 		if _, err := matcher.ParseConfig([]byte(doc)); err == nil {
 			t.Errorf("%s: accepted %q", name, doc)
@@ -72,5 +76,53 @@ func TestDemoConfigIsValid(t *testing.T) {
 	c := matcher.DemoConfig()
 	if len(c.Partitions()) < 4 {
 		t.Fatalf("demo partitions: %v", c.Partitions())
+	}
+}
+
+func TestParseConfigFeatures(t *testing.T) {
+	c, err := matcher.ParseConfig([]byte(`
+queues:
+  - name: hot
+    regions: [eu, na]
+    adjacent: {eu: [na]}
+    shards: 4
+    overflowAfter: 45s
+    priorityCap: 10s
+    acceptWindow: 10s
+    declineCooldown: 1m
+    weights: {skill: 1, activity: 0.5}
+  - name: plain
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, p := c.Queues[0], c.Queues[1]
+	if h.Shards != 4 || h.OverflowAfter != 45*time.Second || h.OfferAfter != time.Minute || h.PriorityCap != 10*time.Second ||
+		h.DeclineCooldown != time.Minute {
+		t.Fatalf("hot: %+v", h)
+	}
+	if p.Shards != 1 || p.DeclineCooldown != 30*time.Second || p.OfferAfter != 0 || p.OverflowAfter != 30*time.Second || p.Sharded() {
+		t.Fatalf("plain defaults: %+v", p)
+	}
+	if got := len(c.Partitions()); got != 2*5+1 {
+		t.Fatalf("%d partitions, want 2 regions × (4 sub-pools + overflow) + 1", got)
+	}
+	pools := h.Pools("eu")
+	if len(pools) != 5 || pools[4].String() != "hot:eu/ov" || pools[0].String() != "hot:eu/s0" {
+		t.Fatalf("pools %v", pools)
+	}
+	seen := map[string]int{}
+	for i := range 1000 {
+		sp := h.PoolOf(strings.Repeat("u", 1+i%7)+string(rune('a'+i%26))+string(rune('0'+i%10)), "eu")
+		if sp.Queue != "hot" || sp.Region != "eu" {
+			t.Fatalf("pool %+v", sp)
+		}
+		seen[sp.Shard]++
+	}
+	if len(seen) != 4 || seen["ov"] != 0 {
+		t.Fatalf("users spread over %v", seen)
+	}
+	if got := p.PoolOf("anyone", "global"); got.String() != "plain:global" {
+		t.Fatalf("unsharded pool %v", got)
 	}
 }

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -25,8 +27,19 @@ type Notifier interface {
 type EngineConfig struct {
 	Queue  QueueConfig // normalized
 	Region string
+	// Shard is the sub-pool of a sharded queue this engine owns ("s0"…,
+	// or OverflowShard); "" for an unsharded queue.
+	Shard  string
 	Pool   *pool.Pool
 	Ledger Ledger
+	// Allocator hands out a server for every match before it is committed;
+	// nil forms matches without a server (tests and tools).
+	Allocator Allocator
+	// AllocateBackoff are the waits between allocation attempts. Default
+	// DefaultAllocateBackoff (three attempts, 50 ms and 100 ms apart).
+	AllocateBackoff []time.Duration
+	// Sleep waits between allocation attempts; nil sleeps for real.
+	Sleep func(ctx context.Context, d time.Duration) error
 	// Notifier publishes committed events at once; nil leaves them to the relay.
 	Notifier Notifier
 	// Fence returns the partition's lease fencing token, checked by the claim
@@ -47,11 +60,16 @@ type EngineConfig struct {
 // Engine forms the matches of one partition. Tick is one pass; Run calls it
 // every tick and whenever Wake is called. Ticks never overlap.
 type Engine struct {
-	cfg  EngineConfig
-	q    *QueueConfig
-	part string
-	wake chan struct{}
-	log  *slog.Logger
+	cfg   EngineConfig
+	q     *QueueConfig
+	part  string   // the pool this engine owns: keys, lease, fence
+	base  string   // its (queue, region): pending index, statistics
+	pools []string // every pool of the (queue, region)
+	wake  chan struct{}
+	log   *slog.Logger
+	// pendingChecked is when (unix ms) a pass last looked for passed accept
+	// windows, for queues without an accept window.
+	pendingChecked atomic.Int64
 }
 
 // NewEngine validates the configuration; it starts nothing.
@@ -65,21 +83,57 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 	if !cfg.Queue.HasRegion(cfg.Region) {
 		return nil, fmt.Errorf("engine: queue %s has no region %q", cfg.Queue.Name, cfg.Region)
 	}
+	p := Partition{Queue: cfg.Queue.Name, Region: cfg.Region, Shard: cfg.Shard}
+	var pools []string
+	for _, x := range cfg.Queue.Pools(cfg.Region) {
+		pools = append(pools, x.String())
+	}
+	if !slices.Contains(pools, p.String()) {
+		return nil, fmt.Errorf("engine: queue %s has no pool %q", cfg.Queue.Name, p)
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	p := Partition{Queue: cfg.Queue.Name, Region: cfg.Region}
-	e := &Engine{cfg: cfg, part: p.String(), wake: make(chan struct{}, 1)}
+	if cfg.AllocateBackoff == nil {
+		cfg.AllocateBackoff = DefaultAllocateBackoff
+	}
+	if cfg.Sleep == nil {
+		cfg.Sleep = sleepCtx
+	}
+	e := &Engine{cfg: cfg, part: p.String(), base: p.Base().String(), pools: pools, wake: make(chan struct{}, 1)}
 	e.q = &e.cfg.Queue
 	e.log = cfg.Logger.With("partition", e.part)
 	return e, nil
 }
 
 // Partition returns the partition the engine owns.
-func (e *Engine) Partition() Partition { return Partition{Queue: e.q.Name, Region: e.cfg.Region} }
+func (e *Engine) Partition() Partition {
+	return Partition{Queue: e.q.Name, Region: e.cfg.Region, Shard: e.cfg.Shard}
+}
+
+// pendingDue reports whether this pass looks for accept windows that
+// passed: every pass of a queue with an accept window, and every 10 s of one
+// without (matches formed under an earlier configuration still close).
+func (e *Engine) pendingDue(now time.Time) bool {
+	if e.q.AcceptWindow > 0 {
+		return true
+	}
+	last := e.pendingChecked.Load()
+	if now.UnixMilli()-last < 10_000 && now.UnixMilli() >= last {
+		return false
+	}
+	return e.pendingChecked.CompareAndSwap(last, now.UnixMilli())
+}
+
+// handlesPending reports whether this engine closes the accept windows of
+// its (queue, region): the only engine of an unsharded queue, the overflow
+// engine of a sharded one.
+func (e *Engine) handlesPending() bool {
+	return e.cfg.Shard == "" || e.cfg.Shard == OverflowShard
+}
 
 // Wake asks for a pass as soon as the current one ends. It never blocks;
 // wakes that arrive during a pass collapse into one.
@@ -138,10 +192,20 @@ type TickResult struct {
 	Expired int
 	Ghosts  int
 	Players int
+	// Dissolved counts matches whose accept window passed this pass.
+	Dissolved int
+	// AllocationFailures counts groups that found no server and went back.
+	AllocationFailures int
+	// Promoted counts players moved to the overflow pool; Offered the
+	// offers written to adjacent regions.
+	Promoted int
+	Offered  int
 }
 
-// Tick runs one matching pass: ghosts evicted, then deadlines, then anchors
-// in wait order.
+// Tick runs one matching pass: accept windows that passed are closed, ghosts
+// evicted, deadlines resolved, long waiters of a sub-pool promoted to the
+// overflow pool, anchors tried in wait order (with the offers of adjacent
+// regions), and this partition's long waiters offered to adjacent regions.
 func (e *Engine) Tick(ctx context.Context) (TickResult, error) {
 	fence := int64(0)
 	if e.cfg.Fence != nil {
@@ -152,10 +216,18 @@ func (e *Engine) Tick(ctx context.Context) (TickResult, error) {
 	start := time.Now()
 	defer func() { e.cfg.Metrics.observeTick(e.q.Name, e.cfg.Region, time.Since(start)) }()
 	p := &pass{e: e, now: e.cfg.Now(), fence: fence, used: map[string]bool{}}
+	if e.handlesPending() && e.pendingDue(p.now) {
+		if err := p.closeAcceptWindows(ctx); err != nil {
+			return p.res, err
+		}
+	}
 	if err := p.ghosts(ctx); err != nil {
 		return p.res, err
 	}
 	if err := p.deadlines(ctx); err != nil {
+		return p.res, err
+	}
+	if err := p.promote(ctx); err != nil {
 		return p.res, err
 	}
 	var err error
@@ -165,7 +237,10 @@ func (e *Engine) Tick(ctx context.Context) (TickResult, error) {
 	default:
 		err = p.skill(ctx)
 	}
-	return p.res, err
+	if err != nil {
+		return p.res, err
+	}
+	return p.res, p.offer(ctx)
 }
 
 // pass is the state of one Tick: the clock reading and the tickets already
@@ -189,9 +264,12 @@ func (p *pass) window(a pool.Entry) float64 {
 
 // distance is the weighted sum of per-dimension differences, compared against
 // the same widening window whatever the number of dimensions.
-func (p *pass) distance(a, b pool.Entry) float64 {
-	return p.e.q.weight("skill")*math.Abs(a.Skill-b.Skill) +
-		p.e.q.weight("activity")*math.Abs(a.Activity-b.Activity)
+func (p *pass) distance(a, b pool.Entry) float64 { return distance(p.e.q, a, b) }
+
+// distance is the weighted sum of per-dimension differences: skill weight
+// (default 1) · |Δskill| + activity weight (default 0) · |Δactivity|.
+func distance(q *QueueConfig, a, b pool.Entry) float64 {
+	return q.weight("skill")*math.Abs(a.Skill-b.Skill) + q.weight("activity")*math.Abs(a.Activity-b.Activity)
 }
 
 func byWaitOrder(es []pool.Entry) {
@@ -225,6 +303,16 @@ func (p *pass) skill(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read anchors: %w", err)
 	}
+	offered, err := p.offers(ctx)
+	if err != nil {
+		return err
+	}
+	if len(offered) > 0 {
+		// Offered players anchor too, in wait order with everyone else:
+		// their window is the widest, which is why they were offered.
+		anchors = append(anchors, offered...)
+		byWaitOrder(anchors)
+	}
 	for _, a := range anchors {
 		if !p.usable(nil, a) {
 			continue
@@ -240,6 +328,11 @@ func (p *pass) skill(ctx context.Context) error {
 		cands, err := p.e.cfg.Pool.Window(ctx, p.e.part, a.Skill-reach, a.Skill+reach, q.ScanLimit)
 		if err != nil {
 			return fmt.Errorf("read window of %s: %w", a.TicketID, err)
+		}
+		for _, o := range offered {
+			if o.Skill >= a.Skill-reach && o.Skill <= a.Skill+reach {
+				cands = append(cands, o)
+			}
 		}
 		byWaitOrder(cands)
 		group := []pool.Entry{a}
@@ -261,7 +354,9 @@ func (p *pass) skill(ctx context.Context) error {
 				group = append(group, c)
 			}
 		}
-		if len(group) == q.Players {
+		// A group of offered players only is left to their home partitions:
+		// a match is hosted here only when it seats someone from here.
+		if len(group) == q.Players && slices.ContainsFunc(group, func(g pool.Entry) bool { return g.Home == "" }) {
 			if err := p.form(ctx, group, FormedFilled, 0); err != nil {
 				return err
 			}
@@ -409,26 +504,31 @@ func (p *pass) resolve(ctx context.Context, d pool.Entry, status TicketStatus, r
 	default:
 		if status == StatusExpired {
 			p.res.Expired++
+			p.record(ctx, time.Time{}, []pool.Entry{d}, pool.OutcomeExpired)
 		} else {
 			p.res.Ghosts++
 		}
 		p.e.cfg.Metrics.outcome(p.e.q.Name, string(status))
 	}
-	if _, err := p.e.cfg.Pool.Remove(ctx, p.e.part, d.TicketID); err != nil {
+	if _, err := p.e.cfg.Pool.RemoveAny(ctx, p.e.pools, d.TicketID); err != nil {
 		return fmt.Errorf("remove %s: %w", d.TicketID, err)
 	}
 	p.deliver(ctx, events)
 	return nil
 }
 
-// form claims the group in Redis (all or nothing, fenced), commits the match
-// to the ledger (one transaction, row count checked) and publishes it. A
-// shortfall puts the still-waiting players back with their original scores.
+// form claims the group in Redis (all or nothing, fenced), gets it a
+// server, commits the match to the ledger (one transaction, row count
+// checked) and publishes it. Offered players are claimed from their home
+// pools after the own players (see offers.go). Whatever fails on the way puts
+// every player still waiting back where they came from with their original
+// scores, and gives the server back.
 func (p *pass) form(ctx context.Context, group []pool.Entry, formedBy string, bots int) error {
 	q := p.e.q
 	m := Match{
 		ID: uuid.NewString(), Queue: q.Name, Region: p.e.cfg.Region, State: MatchReady,
 		FormedBy: formedBy, Bots: bots, CreatedAt: p.now.UTC().Truncate(time.Microsecond), Version: 1,
+		Shard: p.e.cfg.Shard,
 	}
 	if q.AcceptWindow > 0 {
 		m.State = MatchPendingAccept
@@ -436,31 +536,40 @@ func (p *pass) form(ctx context.Context, group []pool.Entry, formedBy string, bo
 		m.AcceptBy = &by
 	}
 	lo, hi := math.Inf(1), math.Inf(-1)
-	ids := make([]string, len(group))
-	for i, g := range group {
-		ids[i] = g.TicketID
+	for _, g := range group {
 		m.Players = append(m.Players, Player{TicketID: g.TicketID, UserID: g.UserID, Skill: g.Skill})
 		lo, hi = math.Min(lo, g.Skill), math.Max(hi, g.Skill)
 	}
 	m.Spread = hi - lo
 
-	claim, err := p.e.cfg.Pool.Claim(ctx, p.e.part, p.fence, m.ID, ids)
-	if err != nil {
-		return fmt.Errorf("claim %s: %w", m.ID, err)
+	claimed, err := p.claim(ctx, m.ID, group)
+	if err != nil || claimed == nil {
+		return err
 	}
-	if !claim.OK {
-		// Someone else (a cancel, another matcher) took these first.
-		for _, id := range claim.Missing {
-			p.used[id] = true
+	for _, g := range group {
+		p.used[g.TicketID] = true
+	}
+	if p.e.cfg.Allocator != nil {
+		req := AllocationRequest{MatchID: m.ID, Queue: q.Name, Region: m.Region, Players: m.Players, Bots: bots}
+		srv, err := allocate(ctx, p.e.cfg.Allocator, req, p.e.cfg.AllocateBackoff, p.e.cfg.Sleep)
+		if err != nil {
+			// Never another region: everyone goes back with their place,
+			// and the next pass tries again.
+			p.e.cfg.Metrics.allocation(q.Name, "failed")
+			p.res.AllocationFailures++
+			p.e.log.Warn("no server; the players go back to the pool", "match", m.ID, "err", err)
+			if merr := p.e.cfg.Pool.MarkAllocationFailure(ctx, p.e.part, allocFailureMemory(q)); merr != nil {
+				p.e.log.Debug("remember allocation failure", "err", merr)
+			}
+			p.requeue(ctx, m.ID, group)
+			return nil
 		}
-		p.e.cfg.Metrics.claimConflict(q.Name)
-		return nil
-	}
-	for _, id := range ids {
-		p.used[id] = true
+		p.e.cfg.Metrics.allocation(q.Name, "ok")
+		m.Server = &srv
 	}
 	events, err := p.e.cfg.Ledger.CommitMatch(ctx, m, p.fence)
 	if err != nil {
+		p.release(ctx, m)
 		var sf *ShortfallError
 		back := group
 		if errors.As(err, &sf) {
@@ -476,21 +585,142 @@ func (p *pass) form(ctx context.Context, group []pool.Entry, formedBy string, bo
 			}
 			p.e.cfg.Metrics.claimConflict(q.Name)
 		}
-		if _, rerr := p.e.cfg.Pool.Requeue(ctx, p.e.part, back, p.hashTTL(back)); rerr != nil {
-			// The reconciler re-adds them from the record.
-			p.e.log.Error("requeue after failed commit", "match", m.ID, "err", rerr)
-		}
+		p.requeue(ctx, m.ID, back)
 		if sf != nil {
 			return nil
 		}
 		return fmt.Errorf("commit match %s: %w", m.ID, err)
 	}
+	if m.State == MatchPendingAccept {
+		if err := p.e.cfg.Pool.AddPending(ctx, p.e.base, m.ID, *m.AcceptBy); err != nil {
+			// The reconciler rebuilds the index from the record.
+			p.e.log.Warn("index pending match; left to the reconciler", "match", m.ID, "err", err)
+		}
+	}
+	p.withdraw(ctx, group)
 	p.res.Matches++
 	p.res.Players += len(group)
 	p.e.cfg.Metrics.matched(m, group, p.now)
+	kind := pool.OutcomeMatched
+	if formedBy == FormedTimeout {
+		kind = pool.OutcomeTimeout
+	}
+	p.record(ctx, p.now, group, kind)
 	p.deliver(ctx, events)
 	return nil
 }
+
+// claim takes the group out of the pools: the own players with this
+// partition's fence, the offered players of each home partition unfenced
+// (see offers.go). The pools are claimed in name order, whoever claims: two
+// neighbours reaching for each other's players at once then meet at the same
+// first pool, and one of them gets everything instead of each getting half
+// and both putting it back. It returns nil, nil when someone was gone (every
+// ticket claimed so far is put back, the missing ones are not tried again
+// this pass).
+func (p *pass) claim(ctx context.Context, matchID string, group []pool.Entry) ([]pool.Entry, error) {
+	byHome := map[string][]pool.Entry{}
+	var homes []string
+	for _, g := range group {
+		h := g.Home
+		if h == "" {
+			h = p.e.part
+		}
+		if byHome[h] == nil {
+			homes = append(homes, h)
+		}
+		byHome[h] = append(byHome[h], g)
+	}
+	sort.Strings(homes)
+	var claimed []pool.Entry
+	for _, h := range homes {
+		es := byHome[h]
+		if len(es) == 0 {
+			continue
+		}
+		ids := make([]string, len(es))
+		for i, g := range es {
+			ids[i] = g.TicketID
+		}
+		fence := p.fence
+		if h != p.e.part {
+			// Another partition's pool: its fence is not ours to hold. The
+			// claim script's membership test and the record's row count
+			// keep the player in one match whoever claims.
+			fence = 0
+		}
+		res, err := p.e.cfg.Pool.Claim(ctx, h, fence, matchID, ids)
+		if err != nil {
+			p.requeue(ctx, matchID, claimed)
+			return nil, fmt.Errorf("claim %s: %w", matchID, err)
+		}
+		if !res.OK {
+			// Someone else (a cancel, another matcher) took these first.
+			for _, id := range res.Missing {
+				p.used[id] = true
+			}
+			if h != p.e.part {
+				if err := p.e.cfg.Pool.WithdrawOffers(ctx, p.e.part, res.Missing...); err != nil {
+					p.e.log.Debug("withdraw stale offers", "err", err)
+				}
+			}
+			p.e.cfg.Metrics.claimConflict(p.e.q.Name)
+			p.requeue(ctx, matchID, claimed)
+			return nil, nil
+		}
+		claimed = append(claimed, es...)
+	}
+	return claimed, nil
+}
+
+// requeue puts claimed entries back into the pools they came from, with
+// their original scores.
+func (p *pass) requeue(ctx context.Context, matchID string, es []pool.Entry) {
+	byHome := map[string][]pool.Entry{}
+	for _, e := range es {
+		h := e.Home
+		if h == "" {
+			h = p.e.part
+		}
+		e.Home = ""
+		byHome[h] = append(byHome[h], e)
+	}
+	for h, back := range byHome {
+		if _, err := p.e.cfg.Pool.Requeue(ctx, h, back, p.hashTTL(back)); err != nil {
+			// The reconciler re-adds them from the record.
+			p.e.log.Error("requeue after failed match", "match", matchID, "pool", h, "err", err)
+		}
+	}
+}
+
+// release gives back the server of a match that will not be played.
+func (p *pass) release(ctx context.Context, m Match) {
+	if p.e.cfg.Allocator == nil || m.Server == nil {
+		return
+	}
+	if err := p.e.cfg.Allocator.Release(ctx, m.ID, *m.Server); err != nil {
+		p.e.log.Warn("release server", "match", m.ID, "server", m.Server.Address, "err", err)
+	}
+}
+
+// record keeps resolved tickets (and a formed match) for the queue's wait
+// estimates. The wait is measured from the real join, which is the deadline
+// minus the queue's deadline (the pool keeps only the effective enqueue
+// time, moved by a priority head start).
+func (p *pass) record(ctx context.Context, matchAt time.Time, es []pool.Entry, kind string) {
+	outs := make([]pool.Outcome, 0, len(es))
+	for _, e := range es {
+		joined := e.Deadline.Add(-p.e.q.Deadline)
+		outs = append(outs, pool.Outcome{At: p.now, Wait: max(0, p.now.Sub(joined)), Kind: kind})
+	}
+	if err := p.e.cfg.Pool.RecordOutcomes(ctx, p.e.base, matchAt, outs); err != nil {
+		p.e.log.Debug("record outcomes", "err", err)
+	}
+}
+
+// allocFailureMemory is how long an allocation failure is reported by
+// explain: a few passes.
+func allocFailureMemory(q *QueueConfig) time.Duration { return max(10*q.Tick, 5*time.Second) }
 
 func (p *pass) deliver(ctx context.Context, events []Event) {
 	if p.e.cfg.Notifier != nil && len(events) > 0 {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"syscall"
+	"time"
 )
 
 // Code is a machine-readable error code shared by REST and WebSocket replies.
@@ -34,8 +35,14 @@ type Error struct {
 	Message  string
 	TicketID string
 	MatchID  string
-	cause    error // logged by the edge, never shown to clients
+	// Retry, when positive, is how long the client should wait before
+	// trying again (the Retry-After of a 429 COOLDOWN).
+	Retry time.Duration
+	cause error // logged by the edge, never shown to clients
 }
+
+// RetryAfter is how long to wait before retrying; 0 means the edge's default.
+func (e *Error) RetryAfter() time.Duration { return e.Retry }
 
 func (e *Error) Error() string {
 	if e.cause != nil {
@@ -91,6 +98,19 @@ type ShortfallError struct{ Waiting []string }
 
 func (e *ShortfallError) Error() string {
 	return fmt.Sprintf("claim shortfall: %d tickets still waiting", len(e.Waiting))
+}
+
+// MatchStateError is returned by Ledger.Accept and Ledger.Dissolve when the
+// match is not in a state the operation applies to: no longer
+// PENDING_ACCEPT, its accept window already closed (accept, decline) or not
+// yet closed (dissolving for a timeout). Match is its current state.
+type MatchStateError struct {
+	Match  Match
+	Reason string
+}
+
+func (e *MatchStateError) Error() string {
+	return "match " + e.Match.ID + " is " + e.Match.State + ": " + e.Reason
 }
 
 // Transient reports whether err looks like a dependency being unreachable or

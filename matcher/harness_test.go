@@ -25,8 +25,34 @@ type harness struct {
 	pool    *pool.Pool
 	svc     *matcher.Service
 	engines map[string]*matcher.Engine
-	pushed  *recorder
-	seen    *presenceFake
+	// pools holds the engine of every pool by partition name, sub-pools
+	// of a sharded queue included.
+	pools  map[string]*matcher.Engine
+	pushed *recorder
+	seen   *presenceFake
+	opts   harnessOptions
+}
+
+// harnessOptions are the extras a scenario may wire in.
+type harnessOptions struct {
+	alloc        matcher.Allocator
+	skill        matcher.SkillSource
+	skillTimeout time.Duration
+	sleeps       *[]time.Duration // allocation backoff waits, recorded instead of slept
+}
+
+type harnessOption func(*harnessOptions)
+
+func withAllocator(a matcher.Allocator) harnessOption {
+	return func(o *harnessOptions) { o.alloc = a }
+}
+
+func withSkill(s matcher.SkillSource, timeout time.Duration) harnessOption {
+	return func(o *harnessOptions) { o.skill, o.skillTimeout = s, timeout }
+}
+
+func withSleeps(rec *[]time.Duration) harnessOption {
+	return func(o *harnessOptions) { o.sleeps = rec }
 }
 
 // presenceFake says every user is online except those marked away, who were
@@ -83,33 +109,60 @@ func (r *recorder) count() int {
 
 var t0 = time.UnixMilli(1755530400000).UTC()
 
-func newHarness(t *testing.T, q matcher.QueueConfig) *harness {
+func newHarness(t *testing.T, q matcher.QueueConfig, opts ...harnessOption) *harness {
 	t.Helper()
-	return newHarnessWith(t, q, redistest.Mini(t), "mg", ledger.NewMemory())
+	return newHarnessWith(t, q, redistest.Mini(t), "mg", ledger.NewMemory(), opts...)
 }
 
-func newHarnessWith(t *testing.T, q matcher.QueueConfig, rdb redis.UniversalClient, prefix string, led matcher.Ledger) *harness {
+func newHarnessWith(t *testing.T, q matcher.QueueConfig, rdb redis.UniversalClient, prefix string, led matcher.Ledger, opts ...harnessOption) *harness {
 	t.Helper()
 	cfg := matcher.Config{Queues: []matcher.QueueConfig{q}}
 	if err := cfg.Normalize(); err != nil {
 		t.Fatalf("config: %v", err)
 	}
-	h := &harness{t: t, now: t0, q: cfg.Queues[0], led: led, pool: pool.New(rdb, prefix), engines: map[string]*matcher.Engine{}, pushed: &recorder{}}
+	h := &harness{t: t, now: t0, q: cfg.Queues[0], led: led, pool: pool.New(rdb, prefix),
+		engines: map[string]*matcher.Engine{}, pools: map[string]*matcher.Engine{}, pushed: &recorder{}}
+	for _, o := range opts {
+		o(&h.opts)
+	}
 	h.seen = &presenceFake{h: h, away: map[string]time.Time{}}
-	svc, err := matcher.NewService(matcher.ServiceConfig{Queues: cfg, Pool: h.pool, Ledger: h.led, Notifier: h.pushed, Now: h.clock})
+	svc, err := matcher.NewService(matcher.ServiceConfig{Queues: cfg, Pool: h.pool, Ledger: h.led, Notifier: h.pushed, Now: h.clock,
+		Allocator: h.opts.alloc, Skill: h.opts.skill, SkillTimeout: h.opts.skillTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}
 	h.svc = svc
 	for _, r := range h.q.Regions {
-		h.engines[r] = h.newEngine(r)
+		for _, p := range h.q.Pools(r) {
+			e := h.newPoolEngine(r, p.Shard)
+			h.pools[p.String()] = e
+			if p.Shard == "" {
+				h.engines[r] = e
+			}
+		}
 	}
 	return h
 }
 
 func (h *harness) newEngine(region string) *matcher.Engine {
 	h.t.Helper()
-	e, err := matcher.NewEngine(matcher.EngineConfig{Queue: h.q, Region: region, Pool: h.pool, Ledger: h.led, Notifier: h.pushed, Presence: h.seen, Now: h.clock})
+	return h.newPoolEngine(region, "")
+}
+
+func (h *harness) newPoolEngine(region, shard string) *matcher.Engine {
+	h.t.Helper()
+	cfg := matcher.EngineConfig{Queue: h.q, Region: region, Shard: shard, Pool: h.pool, Ledger: h.led, Notifier: h.pushed,
+		Presence: h.seen, Now: h.clock, Allocator: h.opts.alloc}
+	if rec := h.opts.sleeps; rec != nil {
+		var mu sync.Mutex
+		cfg.Sleep = func(_ context.Context, d time.Duration) error {
+			mu.Lock()
+			*rec = append(*rec, d)
+			mu.Unlock()
+			return nil
+		}
+	}
+	e, err := matcher.NewEngine(cfg)
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -44,7 +44,35 @@ type Ledger interface {
 	// outbox events with their IDs (see Resolve).
 	CommitMatch(ctx context.Context, m Match, epoch int64) ([]Event, error)
 
-	// Waiting lists the WAITING tickets of a partition (reconciliation).
+	// Accept records userID's acceptance of a PENDING_ACCEPT match: a
+	// compare-and-set on the match, which must be PENDING_ACCEPT with `at`
+	// before its AcceptBy, else *MatchStateError carries its current state.
+	// A user not seated in the match gets an error wrapping ErrNotFound.
+	// Accepting twice changes nothing. When the last player accepts, the
+	// match becomes READY and a match.ready event for every player is
+	// written. It returns the match as it now is and the written events.
+	Accept(ctx context.Context, matchID, userID string, at time.Time) (Match, []Event, error)
+
+	// Dissolve ends a PENDING_ACCEPT match in one transaction. With a
+	// Decliner (who must be seated, and decline before AcceptBy) that
+	// player's ticket ends CANCELLED (reason declined) and every other
+	// player's goes back to WAITING; without one (the window passed: `At`
+	// must not be before AcceptBy) the players who did not accept end
+	// CANCELLED (accept_timeout) and those who did go back to WAITING. A
+	// ticket going back keeps its enqueue time, head start and deadline,
+	// loses its match id, and its version grows; if its user has joined
+	// another queue meanwhile it ends CANCELLED (superseded) instead. The
+	// match becomes DISSOLVED. Events: match.dissolved for every player,
+	// then a ticket.update per ticket. A match in any other state, or a
+	// window that does not allow it, is *MatchStateError.
+	Dissolve(ctx context.Context, req DissolveRequest) (Dissolution, []Event, error)
+
+	// Pending lists the PENDING_ACCEPT matches of a (queue, region), soonest
+	// AcceptBy first (rebuilding the pending index).
+	Pending(ctx context.Context, p Partition) ([]Match, error)
+
+	// Waiting lists the WAITING tickets of a (queue, region), ignoring
+	// p.Shard (reconciliation).
 	Waiting(ctx context.Context, p Partition) ([]Ticket, error)
 
 	// DrainOutbox hands up to limit undelivered events created before `before`
@@ -66,4 +94,33 @@ type Ledger interface {
 
 	// Ping reports whether the ledger is reachable.
 	Ping(ctx context.Context) error
+}
+
+// DissolveRequest asks Ledger.Dissolve to end a PENDING_ACCEPT match.
+type DissolveRequest struct {
+	MatchID string
+	// Decliner is the user who declined; empty when the accept window
+	// passed.
+	Decliner string
+	At       time.Time
+}
+
+// Dissolution is what Ledger.Dissolve did.
+type Dissolution struct {
+	Match Match // now DISSOLVED
+	// Requeued are the tickets back in WAITING, with their original
+	// enqueue time, head start and deadline: the caller returns them to
+	// the pool with their original scores.
+	Requeued []Ticket
+	// Cancelled are the tickets that ended CANCELLED (declined,
+	// accept_timeout or superseded).
+	Cancelled []Ticket
+}
+
+// Reason is the match.dissolved reason: declined or accept_timeout.
+func (r DissolveRequest) Reason() string {
+	if r.Decliner != "" {
+		return ReasonDeclined
+	}
+	return ReasonAcceptTimeout
 }

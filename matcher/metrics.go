@@ -19,6 +19,10 @@ type Metrics struct {
 	conflicts *prometheus.CounterVec
 	joins     *prometheus.CounterVec
 	leases    *prometheus.CounterVec
+	accepts   *prometheus.CounterVec
+	allocs    *prometheus.CounterVec
+	skills    *prometheus.CounterVec
+	moves     *prometheus.CounterVec
 }
 
 // NewMetrics registers the matcher's collectors with reg.
@@ -48,8 +52,44 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m.leases = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "matchgate_lease_events_total", Help: "Partition lease acquisitions, losses and releases.",
 	}, []string{"partition", "event"})
-	reg.MustRegister(m.tick, m.matches, m.outcomes, m.wait, m.conflicts, m.joins, m.leases)
+	m.accepts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "matchgate_accept_outcomes_total", Help: "Matches with an accept window, by how the window ended (ready, declined, accept_timeout).",
+	}, []string{"queue", "outcome"})
+	m.allocs = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "matchgate_allocations_total", Help: "Server allocations, by result (ok, failed: every attempt failed and the players went back).",
+	}, []string{"queue", "result"})
+	m.skills = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "matchgate_skill_lookups_total", Help: "Skill service lookups at join, by result (ok, last_known, default).",
+	}, []string{"result"})
+	m.moves = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "matchgate_pool_moves_total", Help: "Players promoted to an overflow pool or offered to an adjacent region.",
+	}, []string{"queue", "kind"})
+	reg.MustRegister(m.tick, m.matches, m.outcomes, m.wait, m.conflicts, m.joins, m.leases, m.accepts, m.allocs, m.skills, m.moves)
 	return m
+}
+
+func (m *Metrics) acceptOutcome(queue, outcome string) {
+	if m != nil {
+		m.accepts.WithLabelValues(queue, outcome).Inc()
+	}
+}
+
+func (m *Metrics) allocation(queue, result string) {
+	if m != nil {
+		m.allocs.WithLabelValues(queue, result).Inc()
+	}
+}
+
+func (m *Metrics) skillLookup(result string) {
+	if m != nil {
+		m.skills.WithLabelValues(result).Inc()
+	}
+}
+
+func (m *Metrics) moved(queue, kind string, n int) {
+	if m != nil && n > 0 {
+		m.moves.WithLabelValues(queue, kind).Add(float64(n))
+	}
 }
 
 func (m *Metrics) observeTick(queue, region string, d time.Duration) {

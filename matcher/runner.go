@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -25,6 +26,9 @@ type RunnerConfig struct {
 	Ledger   Ledger
 	Notifier Notifier
 	Presence Presence
+	// Allocator hands out the servers of the matches the engines form; nil
+	// forms matches without a server.
+	Allocator Allocator
 	// Redis carries wake-ups between processes (a join on one gateway wakes
 	// the owner of the partition wherever it runs) and the registry of live
 	// matchers. Required.
@@ -93,17 +97,20 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 	for i := range cfg.Queues.Queues {
 		q := cfg.Queues.Queues[i]
 		for _, region := range q.Regions {
-			part := Partition{Queue: q.Name, Region: region}.String()
-			e, err := NewEngine(EngineConfig{
-				Queue: q, Region: region, Pool: cfg.Pool, Ledger: cfg.Ledger, Notifier: cfg.Notifier,
-				Presence: cfg.Presence, Fence: func() int64 { return r.fence(part) },
-				Now: cfg.Now, Logger: cfg.Logger, Metrics: cfg.Metrics,
-			})
-			if err != nil {
-				return nil, err
+			for _, p := range q.Pools(region) {
+				part := p.String()
+				e, err := NewEngine(EngineConfig{
+					Queue: q, Region: region, Shard: p.Shard, Pool: cfg.Pool, Ledger: cfg.Ledger,
+					Notifier: cfg.Notifier, Allocator: cfg.Allocator,
+					Presence: cfg.Presence, Fence: func() int64 { return r.fence(part) },
+					Now: cfg.Now, Logger: cfg.Logger, Metrics: cfg.Metrics,
+				})
+				if err != nil {
+					return nil, err
+				}
+				r.engines[part] = e
+				r.order = append(r.order, part)
 			}
-			r.engines[part] = e
-			r.order = append(r.order, part)
 		}
 	}
 	return r, nil
@@ -272,7 +279,7 @@ func (r *Runner) acquire(ctx context.Context, part string) {
 		return
 	}
 	e := r.engines[part]
-	if _, err := Reconcile(ctx, r.cfg.Ledger, r.cfg.Pool, e.Partition(), r.cfg.Now()); err != nil {
+	if _, err := reconcile(ctx, r.cfg.Ledger, r.cfg.Pool, e.q, e.Partition(), r.cfg.Now()); err != nil {
 		r.log.Warn("reconcile on takeover", "partition", part, "err", err)
 	}
 	engCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -385,7 +392,7 @@ func (r *Runner) reconcileLoop(ctx context.Context) {
 		}
 		for _, part := range r.Held() {
 			e := r.engines[part]
-			if _, err := Reconcile(ctx, r.cfg.Ledger, r.cfg.Pool, e.Partition(), r.cfg.Now()); err != nil && ctx.Err() == nil {
+			if _, err := reconcile(ctx, r.cfg.Ledger, r.cfg.Pool, e.q, e.Partition(), r.cfg.Now()); err != nil && ctx.Err() == nil {
 				r.log.Warn("reconcile", "partition", part, "err", err)
 			}
 		}
@@ -396,19 +403,44 @@ func (r *Runner) reconcileLoop(ctx context.Context) {
 type ReconcileResult struct {
 	Added   int // WAITING in the record, missing from the pool
 	Removed int // in the pool with no WAITING record
+	// Pending counts matches added to (or dropped from) the pending index.
+	Pending int
 }
 
-// Reconcile repairs a partition in both directions. The pool is read before
-// the record: a join writes the record first, so any pool member not WAITING
-// in the later read really was resolved, and is safe to remove.
+// Reconcile repairs an unsharded partition in both directions. The pool is
+// read before the record: a join writes the record first, so any pool member
+// not WAITING in the later read really was resolved, and is safe to remove.
 func Reconcile(ctx context.Context, l Ledger, p *pool.Pool, part Partition, now time.Time) (ReconcileResult, error) {
+	return reconcile(ctx, l, p, nil, part, now)
+}
+
+// ReconcileQueue is Reconcile for any pool of queue q, sharded or not.
+func ReconcileQueue(ctx context.Context, l Ledger, p *pool.Pool, q *QueueConfig, part Partition, now time.Time) (ReconcileResult, error) {
+	return reconcile(ctx, l, p, q, part, now)
+}
+
+// reconcile repairs one pool. Of a sharded queue's WAITING tickets, a
+// sub-pool adds back those whose user hashes to it (a ticket already in the
+// overflow pool keeps its hash there, so the idempotent enqueue leaves it
+// alone), and the overflow pool adds none; every pool removes its members
+// that are not WAITING. The pool that closes the accept windows (the
+// (queue, region)'s only or overflow pool) also rebuilds the pending index
+// from the record. q nil means an unsharded queue.
+func reconcile(ctx context.Context, l Ledger, p *pool.Pool, q *QueueConfig, part Partition, now time.Time) (ReconcileResult, error) {
 	var res ReconcileResult
 	key := part.String()
+	pools := []string{key}
+	if q != nil {
+		pools = pools[:0]
+		for _, x := range q.Pools(part.Region) {
+			pools = append(pools, x.String())
+		}
+	}
 	members, err := p.Members(ctx, key)
 	if err != nil {
 		return res, fmt.Errorf("reconcile %s: read pool: %w", key, err)
 	}
-	waiting, err := l.Waiting(ctx, part)
+	waiting, err := l.Waiting(ctx, part.Base())
 	if err != nil {
 		return res, fmt.Errorf("reconcile %s: read record: %w", key, err)
 	}
@@ -420,7 +452,7 @@ func Reconcile(ctx context.Context, l Ledger, p *pool.Pool, part Partition, now 
 	var errs []error
 	for _, t := range waiting {
 		live[t.ID] = true
-		if inPool[t.ID] {
+		if inPool[t.ID] || (q != nil && q.PoolOf(t.UserID, t.Region) != part) {
 			continue
 		}
 		// Enqueue is idempotent: a ticket claimed a moment ago keeps its
@@ -442,14 +474,58 @@ func Reconcile(ctx context.Context, l Ledger, p *pool.Pool, part Partition, now 
 		if live[id] {
 			continue
 		}
-		if _, err := p.Remove(ctx, key, id); err != nil {
+		if _, err := p.RemoveAny(ctx, pools, id); err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		res.Removed++
 	}
+	if part.Shard == "" || part.Shard == OverflowShard {
+		n, err := reconcilePending(ctx, l, p, part)
+		res.Pending = n
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if len(errs) > 0 {
 		return res, fmt.Errorf("reconcile %s: %w", key, errors.Join(errs...))
 	}
 	return res, nil
+}
+
+// reconcilePending makes the pending index of a (queue, region) equal the
+// record's PENDING_ACCEPT matches. The index is read first: a match indexed
+// after the record was read is still PENDING_ACCEPT in the record (the
+// commit comes before the index), and one dropped meanwhile stays dropped.
+func reconcilePending(ctx context.Context, l Ledger, p *pool.Pool, part Partition) (int, error) {
+	base := part.Base().String()
+	indexed, err := p.PendingDue(ctx, base, time.Time{}, 0)
+	if err != nil {
+		return 0, fmt.Errorf("read pending index: %w", err)
+	}
+	pending, err := l.Pending(ctx, part.Base())
+	if err != nil {
+		return 0, fmt.Errorf("read pending matches: %w", err)
+	}
+	n := 0
+	open := make(map[string]bool, len(pending))
+	for _, m := range pending {
+		open[m.ID] = true
+		if !slices.Contains(indexed, m.ID) && m.AcceptBy != nil {
+			if err := p.AddPending(ctx, base, m.ID, *m.AcceptBy); err != nil {
+				return n, err
+			}
+			n++
+		}
+	}
+	var stale []string
+	for _, id := range indexed {
+		if !open[id] {
+			stale = append(stale, id)
+		}
+	}
+	if err := p.RemovePending(ctx, base, stale...); err != nil {
+		return n, err
+	}
+	return n + len(stale), nil
 }

@@ -27,8 +27,17 @@ type ServiceConfig struct {
 	// a client that reconnects learns the outcome it missed. Default 10m.
 	History time.Duration
 	// DefaultSkill is used (with estimated=true) when the caller has no
-	// skill claim. Default 50.
+	// skill claim, and the skill service neither answers nor knows a last
+	// skill. Default 50.
 	DefaultSkill float64
+	// Skill is asked, once at join, for the skill of a caller whose token
+	// has none; nil: no skill service. The engine never asks it.
+	Skill SkillSource
+	// SkillTimeout bounds that question: slow counts as down. Default 300ms.
+	SkillTimeout time.Duration
+	// Allocator takes back the server of a match dissolved by a decline;
+	// nil when matches have no server.
+	Allocator Allocator
 	// Available, when set, is asked before a join writes anything: a
 	// non-nil answer (Redis or the record is unreachable) refuses the join at
 	// once with UNAVAILABLE instead of letting it hang or half-succeed.
@@ -45,6 +54,7 @@ type Service struct {
 	cfg    ServiceConfig
 	queues map[string]*QueueConfig
 	log    *slog.Logger
+	stats  statsCache
 }
 
 // NewService validates the configuration; it starts nothing.
@@ -61,6 +71,9 @@ func NewService(cfg ServiceConfig) (*Service, error) {
 	if cfg.DefaultSkill == 0 {
 		cfg.DefaultSkill = 50
 	}
+	if cfg.SkillTimeout == 0 {
+		cfg.SkillTimeout = 300 * time.Millisecond
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -76,6 +89,12 @@ func NewService(cfg ServiceConfig) (*Service, error) {
 		s.queues[q.Name] = q
 	}
 	return s, nil
+}
+
+// SkillSource is the external skill service (seed 001: "the skill API owns
+// that"), asked once per join.
+type SkillSource interface {
+	Skill(ctx context.Context, userID string) (float64, error)
 }
 
 // Queue returns a queue's configuration.
@@ -106,24 +125,34 @@ func (s *Service) Join(ctx context.Context, req JoinRequest) (Ticket, error) {
 			return Ticket{}, &Error{Code: CodeUnavailable, Message: "matchmaking is temporarily unavailable; retry shortly", cause: err}
 		}
 	}
-	skill, estimated := s.cfg.DefaultSkill, true
-	if req.Skill != nil {
-		skill, estimated = *req.Skill, false
-	}
 	activity := 0.0
 	if req.Activity != nil {
 		activity = *req.Activity
 	}
-	if math.IsNaN(skill) || math.IsInf(skill, 0) || math.IsNaN(activity) || math.IsInf(activity, 0) {
+	if (req.Skill != nil && (math.IsNaN(*req.Skill) || math.IsInf(*req.Skill, 0))) || math.IsNaN(activity) || math.IsInf(activity, 0) {
 		return Ticket{}, Errorf(CodeBadRequest, "skill and activity must be finite numbers")
 	}
+	if wait, err := s.cfg.Pool.Cooldown(ctx, q.Name, req.UserID); err != nil {
+		// A cooldown is a penalty, not a safety property: unknown is none.
+		s.log.Warn("read join cooldown", "user", req.UserID, "err", err)
+	} else if wait > 0 {
+		return Ticket{}, &Error{Code: CodeCooldown, Retry: wait,
+			Message: fmt.Sprintf("a match of %s was declined or not accepted; join again in %ds", q.Name, int(math.Ceil(wait.Seconds())))}
+	}
+	skill, estimated := s.cfg.DefaultSkill, true
+	if req.Skill != nil {
+		skill, estimated = *req.Skill, false
+	} else if s.cfg.Skill != nil {
+		skill, estimated = s.lookupSkill(ctx, req.UserID)
+	}
+	headStart := min(max(req.Priority, 0), q.PriorityCap).Truncate(time.Millisecond)
 	// Millisecond precision: the pool keeps milliseconds, and the record and
 	// the pool must agree on the original enqueue time.
 	now := s.cfg.Now().UTC().Truncate(time.Millisecond)
 	t := Ticket{
 		ID: uuid.NewString(), UserID: req.UserID, Queue: q.Name, Region: region,
-		Status: StatusWaiting, Skill: skill, Estimated: estimated, Attributes: req.Attributes,
-		EnqueuedAt: now, Deadline: now.Add(q.Deadline), UpdatedAt: now, Version: 1,
+		Status: StatusWaiting, Skill: skill, Estimated: estimated, Activity: activity, Attributes: req.Attributes,
+		EnqueuedAt: now, HeadStart: headStart, Deadline: now.Add(q.Deadline), UpdatedAt: now, Version: 1,
 	}
 	t, err := s.cfg.Ledger.CreateTicket(ctx, t)
 	if err != nil {
@@ -134,22 +163,48 @@ func (s *Service) Join(ctx context.Context, req JoinRequest) (Ticket, error) {
 		return Ticket{}, unavailable(fmt.Errorf("join %s: record ticket: %w", q.Name, err))
 	}
 	s.cfg.Metrics.joined(q.Name)
-	e := EntryOf(t)
-	e.Activity = activity
-	if _, err := s.cfg.Pool.Enqueue(ctx, t.Partition().String(), e, entryTTL(now, t.Deadline)); err != nil {
+	part := q.PoolOf(t.UserID, t.Region)
+	if _, err := s.cfg.Pool.Enqueue(ctx, part.String(), EntryOf(t), entryTTL(now, t.Deadline)); err != nil {
 		// The ticket is recorded; the reconciler adds it to the pool from the
 		// record, so the join stands.
 		s.log.Warn("enqueue after record failed; left to the reconciler", "ticket", t.ID, "err", err)
 		return t, nil
 	}
-	s.cfg.Wake(t.Partition())
+	s.cfg.Wake(part)
 	return t, nil
+}
+
+// lookupSkill asks the skill service, within SkillTimeout, and remembers
+// the answer. Slow or down, the join goes on with the last skill the service
+// gave for this user, else DefaultSkill, marked estimated: a soft dependency
+// degrades match quality, never the join.
+func (s *Service) lookupSkill(ctx context.Context, userID string) (float64, bool) {
+	sctx, cancel := context.WithTimeout(ctx, s.cfg.SkillTimeout)
+	skill, err := s.cfg.Skill.Skill(sctx, userID)
+	cancel()
+	if err == nil && !math.IsNaN(skill) && !math.IsInf(skill, 0) {
+		if err := s.cfg.Pool.RememberSkill(ctx, userID, skill); err != nil {
+			s.log.Debug("remember skill", "user", userID, "err", err)
+		}
+		s.cfg.Metrics.skillLookup("ok")
+		return skill, false
+	}
+	if err == nil {
+		err = fmt.Errorf("skill %v is not a number", skill)
+	}
+	s.log.Debug("skill service failed; the skill is estimated", "user", userID, "err", err)
+	if last, ok, lerr := s.cfg.Pool.LastSkill(ctx, userID); lerr == nil && ok {
+		s.cfg.Metrics.skillLookup("last_known")
+		return last, true
+	}
+	s.cfg.Metrics.skillLookup("default")
+	return s.cfg.DefaultSkill, true
 }
 
 // EntryOf is the pool entry of a ticket, with its original scores.
 func EntryOf(t Ticket) pool.Entry {
 	return pool.Entry{
-		TicketID: t.ID, UserID: t.UserID, Skill: t.Skill, Estimated: t.Estimated,
+		TicketID: t.ID, UserID: t.UserID, Skill: t.Skill, Activity: t.Activity, Estimated: t.Estimated,
 		Enqueue: t.EffectiveEnqueue(), Deadline: t.Deadline, Heartbeat: t.EnqueuedAt,
 	}
 }
@@ -183,7 +238,7 @@ func (s *Service) Cancel(ctx context.Context, userID, ticketID string) (Ticket, 
 		return Ticket{}, unavailable(fmt.Errorf("cancel %s: %w", ticketID, err))
 	}
 	s.cfg.Metrics.outcome(t.Queue, string(StatusCancelled))
-	if _, err := s.cfg.Pool.Remove(ctx, t.Partition().String(), t.ID); err != nil {
+	if _, err := s.cfg.Pool.RemoveAny(ctx, s.pools(t), t.ID); err != nil {
 		// The record says CANCELLED: a claim that still finds it in the pool
 		// fails its row count, and the reconciler removes the entry.
 		s.log.Warn("remove cancelled ticket from pool", "ticket", t.ID, "err", err)
@@ -201,13 +256,34 @@ func notWaiting(t Ticket) error {
 	return &Error{Code: CodeAlreadyCancelled, Message: "ticket is already " + string(t.Status), TicketID: t.ID}
 }
 
-// Ticket returns the caller's ticket with its match.
+// pools lists every pool the ticket may wait in.
+func (s *Service) pools(t Ticket) []string {
+	q, ok := s.queues[t.Queue]
+	if !ok { // a queue removed from the configuration
+		return []string{t.Partition().String()}
+	}
+	var out []string
+	for _, p := range q.Pools(t.Region) {
+		out = append(out, p.String())
+	}
+	return out
+}
+
+// Ticket returns the caller's ticket with its match, and while it is
+// WAITING an explanation of why no match has formed yet.
 func (s *Service) Ticket(ctx context.Context, userID, ticketID string) (TicketView, error) {
 	t, err := s.own(ctx, userID, ticketID)
 	if err != nil {
 		return TicketView{}, err
 	}
 	v := TicketView{Ticket: t}
+	if q, ok := s.queues[t.Queue]; ok && t.Status == StatusWaiting {
+		// Best effort: the ticket is the answer; the explanation is extra.
+		if v.Explain, err = s.explain(ctx, q, t); err != nil {
+			s.log.Warn("explain ticket", "ticket", t.ID, "err", err)
+			v.Explain = nil
+		}
+	}
 	if t.MatchID != "" {
 		m, err := s.cfg.Ledger.Match(ctx, t.MatchID)
 		if err != nil {
@@ -228,45 +304,92 @@ func (s *Service) Heartbeat(ctx context.Context, userID, ticketID string) error 
 	if t.Status != StatusWaiting {
 		return notWaiting(t)
 	}
-	if _, err := s.cfg.Pool.Heartbeat(ctx, t.Partition().String(), t.ID, s.cfg.Now()); err != nil {
+	if _, err := s.cfg.Pool.HeartbeatAny(ctx, s.pools(t), t.ID, s.cfg.Now()); err != nil {
 		return unavailable(fmt.Errorf("heartbeat %s: %w", t.ID, err))
 	}
 	return nil
 }
 
-// Accept acknowledges a match. Queues without an accept step form READY
-// matches, for which accepting is a harmless no-op.
+// Accept accepts a match the user is seated in. A match with an accept step
+// becomes READY when the last player accepts, and everyone is pushed
+// match.ready with the server. Accepting a READY match (one without an
+// accept step, or accepted by all) is a harmless no-op.
 func (s *Service) Accept(ctx context.Context, userID, matchID string) (Match, error) {
-	return s.seatedMatch(ctx, userID, matchID)
-}
-
-// Decline refuses a match. Without an accept step there is nothing to
-// decline: the match is already READY.
-func (s *Service) Decline(ctx context.Context, userID, matchID string) (Match, error) {
-	m, err := s.seatedMatch(ctx, userID, matchID)
-	if err != nil {
-		return Match{}, err
+	m, events, err := s.cfg.Ledger.Accept(ctx, matchID, userID, s.cfg.Now())
+	var se *MatchStateError
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return Match{}, Errorf(CodeNotFound, "no match %s", matchID)
+	case errors.As(err, &se):
+		return s.closedMatch(se.Match, "accept")
+	case err != nil:
+		return Match{}, unavailable(fmt.Errorf("accept match %s: %w", matchID, err))
 	}
-	if m.State != MatchPendingAccept {
-		return m, Errorf(CodeBadRequest, "match %s is %s; it has no accept step to decline", m.ID, m.State)
+	if m.State == MatchReady {
+		s.cfg.Metrics.acceptOutcome(m.Queue, "ready")
+		if err := s.cfg.Pool.RemovePending(ctx, Partition{Queue: m.Queue, Region: m.Region}.String(), m.ID); err != nil {
+			s.log.Debug("remove ready match from the pending index", "match", m.ID, "err", err)
+		}
+	}
+	if s.cfg.Notifier != nil && len(events) > 0 {
+		s.cfg.Notifier.Deliver(ctx, events)
 	}
 	return m, nil
 }
 
-func (s *Service) seatedMatch(ctx context.Context, userID, matchID string) (Match, error) {
-	m, err := s.cfg.Ledger.Match(ctx, matchID)
-	if errors.Is(err, ErrNotFound) {
+// Decline refuses a PENDING_ACCEPT match: it dissolves at once, the
+// decliner's ticket ends CANCELLED (declined, with the queue's join
+// cooldown) and every other player goes back to waiting with their place.
+func (s *Service) Decline(ctx context.Context, userID, matchID string) (Match, error) {
+	now := s.cfg.Now()
+	d, events, err := s.cfg.Ledger.Dissolve(ctx, DissolveRequest{MatchID: matchID, Decliner: userID, At: now})
+	var se *MatchStateError
+	switch {
+	case errors.Is(err, ErrNotFound):
 		return Match{}, Errorf(CodeNotFound, "no match %s", matchID)
-	}
-	if err != nil {
-		return Match{}, unavailable(fmt.Errorf("load match %s: %w", matchID, err))
-	}
-	for _, p := range m.Players {
-		if p.UserID == userID {
-			return m, nil
+	case errors.As(err, &se):
+		if se.Match.State == MatchReady {
+			return se.Match, &Error{Code: CodeBadRequest, MatchID: se.Match.ID,
+				Message: fmt.Sprintf("match %s is READY; it can no longer be declined", se.Match.ID)}
 		}
+		return s.closedMatch(se.Match, "decline")
+	case err != nil:
+		return Match{}, unavailable(fmt.Errorf("decline match %s: %w", matchID, err))
 	}
-	return Match{}, Errorf(CodeNotFound, "no match %s", matchID)
+	q, ok := s.queues[d.Match.Queue]
+	if !ok {
+		q = &QueueConfig{Name: d.Match.Queue}
+	}
+	for _, part := range afterDissolve(ctx, q, s.cfg.Pool, s.cfg.Allocator, s.cfg.Notifier, s.log, s.cfg.Metrics,
+		d, events, ReasonDeclined, now) {
+		s.cfg.Wake(part)
+	}
+	return d.Match, nil
+}
+
+// closedMatch answers an accept or a decline of a match that no longer
+// takes one; READY is only reached here by Accept, for which it is a no-op.
+func (s *Service) closedMatch(m Match, what string) (Match, error) {
+	switch m.State {
+	case MatchReady:
+		return m, nil
+	case MatchDissolved:
+		return m, &Error{Code: CodeAlreadyCancelled, MatchID: m.ID, Message: fmt.Sprintf("match %s was dissolved", m.ID)}
+	}
+	// PENDING_ACCEPT past its window: the engine dissolves it on its next
+	// pass; ask for that pass now.
+	q := s.queueOr(m.Queue)
+	s.cfg.Wake(q.Pools(m.Region)[len(q.Pools(m.Region))-1]) // the only pool, or the overflow pool
+	return m, &Error{Code: CodeAlreadyCancelled, MatchID: m.ID, Message: fmt.Sprintf("the accept window of match %s has closed; too late to %s", m.ID, what)}
+}
+
+// queueOr returns a queue's configuration, or a bare one for a queue no
+// longer configured.
+func (s *Service) queueOr(name string) *QueueConfig {
+	if q, ok := s.queues[name]; ok {
+		return q
+	}
+	return &QueueConfig{Name: name, Shards: 1}
 }
 
 // UserState is the catch-up a (re)connecting client gets first.
@@ -284,29 +407,41 @@ func (s *Service) UserState(ctx context.Context, userID string) (UserState, erro
 	return UserState{Tickets: ts, Matches: ms}, nil
 }
 
-// Queues lists the configured queues with their current depth per region.
+// Queues lists the configured queues with their current depth per region
+// and the statistics of their recent outcomes (see stats.go).
 func (s *Service) Queues(ctx context.Context) ([]QueueInfo, error) {
 	out := make([]QueueInfo, 0, len(s.cfg.Queues.Queues))
-	for _, q := range s.cfg.Queues.Queues {
+	for i := range s.cfg.Queues.Queues {
+		q := &s.cfg.Queues.Queues[i]
 		info := QueueInfo{Name: q.Name, Kind: q.Kind, Players: q.Players, Regions: q.Regions, Depth: map[string]int{}}
 		for _, r := range q.Regions {
-			n, err := s.cfg.Pool.Size(ctx, Partition{Queue: q.Name, Region: r}.String())
-			if err != nil {
-				return nil, unavailable(fmt.Errorf("depth of %s:%s: %w", q.Name, r, err))
+			for _, p := range q.Pools(r) {
+				n, err := s.cfg.Pool.Size(ctx, p.String())
+				if err != nil {
+					return nil, unavailable(fmt.Errorf("depth of %s: %w", p, err))
+				}
+				info.Depth[r] += int(n)
 			}
-			info.Depth[r] = int(n)
 		}
+		st, err := s.regionStats(ctx, q, q.Regions)
+		if err != nil {
+			return nil, unavailable(fmt.Errorf("statistics of %s: %w", q.Name, err))
+		}
+		info.QueueStats = st
 		out = append(out, info)
 	}
 	return out, nil
 }
 
-// Partitions lists every (queue, region) of the configuration.
+// Partitions lists every pool of the configuration: each (queue, region),
+// split into its sub-pools and overflow pool for a sharded queue. Each is
+// leased and matched on its own.
 func (c Config) Partitions() []Partition {
 	var ps []Partition
-	for _, q := range c.Queues {
+	for i := range c.Queues {
+		q := &c.Queues[i]
 		for _, r := range q.Regions {
-			ps = append(ps, Partition{Queue: q.Name, Region: r})
+			ps = append(ps, q.Pools(r)...)
 		}
 	}
 	return ps

@@ -21,6 +21,10 @@ const (
 	ReasonHeartbeat     = "heartbeat"
 	ReasonDeclined      = "declined"
 	ReasonAcceptTimeout = "accept_timeout"
+	// ReasonSuperseded ends a ticket that would have gone back to WAITING
+	// when its match dissolved, but whose player had meanwhile joined
+	// another queue (one WAITING ticket per user).
+	ReasonSuperseded = "superseded"
 )
 
 // Ticket is one waiting player in one queue. Deadline is stamped once at join
@@ -34,6 +38,7 @@ type Ticket struct {
 	Status       TicketStatus      `json:"status"`
 	Skill        float64           `json:"skill"`
 	Estimated    bool              `json:"estimated"`
+	Activity     float64           `json:"-"`
 	Attributes   map[string]string `json:"attributes,omitempty"`
 	EnqueuedAt   time.Time         `json:"enqueuedAt"`
 	HeadStart    time.Duration     `json:"-"`
@@ -44,7 +49,8 @@ type Ticket struct {
 	Version      int64             `json:"version"`
 }
 
-// Partition names the pool a ticket waits in.
+// Partition names the (queue, region) a ticket waits in. A sharded queue
+// splits it further: see QueueConfig.PoolOf for the pool itself.
 func (t Ticket) Partition() Partition { return Partition{Queue: t.Queue, Region: t.Region} }
 
 // EffectiveEnqueue is the wait-order clock: enqueue time minus the priority
@@ -80,18 +86,48 @@ type Server struct {
 
 // Match is a formed group of players.
 type Match struct {
-	ID        string     `json:"id"`
-	Queue     string     `json:"queue"`
-	Region    string     `json:"region"`
-	State     string     `json:"state"`
-	FormedBy  string     `json:"formedBy"`
-	Players   []Player   `json:"players"`
-	Bots      int        `json:"bots"`
-	Spread    float64    `json:"spread"`
-	Server    *Server    `json:"server"`
-	AcceptBy  *time.Time `json:"acceptBy"`
-	CreatedAt time.Time  `json:"createdAt"`
-	Version   int64      `json:"version"`
+	ID       string   `json:"id"`
+	Queue    string   `json:"queue"`
+	Region   string   `json:"region"`
+	State    string   `json:"state"`
+	FormedBy string   `json:"formedBy"`
+	Players  []Player `json:"players"`
+	Bots     int      `json:"bots"`
+	Spread   float64  `json:"spread"`
+	// Server is where the players meet. The record always has it (the
+	// allocation happens before the commit); the wire shows it only once
+	// the match is READY, so nobody connects before everyone accepted.
+	Server   *Server    `json:"server"`
+	AcceptBy *time.Time `json:"acceptBy"`
+	// Accepted lists the users who accepted, in the order they did; nil
+	// when nobody has (or the queue has no accept step).
+	Accepted  []string  `json:"accepted"`
+	CreatedAt time.Time `json:"createdAt"`
+	Version   int64     `json:"version"`
+	// Shard is the sub-pool of a sharded queue whose lease fenced the
+	// commit ("" for an unsharded queue). It only names the lease the
+	// commit is checked against and is not part of the record.
+	Shard string `json:"-"`
+}
+
+// Seated reports whether userID has a seat in the match.
+func (m Match) Seated(userID string) bool {
+	for _, p := range m.Players {
+		if p.UserID == userID {
+			return true
+		}
+	}
+	return false
+}
+
+// HasAccepted reports whether userID has accepted the match.
+func (m Match) HasAccepted(userID string) bool {
+	for _, u := range m.Accepted {
+		if u == userID {
+			return true
+		}
+	}
+	return false
 }
 
 // UserIDs lists the users seated in the match.
@@ -112,13 +148,29 @@ func (m Match) TicketIDs() []string {
 	return ids
 }
 
-// Partition is one independently matched pool: a queue in a region.
+// Partition is one independently matched pool: a queue in a region, and for
+// a sharded queue one of its sub-pools ("s0", "s1", … or the overflow pool
+// "ov"). Every sub-pool of a (queue, region) shares one Redis hash tag.
 type Partition struct {
 	Queue  string
 	Region string
+	Shard  string
 }
 
-func (p Partition) String() string { return p.Queue + ":" + p.Region }
+// String is "queue:region", or "queue:region/shard" for a sub-pool: the
+// name of its keys, its lease and its fencing epoch.
+func (p Partition) String() string {
+	if p.Shard == "" {
+		return p.Queue + ":" + p.Region
+	}
+	return p.Queue + ":" + p.Region + "/" + p.Shard
+}
+
+// Base is the (queue, region) of a sub-pool.
+func (p Partition) Base() Partition { return Partition{Queue: p.Queue, Region: p.Region} }
+
+// OverflowShard names the overflow pool of a sharded queue.
+const OverflowShard = "ov"
 
 // Event is an outbox row: a message for some users, written in the same
 // transaction as the state change it reports and published at least once.

@@ -98,19 +98,28 @@ type wireMatch struct {
 	Spread    float64   `json:"spread"`
 	Server    *Server   `json:"server"`
 	AcceptBy  *wireTime `json:"acceptBy"`
+	Accepted  []string  `json:"accepted"`
 	CreatedAt wireTime  `json:"createdAt"`
 	Version   int64     `json:"version"`
 }
 
-// MarshalJSON renders the wire shape of DESIGN §8.
+// MarshalJSON renders the wire shape of DESIGN §8. The server is shown only
+// for a READY match: while the match waits for its accepts (or after it
+// dissolved) nobody may connect, so nobody is told where.
 func (m Match) MarshalJSON() ([]byte, error) {
 	w := wireMatch{
 		ID: m.ID, Queue: m.Queue, Region: m.Region, State: m.State, FormedBy: m.FormedBy,
-		Players: m.Players, Bots: m.Bots, Spread: m.Spread, Server: m.Server,
+		Players: m.Players, Bots: m.Bots, Spread: m.Spread, Accepted: m.Accepted,
 		CreatedAt: wireTime(m.CreatedAt), Version: m.Version,
+	}
+	if m.State == MatchReady {
+		w.Server = m.Server
 	}
 	if w.Players == nil {
 		w.Players = []Player{}
+	}
+	if w.Accepted == nil {
+		w.Accepted = []string{}
 	}
 	if m.AcceptBy != nil {
 		at := wireTime(*m.AcceptBy)
@@ -130,6 +139,9 @@ func (m *Match) UnmarshalJSON(b []byte) error {
 		Players: w.Players, Bots: w.Bots, Spread: w.Spread, Server: w.Server,
 		CreatedAt: time.Time(w.CreatedAt), Version: w.Version,
 	}
+	if len(w.Accepted) > 0 {
+		m.Accepted = w.Accepted
+	}
 	if w.AcceptBy != nil {
 		at := time.Time(*w.AcceptBy)
 		m.AcceptBy = &at
@@ -139,8 +151,10 @@ func (m *Match) UnmarshalJSON(b []byte) error {
 
 // Server→client frame types pushed through the outbox.
 const (
-	FrameTicketUpdate = "ticket.update"
-	FrameMatchFound   = "match.found"
+	FrameTicketUpdate   = "ticket.update"
+	FrameMatchFound     = "match.found"
+	FrameMatchReady     = "match.ready"
+	FrameMatchDissolved = "match.dissolved"
 )
 
 // TicketEvent is the outbox event announcing a ticket's new state to its owner.
@@ -158,5 +172,27 @@ func MatchFoundEvent(m Match) Event {
 		Type  string `json:"type"`
 		Match Match  `json:"match"`
 	}{FrameMatchFound, m})
+	return Event{Users: m.UserIDs(), Payload: payload}
+}
+
+// MatchReadyEvent is the outbox event telling every player that everyone
+// accepted: the match is READY and carries the server to connect to.
+func MatchReadyEvent(m Match) Event {
+	payload, _ := json.Marshal(struct {
+		Type  string `json:"type"`
+		Match Match  `json:"match"`
+	}{FrameMatchReady, m})
+	return Event{Users: m.UserIDs(), Payload: payload}
+}
+
+// MatchDissolvedEvent is the outbox event telling every player that the
+// match will not be played; reason is ReasonDeclined or ReasonAcceptTimeout.
+// Each player's ticket.update (back to WAITING, or CANCELLED) follows.
+func MatchDissolvedEvent(m Match, reason string) Event {
+	payload, _ := json.Marshal(struct {
+		Type   string `json:"type"`
+		Match  Match  `json:"match"`
+		Reason string `json:"reason"`
+	}{FrameMatchDissolved, m, reason})
 	return Event{Users: m.UserIDs(), Payload: payload}
 }

@@ -19,18 +19,22 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/matchgate/matchgate/allocator"
 	"github.com/matchgate/matchgate/gateway"
 	"github.com/matchgate/matchgate/matcher"
 	"github.com/matchgate/matchgate/matcher/ledger"
 	"github.com/matchgate/matchgate/matcher/pool"
 	"github.com/matchgate/matchgate/notify"
 	"github.com/matchgate/matchgate/presence"
+	"github.com/matchgate/matchgate/skill"
 )
 
 type serveFlags struct {
 	addr, redisURL, postgresURL, roles, config, node, secret, guests, origins, logFormat, logLevel, prefix string
 	migrate                                                                                                bool
 	shutdownTimeout, leaseTTL                                                                              time.Duration
+	fleet, allocatorURL, skillURL                                                                          string
+	sec                                                                                                    securityFlags
 }
 
 func parseServe(args []string, getenv func(string) string, stderr io.Writer) (serveFlags, error) {
@@ -55,6 +59,10 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	migrate := fs.Bool("migrate", true, "apply PostgreSQL migrations at start")
 	shutdown := fs.Duration("shutdown-timeout", 10*time.Second, "how long a graceful shutdown may take")
 	leaseTTL := fs.Duration("lease-ttl", 10*time.Second, "partition lease TTL: a dead matcher's partitions are taken over within about this long")
+	fleet := fs.String("fleet", "", "static game-server fleet: comma-separated [region=]host:port (no region: any region); empty with no --allocator-url: the demo fleet "+allocator.DemoFleet)
+	allocatorURL := fs.String("allocator-url", "", "base URL of an HTTP fleet manager (docs/ALLOCATOR.md); replaces --fleet")
+	skillURL := fs.String("skill-url", "", "base URL of the skill service (GET {url}/skill/{userId}), asked at join when the token has no skill")
+	sec := addSecurityFlags(fs)
 	if err := fs.parse(args); err != nil {
 		return f, err
 	}
@@ -62,7 +70,13 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 		addr: *addr, redisURL: *redisURL, postgresURL: *pgURL, roles: *roles, config: *config,
 		node: *node, secret: *secret, guests: *guests, origins: *origins, logFormat: *logFormat,
 		logLevel: *logLevel, prefix: *prefix, migrate: *migrate, shutdownTimeout: *shutdown, leaseTTL: *leaseTTL,
+		fleet: *fleet, allocatorURL: *allocatorURL, skillURL: *skillURL,
 	}
+	sf, err := sec()
+	if err != nil {
+		return f, err
+	}
+	f.sec = sf
 	return f, nil
 }
 
@@ -108,6 +122,31 @@ func loadQueues(path string) (matcher.Config, error) {
 		return matcher.Config{}, fmt.Errorf("--config: %w", err)
 	}
 	return matcher.ParseConfig(b)
+}
+
+// newAllocator builds the server allocator: the HTTP fleet manager of
+// --allocator-url, else the static --fleet, else the demo fleet.
+func newAllocator(f serveFlags, log *slog.Logger) (matcher.Allocator, error) {
+	switch {
+	case f.allocatorURL != "" && f.fleet != "":
+		return nil, errors.New("--allocator-url and --fleet are exclusive")
+	case f.allocatorURL != "":
+		a, err := allocator.NewHTTP(allocator.HTTPConfig{URL: f.allocatorURL})
+		if err != nil {
+			return nil, fmt.Errorf("--allocator-url: %w", err)
+		}
+		return a, nil
+	case f.fleet != "":
+		a, err := allocator.ParseFleet(f.fleet)
+		if err != nil {
+			return nil, fmt.Errorf("--fleet: %w", err)
+		}
+		return a, nil
+	}
+	if f.redisURL != "" || f.postgresURL != "" {
+		log.Warn("no --fleet or --allocator-url: every match is sent to the demo fleet", "fleet", allocator.DemoFleet)
+	}
+	return allocator.ParseFleet(allocator.DemoFleet)
 }
 
 func serve(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer, onListen func(net.Addr)) error {
@@ -218,12 +257,30 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		node, _ = os.Hostname()
 	}
 	tracker := presence.New(presence.Config{Redis: rdb, Prefix: f.prefix, Node: node, Logger: log})
+	// Limits, bans, the admin API, and the queue changes stored through it.
+	sec, effective, err := newSecurity(ctx, f.sec, rdb, pg, f.prefix, node, queues, applyQueues(log), log)
+	if err != nil {
+		return err
+	}
+	queues = effective
+
+	alloc, err := newAllocator(f, log)
+	if err != nil {
+		return err
+	}
+	var skills matcher.SkillSource
+	if f.skillURL != "" {
+		if skills, err = skill.New(skill.Config{URL: f.skillURL}); err != nil {
+			return fmt.Errorf("--skill-url: %w", err)
+		}
+	}
 
 	var runner *matcher.Runner
 	if roles["matcher"] {
 		runner, err = matcher.NewRunner(matcher.RunnerConfig{
 			Queues: queues, Pool: pl, Ledger: led, Notifier: publisher, Presence: tracker, Redis: rdb,
 			Prefix: f.prefix, Owner: node + "-" + rand.Text()[:8], LeaseTTL: f.leaseTTL, Logger: log, Metrics: mmetrics,
+			Allocator: alloc,
 		})
 		if err != nil {
 			return err
@@ -235,6 +292,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	})
 	svc, err := matcher.NewService(matcher.ServiceConfig{
 		Queues: queues, Pool: pl, Ledger: led, Notifier: publisher, Logger: log, Metrics: mmetrics,
+		Allocator: alloc, Skill: skills,
 		Available: deps.Err,
 		Wake: func(p matcher.Partition) {
 			if runner != nil {
@@ -266,6 +324,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	deps.check(ctx)
 	start("health", deps.Run)
 	start("publisher", publisher.Run)
+	sec.start(start)
 	if runner != nil {
 		start("matcher", runner.Run)
 	}
@@ -290,14 +349,15 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		if f.origins != "" {
 			origins = strings.Split(f.origins, ",")
 		}
-		gw, err = gateway.New(gateway.Config{
+		gw, err = gateway.New(sec.gateway(gateway.Config{
 			Matchmaker: svc, Subscriber: hub, Presence: tracker, Ready: ready, Logger: log,
 			Registerer: reg, Gatherer: reg, Node: node, Secret: secret, Guests: guests,
 			AllowedOrigins: origins, ShutdownTimeout: f.shutdownTimeout,
-		})
+		}))
 		if err != nil {
 			return err
 		}
+		sec.bind(gw)
 		start("pubsub hub", hub.Run)
 		start("presence", tracker.Run)
 		log.Info("matchgate listening", "url", "http://"+ln.Addr().String()+"/", "roles", f.roles, "guests", guests, "queues", len(queues.Queues))

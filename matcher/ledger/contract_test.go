@@ -662,6 +662,8 @@ func testLedger(t *testing.T, newLedger func(t *testing.T) matcher.Ledger) {
 		}
 	})
 
+	testAcceptWindow(t, newLedger)
+
 	t.Run("Ping", func(t *testing.T) {
 		l := newLedger(t)
 		if err := l.Ping(context.Background()); err != nil {

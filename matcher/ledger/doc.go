@@ -16,10 +16,12 @@
 //
 // Every method is safe for concurrent use, by goroutines and (Postgres) by
 // processes. Each method is atomic: one transaction, or one critical section
-// in Memory. A ticket leaves WAITING exactly once: Resolve and CommitMatch are
-// compare-and-set on WAITING, so of a cancel and a claim racing for a ticket
-// exactly one wins and the other is told so (NotWaitingError,
-// ShortfallError). At most one WAITING ticket exists per user. Concurrent
+// in Memory. Resolve and CommitMatch are compare-and-set on WAITING, so of a
+// cancel and a claim racing for a ticket exactly one wins and the other is
+// told so (NotWaitingError, ShortfallError). A ticket returns to WAITING only
+// when its PENDING_ACCEPT match dissolves (Dissolve, which locks the match
+// row, a compare-and-set on its state, like Accept), so a ticket is never in
+// two live matches. At most one WAITING ticket exists per user. Concurrent
 // DrainOutbox calls never hand the same event to two callbacks; an event is
 // deleted only after a callback accepted it, so delivery is at least once.
 //

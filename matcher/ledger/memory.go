@@ -33,6 +33,9 @@ type Memory struct {
 	inFlight map[int64]struct{}
 
 	epochs map[string]int64 // partition → lease epoch
+
+	// pending holds the PENDING_ACCEPT matches of each (queue, region).
+	pending map[matcher.Partition]map[string]struct{}
 }
 
 // NewMemory returns an empty in-memory ledger.
@@ -45,6 +48,7 @@ func NewMemory() *Memory {
 		waiting:   make(map[matcher.Partition]map[string]struct{}),
 		inFlight:  make(map[int64]struct{}),
 		epochs:    make(map[string]int64),
+		pending:   make(map[matcher.Partition]map[string]struct{}),
 	}
 }
 
@@ -69,12 +73,7 @@ func (l *Memory) CreateTicket(ctx context.Context, t matcher.Ticket) (matcher.Ti
 	}
 	l.tickets[t.ID] = t
 	l.ticketsOf[t.UserID] = append(l.ticketsOf[t.UserID], t.ID)
-	l.waitingOf[t.UserID] = t.ID
-	p := t.Partition()
-	if l.waiting[p] == nil {
-		l.waiting[p] = make(map[string]struct{})
-	}
-	l.waiting[p][t.ID] = struct{}{}
+	l.enterWaiting(t)
 	return cloneTicket(t), nil
 }
 
@@ -227,7 +226,11 @@ func (l *Memory) CommitMatch(ctx context.Context, m matcher.Match, epoch int64) 
 	if _, ok := l.matches[m.ID]; ok {
 		return nil, fmt.Errorf("commit match %s: %w", m.ID, errIDInUse)
 	}
+	m.Shard = "" // names the lease only; not part of the record
 	l.matches[m.ID] = m
+	if m.State == matcher.MatchPendingAccept {
+		l.setPending(m, true)
+	}
 	for _, p := range m.Players {
 		t := l.tickets[p.TicketID]
 		t.Status = matcher.StatusMatched
@@ -241,6 +244,121 @@ func (l *Memory) CommitMatch(ctx context.Context, m matcher.Match, epoch int64) 
 	return []matcher.Event{e}, nil
 }
 
+// setPending adds m to, or drops it from, the pending index.
+func (l *Memory) setPending(m matcher.Match, on bool) {
+	p := matcher.Partition{Queue: m.Queue, Region: m.Region}
+	if on {
+		if l.pending[p] == nil {
+			l.pending[p] = make(map[string]struct{})
+		}
+		l.pending[p][m.ID] = struct{}{}
+		return
+	}
+	delete(l.pending[p], m.ID)
+	if len(l.pending[p]) == 0 {
+		delete(l.pending, p)
+	}
+}
+
+// Accept implements matcher.Ledger.
+func (l *Memory) Accept(ctx context.Context, matchID, userID string, at time.Time) (matcher.Match, []matcher.Event, error) {
+	if err := ctx.Err(); err != nil {
+		return matcher.Match{}, nil, fmt.Errorf("accept match %s: %w", matchID, err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	cid, _ := canonicalID(matchID)
+	m, ok := l.matches[cid]
+	if !ok {
+		return matcher.Match{}, nil, fmt.Errorf("accept match %s: %w", matchID, matcher.ErrNotFound)
+	}
+	m, changed, err := accept(cloneMatch(m), userID, at)
+	if err != nil {
+		return matcher.Match{}, nil, err
+	}
+	if !changed {
+		return cloneMatch(m), nil, nil
+	}
+	l.matches[m.ID] = m
+	var events []matcher.Event
+	if m.State == matcher.MatchReady {
+		l.setPending(m, false)
+		events = append(events, l.appendEvent(matcher.MatchReadyEvent(m)))
+	}
+	return cloneMatch(m), events, nil
+}
+
+// Dissolve implements matcher.Ledger.
+func (l *Memory) Dissolve(ctx context.Context, req matcher.DissolveRequest) (matcher.Dissolution, []matcher.Event, error) {
+	if err := ctx.Err(); err != nil {
+		return matcher.Dissolution{}, nil, fmt.Errorf("dissolve match %s: %w", req.MatchID, err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	cid, _ := canonicalID(req.MatchID)
+	m, ok := l.matches[cid]
+	if !ok {
+		return matcher.Dissolution{}, nil, fmt.Errorf("dissolve match %s: %w", req.MatchID, matcher.ErrNotFound)
+	}
+	plan, err := dissolvePlan(cloneMatch(m), req)
+	if err != nil {
+		return matcher.Dissolution{}, nil, err
+	}
+	m.State = matcher.MatchDissolved
+	m.Version++
+	l.matches[m.ID] = m
+	l.setPending(m, false)
+	d := matcher.Dissolution{Match: cloneMatch(m)}
+	for _, p := range m.Players {
+		t, ok := l.tickets[p.TicketID]
+		if !ok || t.Status != matcher.StatusMatched || t.MatchID != m.ID {
+			continue
+		}
+		reason := plan[t.ID]
+		if _, busy := l.waitingOf[t.UserID]; busy && reason == "" {
+			reason = matcher.ReasonSuperseded
+		}
+		t = dissolveTicket(t, reason, req.At)
+		l.tickets[t.ID] = t
+		if t.Status == matcher.StatusWaiting {
+			l.enterWaiting(t)
+			d.Requeued = append(d.Requeued, cloneTicket(t))
+		} else {
+			d.Cancelled = append(d.Cancelled, cloneTicket(t))
+		}
+	}
+	var events []matcher.Event
+	for _, e := range dissolveEvents(d, req.Reason()) {
+		events = append(events, l.appendEvent(e))
+	}
+	return d, events, nil
+}
+
+// enterWaiting adds t, WAITING again, to the waiting indexes.
+func (l *Memory) enterWaiting(t matcher.Ticket) {
+	l.waitingOf[t.UserID] = t.ID
+	p := t.Partition()
+	if l.waiting[p] == nil {
+		l.waiting[p] = make(map[string]struct{})
+	}
+	l.waiting[p][t.ID] = struct{}{}
+}
+
+// Pending implements matcher.Ledger.
+func (l *Memory) Pending(ctx context.Context, p matcher.Partition) ([]matcher.Match, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("pending %s: %w", p, err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []matcher.Match
+	for id := range l.pending[p.Base()] {
+		out = append(out, cloneMatch(l.matches[id]))
+	}
+	slices.SortFunc(out, pendingOrder)
+	return out, nil
+}
+
 // Waiting implements matcher.Ledger.
 func (l *Memory) Waiting(ctx context.Context, p matcher.Partition) ([]matcher.Ticket, error) {
 	if err := ctx.Err(); err != nil {
@@ -249,7 +367,7 @@ func (l *Memory) Waiting(ctx context.Context, p matcher.Partition) ([]matcher.Ti
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var out []matcher.Ticket
-	for id := range l.waiting[p] {
+	for id := range l.waiting[p.Base()] {
 		out = append(out, cloneTicket(l.tickets[id]))
 	}
 	slices.SortFunc(out, ticketOrder)

@@ -32,7 +32,7 @@ const uniqueViolation = "23505"
 
 // ticketColumns is what scanTicket reads. Ids are read as text so that they
 // come back in the canonical form Memory produces too.
-const ticketColumns = `id::text, user_id, queue, region, status, skill, estimated, attributes,
+const ticketColumns = `id::text, user_id, queue, region, status, skill, estimated, activity, attributes,
 	enqueued_at, head_start_ms, deadline, coalesce(match_id::text, ''), coalesce(cancel_reason, ''),
 	updated_at, version`
 
@@ -42,7 +42,7 @@ func scanTicket(row pgx.Row) (matcher.Ticket, error) {
 		attrs     []byte
 		headStart int64
 	)
-	err := row.Scan(&t.ID, &t.UserID, &t.Queue, &t.Region, &t.Status, &t.Skill, &t.Estimated, &attrs,
+	err := row.Scan(&t.ID, &t.UserID, &t.Queue, &t.Region, &t.Status, &t.Skill, &t.Estimated, &t.Activity, &attrs,
 		&t.EnqueuedAt, &headStart, &t.Deadline, &t.MatchID, &t.CancelReason, &t.UpdatedAt, &t.Version)
 	if err != nil {
 		return matcher.Ticket{}, err
@@ -61,22 +61,28 @@ func scanTicket(row pgx.Row) (matcher.Ticket, error) {
 }
 
 const matchColumns = `id::text, queue, region, state, formed_by, players, bots, spread,
-	server_address, server_session, accept_by, created_at, version`
+	server_address, server_session, accept_by, accepted, created_at, version`
 
 func scanMatch(row pgx.Row) (matcher.Match, error) {
 	var (
-		m               matcher.Match
-		players         []byte
-		address, sessID *string
-		acceptBy        *time.Time
+		m                 matcher.Match
+		players, accepted []byte
+		address, sessID   *string
+		acceptBy          *time.Time
 	)
 	err := row.Scan(&m.ID, &m.Queue, &m.Region, &m.State, &m.FormedBy, &players, &m.Bots, &m.Spread,
-		&address, &sessID, &acceptBy, &m.CreatedAt, &m.Version)
+		&address, &sessID, &acceptBy, &accepted, &m.CreatedAt, &m.Version)
 	if err != nil {
 		return matcher.Match{}, err
 	}
 	if err := json.Unmarshal(players, &m.Players); err != nil {
 		return matcher.Match{}, fmt.Errorf("players of match %s: %w", m.ID, err)
+	}
+	if err := json.Unmarshal(accepted, &m.Accepted); err != nil {
+		return matcher.Match{}, fmt.Errorf("accepts of match %s: %w", m.ID, err)
+	}
+	if len(m.Accepted) == 0 {
+		m.Accepted = nil // as Memory: none is nil
 	}
 	if address != nil {
 		m.Server = &matcher.Server{Address: *address}
@@ -117,9 +123,9 @@ func (l *Postgres) CreateTicket(ctx context.Context, t matcher.Ticket) (matcher.
 	}
 	for range createTicketAttempts {
 		_, err := l.pool.Exec(ctx, `INSERT INTO tickets (id, user_id, queue, region, status, skill,
-			estimated, attributes, enqueued_at, head_start_ms, deadline, updated_at, version)
-			VALUES ($1, $2, $3, $4, 'WAITING', $5, $6, $7, $8, $9, $10, $11, $12)`,
-			t.ID, t.UserID, t.Queue, t.Region, t.Skill, t.Estimated, attrs, t.EnqueuedAt,
+			estimated, activity, attributes, enqueued_at, head_start_ms, deadline, updated_at, version)
+			VALUES ($1, $2, $3, $4, 'WAITING', $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+			t.ID, t.UserID, t.Queue, t.Region, t.Skill, t.Estimated, t.Activity, attrs, t.EnqueuedAt,
 			t.HeadStart.Milliseconds(), t.Deadline, t.UpdatedAt, t.Version)
 		var pgErr *pgconn.PgError
 		if !errors.As(err, &pgErr) || pgErr.Code != uniqueViolation {
@@ -248,11 +254,15 @@ func (l *Postgres) Resolve(ctx context.Context, id string, status matcher.Ticket
 			e.Users, e.Payload).Scan(&e.ID, &e.CreatedAt)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
-		// Lost the compare-and-set (or no such ticket). A ticket never goes
-		// back to WAITING, so what is read now is its final state.
+		// Lost the compare-and-set (or no such ticket). A ticket goes back
+		// to WAITING only when its match dissolves; if that happened just
+		// now, the compare-and-set is tried again.
 		cur, err := l.Ticket(ctx, cid)
 		if err != nil {
 			return matcher.Ticket{}, nil, fmt.Errorf("resolve %w", err)
+		}
+		if cur.Status == matcher.StatusWaiting {
+			return l.Resolve(ctx, cid, status, reason, at)
 		}
 		return matcher.Ticket{}, nil, &matcher.NotWaitingError{Ticket: cur}
 	}
@@ -316,6 +326,176 @@ func (l *Postgres) CommitMatch(ctx context.Context, m matcher.Match, epoch int64
 		return nil, &matcher.ShortfallError{Waiting: waiting}
 	}
 	return nil, fmt.Errorf("commit match %s: unknown outcome %q", m.ID, outcome)
+}
+
+// Accept implements matcher.Ledger: the match row is locked, the rules of
+// accept applied, and the row (and on READY the event) written back in the
+// same transaction.
+func (l *Postgres) Accept(ctx context.Context, matchID, userID string, at time.Time) (matcher.Match, []matcher.Event, error) {
+	cid, ok := canonicalID(matchID)
+	if !ok {
+		return matcher.Match{}, nil, fmt.Errorf("accept match %s: %w", matchID, matcher.ErrNotFound)
+	}
+	var (
+		m      matcher.Match
+		events []matcher.Event
+	)
+	err := pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
+		cur, err := scanMatch(tx.QueryRow(ctx, `SELECT `+matchColumns+` FROM matches WHERE id = $1 FOR UPDATE`, cid))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("accept match %s: %w", matchID, matcher.ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("accept match %s: %w", matchID, err)
+		}
+		var changed bool
+		if m, changed, err = accept(cur, userID, at); err != nil || !changed {
+			return err
+		}
+		accepted, err := json.Marshal(m.Accepted)
+		if err != nil {
+			return fmt.Errorf("accept match %s: %w", matchID, err)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE matches SET state = $2, accepted = $3, version = $4 WHERE id = $1`,
+			cid, m.State, accepted, m.Version); err != nil {
+			return fmt.Errorf("accept match %s: %w", matchID, err)
+		}
+		if m.State == matcher.MatchReady {
+			e, err := insertEvent(ctx, tx, matcher.MatchReadyEvent(m))
+			if err != nil {
+				return fmt.Errorf("accept match %s: %w", matchID, err)
+			}
+			events = append(events, e)
+		}
+		return nil
+	})
+	if err != nil {
+		return matcher.Match{}, nil, err
+	}
+	return m, events, nil
+}
+
+// insertEvent writes one outbox row and returns the event with its id.
+func insertEvent(ctx context.Context, tx pgx.Tx, e matcher.Event) (matcher.Event, error) {
+	err := tx.QueryRow(ctx, `INSERT INTO outbox (users, payload) VALUES ($1, $2) RETURNING id, created_at`,
+		e.Users, e.Payload).Scan(&e.ID, &e.CreatedAt)
+	e.CreatedAt = e.CreatedAt.UTC()
+	return e, err
+}
+
+// dissolveAttempts bounds the retries of Dissolve when a player's concurrent
+// join takes the one WAITING slot between the check and the update.
+const dissolveAttempts = 3
+
+// Dissolve implements matcher.Ledger in one transaction: the match row is
+// locked, then its tickets in id order (as commit_match locks them), then
+// every change and event is written.
+func (l *Postgres) Dissolve(ctx context.Context, req matcher.DissolveRequest) (matcher.Dissolution, []matcher.Event, error) {
+	cid, ok := canonicalID(req.MatchID)
+	if !ok {
+		return matcher.Dissolution{}, nil, fmt.Errorf("dissolve match %s: %w", req.MatchID, matcher.ErrNotFound)
+	}
+	for attempt := 1; ; attempt++ {
+		d, events, err := l.dissolve(ctx, cid, req)
+		var pgErr *pgconn.PgError
+		if attempt < dissolveAttempts && errors.As(err, &pgErr) && pgErr.Code == uniqueViolation {
+			continue
+		}
+		return d, events, err
+	}
+}
+
+func (l *Postgres) dissolve(ctx context.Context, cid string, req matcher.DissolveRequest) (matcher.Dissolution, []matcher.Event, error) {
+	var (
+		d      matcher.Dissolution
+		events []matcher.Event
+	)
+	err := pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
+		m, err := scanMatch(tx.QueryRow(ctx, `SELECT `+matchColumns+` FROM matches WHERE id = $1 FOR UPDATE`, cid))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("dissolve match %s: %w", req.MatchID, matcher.ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("dissolve match %s: %w", req.MatchID, err)
+		}
+		plan, err := dissolvePlan(m, req)
+		if err != nil {
+			return err
+		}
+		rows, _ := tx.Query(ctx, `SELECT `+ticketColumns+` FROM tickets
+			WHERE id = ANY ($1) AND status = 'MATCHED' AND match_id = $2 ORDER BY id FOR UPDATE`,
+			uuids(m.TicketIDs()), cid)
+		tickets, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (matcher.Ticket, error) { return scanTicket(r) })
+		if err != nil {
+			return fmt.Errorf("dissolve match %s: tickets: %w", req.MatchID, err)
+		}
+		users := make([]string, len(tickets))
+		for i, t := range tickets {
+			users[i] = t.UserID
+		}
+		rows, _ = tx.Query(ctx, `SELECT user_id FROM tickets WHERE user_id = ANY ($1) AND status = 'WAITING'`, users)
+		busy, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return fmt.Errorf("dissolve match %s: waiting tickets: %w", req.MatchID, err)
+		}
+		byID := make(map[string]matcher.Ticket, len(tickets))
+		for _, t := range tickets {
+			reason := plan[t.ID]
+			if reason == "" && slices.Contains(busy, t.UserID) {
+				reason = matcher.ReasonSuperseded
+			}
+			t = dissolveTicket(t, reason, req.At)
+			if _, err := tx.Exec(ctx, `UPDATE tickets SET status = $2, cancel_reason = $3, match_id = NULL,
+				updated_at = $4, version = $5 WHERE id = $1`,
+				t.ID, string(t.Status), nullIfEmpty(t.CancelReason), t.UpdatedAt, t.Version); err != nil {
+				return err // a unique violation: the caller tries again
+			}
+			byID[t.ID] = t
+		}
+		m.State = matcher.MatchDissolved
+		m.Version++
+		if _, err := tx.Exec(ctx, `UPDATE matches SET state = $2, version = $3 WHERE id = $1`, cid, m.State, m.Version); err != nil {
+			return fmt.Errorf("dissolve match %s: %w", req.MatchID, err)
+		}
+		d = matcher.Dissolution{Match: m}
+		for _, p := range m.Players { // seat order, as Memory
+			t, ok := byID[p.TicketID]
+			switch {
+			case !ok:
+			case t.Status == matcher.StatusWaiting:
+				d.Requeued = append(d.Requeued, t)
+			default:
+				d.Cancelled = append(d.Cancelled, t)
+			}
+		}
+		events = events[:0]
+		for _, e := range dissolveEvents(d, req.Reason()) {
+			if e, err = insertEvent(ctx, tx, e); err != nil {
+				return fmt.Errorf("dissolve match %s: %w", req.MatchID, err)
+			}
+			events = append(events, e)
+		}
+		return nil
+	})
+	if err != nil {
+		return matcher.Dissolution{}, nil, err
+	}
+	return d, events, nil
+}
+
+// Pending implements matcher.Ledger.
+func (l *Postgres) Pending(ctx context.Context, p matcher.Partition) ([]matcher.Match, error) {
+	rows, _ := l.pool.Query(ctx, `SELECT `+matchColumns+` FROM matches
+		WHERE queue = $1 AND region = $2 AND state = 'PENDING_ACCEPT'
+		ORDER BY accept_by, id`, p.Queue, p.Region)
+	matches, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (matcher.Match, error) { return scanMatch(r) })
+	if err != nil {
+		return nil, fmt.Errorf("pending %s: %w", p.Base(), err)
+	}
+	if len(matches) == 0 {
+		return nil, nil
+	}
+	return matches, nil
 }
 
 // Waiting implements matcher.Ledger.

@@ -59,6 +59,8 @@ func newTicket(t matcher.Ticket) (matcher.Ticket, error) {
 	case !finite(t.Skill):
 		// NaN and ±Inf have no JSON form: the ticket could never be pushed.
 		return matcher.Ticket{}, fmt.Errorf("create ticket %s: skill %v is not a number", id, t.Skill)
+	case !finite(t.Activity):
+		return matcher.Ticket{}, fmt.Errorf("create ticket %s: activity %v is not a number", id, t.Activity)
 	case t.HeadStart < 0:
 		return matcher.Ticket{}, fmt.Errorf("create ticket %s: negative head start %s", id, t.HeadStart)
 	}
@@ -138,12 +140,107 @@ func newMatch(m matcher.Match) (matcher.Match, error) {
 	if m.Version == 0 {
 		m.Version = 1
 	}
+	// A new match has no accepts yet; Accept is the only writer.
+	m.Accepted = nil
 	return m, nil
 }
 
-// partitionOf names the lease a match is committed under.
+// partitionOf names the lease a match is committed under: the sub-pool of a
+// sharded queue, else the (queue, region).
 func partitionOf(m matcher.Match) string {
-	return matcher.Partition{Queue: m.Queue, Region: m.Region}.String()
+	return matcher.Partition{Queue: m.Queue, Region: m.Region, Shard: m.Shard}.String()
+}
+
+// accept applies userID's acceptance at `at` to m (as stored) and reports
+// whether anything changed. The rules are the contract of Ledger.Accept.
+func accept(m matcher.Match, userID string, at time.Time) (matcher.Match, bool, error) {
+	if !m.Seated(userID) {
+		return matcher.Match{}, false, fmt.Errorf("accept match %s: user %s is not seated: %w", m.ID, userID, matcher.ErrNotFound)
+	}
+	if m.State != matcher.MatchPendingAccept {
+		return matcher.Match{}, false, &matcher.MatchStateError{Match: m, Reason: "it has no open accept window"}
+	}
+	if m.AcceptBy == nil || !stamp(at).Before(*m.AcceptBy) {
+		return matcher.Match{}, false, &matcher.MatchStateError{Match: m, Reason: "its accept window has closed"}
+	}
+	if m.HasAccepted(userID) {
+		return m, false, nil
+	}
+	m.Accepted = append(slices.Clone(m.Accepted), userID)
+	if len(m.Accepted) == len(m.Players) {
+		m.State = matcher.MatchReady
+	}
+	m.Version++
+	return m, true, nil
+}
+
+// dissolvePlan decides, for Ledger.Dissolve, the reason each ticket of m
+// ends with; "" means back to WAITING. It does not know about other queues:
+// the caller turns a back-to-WAITING into superseded where needed.
+func dissolvePlan(m matcher.Match, req matcher.DissolveRequest) (map[string]string, error) {
+	if req.Decliner != "" && !m.Seated(req.Decliner) {
+		return nil, fmt.Errorf("decline match %s: user %s is not seated: %w", m.ID, req.Decliner, matcher.ErrNotFound)
+	}
+	if m.State != matcher.MatchPendingAccept || m.AcceptBy == nil {
+		return nil, &matcher.MatchStateError{Match: m, Reason: "it has no open accept window"}
+	}
+	closed := !stamp(req.At).Before(*m.AcceptBy)
+	if req.Decliner != "" && closed {
+		return nil, &matcher.MatchStateError{Match: m, Reason: "its accept window has closed"}
+	}
+	if req.Decliner == "" && !closed {
+		return nil, &matcher.MatchStateError{Match: m, Reason: "its accept window is still open"}
+	}
+	plan := make(map[string]string, len(m.Players))
+	for _, p := range m.Players {
+		switch {
+		case req.Decliner != "" && p.UserID == req.Decliner:
+			plan[p.TicketID] = matcher.ReasonDeclined
+		case req.Decliner != "":
+			// Someone else declined before the window closed: a player
+			// who has not answered yet has not failed to, and keeps
+			// their place like those who accepted.
+			plan[p.TicketID] = ""
+		case m.HasAccepted(p.UserID):
+			plan[p.TicketID] = ""
+		default:
+			plan[p.TicketID] = matcher.ReasonAcceptTimeout
+		}
+	}
+	return plan, nil
+}
+
+// dissolveTicket applies a plan's reason to a MATCHED ticket of the match.
+func dissolveTicket(t matcher.Ticket, reason string, at time.Time) matcher.Ticket {
+	if reason == "" {
+		t.Status = matcher.StatusWaiting
+	} else {
+		t.Status = matcher.StatusCancelled
+	}
+	t.CancelReason = reason
+	t.MatchID = ""
+	t.UpdatedAt = stamp(at)
+	t.Version++
+	return t
+}
+
+// dissolveEvents are the events of a dissolution: match.dissolved for all,
+// then one ticket.update per ticket in seat order.
+func dissolveEvents(d matcher.Dissolution, reason string) []matcher.Event {
+	events := []matcher.Event{matcher.MatchDissolvedEvent(d.Match, reason)}
+	byID := map[string]matcher.Ticket{}
+	for _, t := range d.Requeued {
+		byID[t.ID] = t
+	}
+	for _, t := range d.Cancelled {
+		byID[t.ID] = t
+	}
+	for _, p := range d.Match.Players {
+		if t, ok := byID[p.TicketID]; ok {
+			events = append(events, matcher.TicketEvent(t))
+		}
+	}
+	return events
 }
 
 // cloneAttributes copies a ticket's attributes; none is nil, as PostgreSQL
@@ -162,6 +259,7 @@ func cloneTicket(t matcher.Ticket) matcher.Ticket {
 
 func cloneMatch(m matcher.Match) matcher.Match {
 	m.Players = slices.Clone(m.Players)
+	m.Accepted = slices.Clone(m.Accepted)
 	if m.Server != nil {
 		s := *m.Server
 		m.Server = &s
@@ -192,6 +290,21 @@ func ticketOrder(a, b matcher.Ticket) int {
 // matchOrder is the order of the matches UserState returns.
 func matchOrder(a, b matcher.Match) int {
 	if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.ID, b.ID)
+}
+
+// pendingOrder is the order of Pending: soonest AcceptBy, then id.
+func pendingOrder(a, b matcher.Match) int {
+	var at, bt time.Time
+	if a.AcceptBy != nil {
+		at = *a.AcceptBy
+	}
+	if b.AcceptBy != nil {
+		bt = *b.AcceptBy
+	}
+	if c := at.Compare(bt); c != 0 {
 		return c
 	}
 	return cmp.Compare(a.ID, b.ID)

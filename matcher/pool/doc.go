@@ -12,8 +12,24 @@
 //	<prefix>:{<partition>}:pool        ZSET  skill
 //	<prefix>:{<partition>}:enq         ZSET  effective enqueue time, unix ms
 //	<prefix>:{<partition>}:due         ZSET  deadline, unix ms
+//	<prefix>:{<partition>}:hb          ZSET  last sign of life, unix ms
 //	<prefix>:{<partition>}:t:<ticket>  HASH  user skill act est enq dl hb state match
 //	<prefix>:{<partition>}:fence       INT   fencing counter of the partition lease
+//	<prefix>:{<partition>}:lease       STR   "<owner> <token>", expiring
+//	<prefix>:{<partition>}:offers      ZSET  offers from adjacent regions, by expiry
+//	<prefix>:{<partition>}:o:<ticket>  HASH  an offered entry and its home partition
+//	<prefix>:{<partition>}:pending     ZSET  PENDING_ACCEPT match ids, by accept deadline
+//	<prefix>:{<partition>}:waits       LIST  recent resolved tickets (capped)
+//	<prefix>:{<partition>}:matches     LIST  recent match times (capped)
+//
+// A sharded queue's region "q:r" has sub-pools named "q:r/s0"… and the
+// overflow pool "q:r/ov". They keep the region's hash tag and put their name
+// before the suffix ("<prefix>:{q:r}:s0:pool", "<prefix>:{q:r}:ov:lease"), and
+// all of them share the region's ticket hashes ("<prefix>:{q:r}:t:<ticket>"):
+// so promote.lua moves a player between two of them atomically, and an
+// enqueue is idempotent across them. Per-user keys outside any partition:
+// "<prefix>:cd:<queue>:<user>" (join cooldown) and "<prefix>:skill:<user>"
+// (last known skill).
 //
 // Every change goes through one Lua script (lua/*.lua), so the three sets and
 // the hash never disagree. A ticket is in the pool exactly when it is a member

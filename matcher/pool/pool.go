@@ -32,6 +32,12 @@ var (
 	leaseRenewSrc string
 	//go:embed lua/lease_release.lua
 	leaseReleaseSrc string
+	//go:embed lua/promote.lua
+	promoteSrc string
+	//go:embed lua/offer.lua
+	offerSrc string
+	//go:embed lua/offers.lua
+	offersSrc string
 )
 
 var (
@@ -44,6 +50,9 @@ var (
 	acquireScript   = redis.NewScript(leaseAcquireSrc)
 	renewScript     = redis.NewScript(leaseRenewSrc)
 	releaseScript   = redis.NewScript(leaseReleaseSrc)
+	promoteScript   = redis.NewScript(promoteSrc)
+	offerScript     = redis.NewScript(offerSrc)
+	offersScript    = redis.NewScript(offersSrc)
 
 	allScripts = []struct {
 		name string
@@ -58,6 +67,9 @@ var (
 		{"lease_acquire", acquireScript},
 		{"lease_renew", renewScript},
 		{"lease_release", releaseScript},
+		{"promote", promoteScript},
+		{"offer", offerScript},
+		{"offers", offersScript},
 	}
 )
 
@@ -120,16 +132,37 @@ func (p *Pool) Load(ctx context.Context) error {
 }
 
 // Key returns the key of one partition structure, e.g.
-// Key("ranked:eu", "pool") == "mg:{ranked:eu}:pool".
+// Key("ranked:eu", "pool") == "mg:{ranked:eu}:pool". A sub-pool of a
+// sharded queue, "ranked:eu/s2", keeps the hash tag of its (queue, region):
+// Key("ranked:eu/s2", "pool") == "mg:{ranked:eu}:s2:pool", so that one script
+// may move a player between a sub-pool and the overflow pool atomically.
 func (p *Pool) Key(partition, suffix string) string {
-	return p.prefix + ":{" + partition + "}:" + suffix
+	tag, sub := splitPartition(partition)
+	if sub == "" {
+		return p.prefix + ":{" + tag + "}:" + suffix
+	}
+	return p.prefix + ":{" + tag + "}:" + sub + ":" + suffix
+}
+
+// splitPartition splits "queue:region/sub" into its hash tag and sub-pool.
+func splitPartition(partition string) (tag, sub string) {
+	if i := strings.IndexByte(partition, '/'); i >= 0 {
+		return partition[:i], partition[i+1:]
+	}
+	return partition, ""
 }
 
 // FenceKey is the partition lease's fencing counter, checked by Claim. The
 // lease owner INCRs it on acquisition; its value is the token to pass to Claim.
 func (p *Pool) FenceKey(partition string) string { return p.Key(partition, "fence") }
 
-func (p *Pool) ticketKey(partition, id string) string { return p.Key(partition, "t:"+id) }
+// ticketKey is a ticket's hash. All the pools of one (queue, region) share
+// the hashes: a ticket has one hash wherever it waits, which keeps an
+// enqueue idempotent across them.
+func (p *Pool) ticketKey(partition, id string) string {
+	tag, _ := splitPartition(partition)
+	return p.prefix + ":{" + tag + "}:t:" + id
+}
 
 // setKeys are the four ZSETs, in the order every script expects them.
 func (p *Pool) setKeys(partition string) []string {
@@ -146,6 +179,9 @@ type Entry struct {
 	Enqueue   time.Time // effective enqueue time (wait-order clock), ms precision
 	Deadline  time.Time // ms precision
 	Heartbeat time.Time // zero if never
+	// Home is, for an entry read from another partition's offers, the
+	// partition the ticket waits in; "" for the partition's own entries.
+	Home string
 }
 
 // ClaimResult is the outcome of a Claim that was not refused for its fence.
@@ -246,14 +282,26 @@ func (p *Pool) Claim(ctx context.Context, partition string, fence int64, matchID
 // reconciler repair). When the ticket is not there, ClaimedBy tells whether a
 // claim won it; an unknown ticket reports neither.
 func (p *Pool) Remove(ctx context.Context, partition, ticketID string) (res RemoveResult, err error) {
-	defer wrap(&err, "remove %s from %s", ticketID, partition)
-	if err := checkPartition(partition); err != nil {
+	return p.RemoveAny(ctx, []string{partition}, ticketID)
+}
+
+// RemoveAny is Remove for a ticket that may be in any of partitions, which
+// must be every pool it may be in (a sharded queue's sub-pool and overflow
+// pool), all of one (queue, region): it is taken out of whichever holds it,
+// atomically.
+func (p *Pool) RemoveAny(ctx context.Context, partitions []string, ticketID string) (res RemoveResult, err error) {
+	defer wrap(&err, "remove %s from %v", ticketID, partitions)
+	if err := checkSiblings(partitions); err != nil {
 		return RemoveResult{}, err
 	}
 	if ticketID == "" {
 		return RemoveResult{}, errors.New("empty ticket id")
 	}
-	keys := append(p.setKeys(partition), p.ticketKey(partition, ticketID))
+	keys := make([]string, 0, 4*len(partitions)+1)
+	for _, part := range partitions {
+		keys = append(keys, p.setKeys(part)...)
+	}
+	keys = append(keys, p.ticketKey(partitions[0], ticketID))
 	vals, err := cancelScript.Run(ctx, p.rdb, keys, ticketID).Slice()
 	if err != nil {
 		return RemoveResult{}, err
@@ -308,14 +356,23 @@ func (p *Pool) Requeue(ctx context.Context, partition string, entries []Entry, t
 // a ticket that is claimed or unknown, which the caller may take as "stop
 // heartbeating".
 func (p *Pool) Heartbeat(ctx context.Context, partition, ticketID string, at time.Time) (ok bool, err error) {
-	defer wrap(&err, "heartbeat %s in %s", ticketID, partition)
-	if err := checkPartition(partition); err != nil {
+	return p.HeartbeatAny(ctx, []string{partition}, ticketID, at)
+}
+
+// HeartbeatAny is Heartbeat for a ticket that may be in any of partitions
+// (see RemoveAny).
+func (p *Pool) HeartbeatAny(ctx context.Context, partitions []string, ticketID string, at time.Time) (ok bool, err error) {
+	defer wrap(&err, "heartbeat %s in %v", ticketID, partitions)
+	if err := checkSiblings(partitions); err != nil {
 		return false, err
 	}
 	if ticketID == "" {
 		return false, errors.New("empty ticket id")
 	}
-	keys := []string{p.ticketKey(partition, ticketID), p.Key(partition, "hb")}
+	keys := []string{p.ticketKey(partitions[0], ticketID)}
+	for _, part := range partitions {
+		keys = append(keys, p.Key(part, "hb"))
+	}
 	n, err := heartbeatScript.Run(ctx, p.rdb, keys, ticketID, msTime(at)).Int()
 	if err != nil {
 		return false, err
@@ -370,8 +427,28 @@ func (p *Pool) Members(ctx context.Context, partition string) ([]string, error) 
 func checkPartition(partition string) error {
 	// A brace inside the partition would move the hash tag and split the
 	// partition's keys across slots.
-	if partition == "" || strings.ContainsAny(partition, "{}") {
+	tag, sub := splitPartition(partition)
+	if tag == "" || strings.ContainsAny(partition, "{}") || strings.Contains(sub, "/") ||
+		(strings.Contains(partition, "/") && sub == "") {
 		return fmt.Errorf("invalid partition %q", partition)
+	}
+	return nil
+}
+
+// checkSiblings checks partitions that one script touches together: valid,
+// at least one, and all of one hash tag.
+func checkSiblings(partitions []string) error {
+	if len(partitions) == 0 {
+		return errors.New("no partition")
+	}
+	tag, _ := splitPartition(partitions[0])
+	for _, part := range partitions {
+		if err := checkPartition(part); err != nil {
+			return err
+		}
+		if t, _ := splitPartition(part); t != tag {
+			return fmt.Errorf("partitions %q and %q do not share a hash tag", partitions[0], part)
+		}
 	}
 	return nil
 }

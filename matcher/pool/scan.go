@@ -77,7 +77,7 @@ func (p *Pool) scan(ctx context.Context, partition string, n int, mode string, p
 	if n <= 0 {
 		return nil, nil
 	}
-	keys := append(p.setKeys(partition), p.Key(partition, "t:"))
+	keys := append(p.setKeys(partition), p.ticketKey(partition, ""))
 	args := make([]any, 0, 2+len(params))
 	args = append(args, mode, strconv.Itoa(n))
 	for _, s := range params {

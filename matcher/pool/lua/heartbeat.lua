@@ -3,14 +3,17 @@
 -- Heartbeats are the largest write flow and live only here; a claimed or
 -- unknown ticket must not be revived by a late heartbeat, hence the state
 -- check instead of a blind HSET (which would also create a hash without TTL).
+-- A sharded queue's ticket is in its sub-pool or in the overflow pool: the
+-- caller names the hb ZSET of each, and only the one holding the ticket is
+-- updated (ZADD XX never adds a member).
 --
--- KEYS[1]  ticket HASH
--- KEYS[2]  hb ZSET
--- ARGV[1]  ticket id
--- ARGV[2]  heartbeat time, unix ms
+-- KEYS[1]     ticket HASH
+-- KEYS[2..]   hb ZSET of every pool the ticket may be in (same hash tag)
+-- ARGV[1]     ticket id
+-- ARGV[2]     heartbeat time, unix ms
 --
 -- Returns 1 when the ticket is waiting (hb is now the later of its old value
--- and ARGV[1]), 0 when it is claimed or unknown.
+-- and ARGV[2]), 0 when it is claimed or unknown.
 
 if redis.call('HGET', KEYS[1], 'state') ~= 'waiting' then
   return 0
@@ -18,6 +21,8 @@ end
 local prev = tonumber(redis.call('HGET', KEYS[1], 'hb') or '0') or 0
 if tonumber(ARGV[2]) > prev then
   redis.call('HSET', KEYS[1], 'hb', ARGV[2])
-  redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
+  for i = 2, #KEYS do
+    redis.call('ZADD', KEYS[i], 'XX', ARGV[2], ARGV[1])
+  end
 end
 return 1

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/matchgate/matchgate/internal/pgtest"
+	"github.com/matchgate/matchgate/internal/redistest"
+)
+
+// shortArgs is the CI version of the chaos run: a few hundred players for
+// 20 s with 8 s deadlines, a matcher killed every 4 s, one gateway kill and
+// one wipe; under a minute in all.
+var shortArgs = []string{
+	"--players", "300", "--duration", "20s", "--deadline", "8s", "--slack", "15s",
+	"--kill-every", "4s", "--gateway-kills", "1", "--heartbeat-timeout", "5s",
+	"--max-joins", "6", "--timeout", "4m",
+}
+
+// TestChaosShort runs the short chaos run against the real Redis and
+// PostgreSQL: skipped when either is unreachable, failed instead with
+// CI=true (redistest.Real, pgtest.NewURL).
+func TestChaosShort(t *testing.T) {
+	if testing.Short() {
+		t.Skip("chaos run: builds the server and runs for about 40 s")
+	}
+	redistest.Real(t)
+	prefix := redistest.Prefix(t) // its keys are deleted at cleanup, whatever happens
+	pgURL := pgtest.NewURL(t)     // a fresh schema, dropped at cleanup
+	args := append([]string{
+		"--redis-url", redistest.URL(), "--redis-prefix", prefix, "--postgres-url", pgURL,
+		"--dir", t.TempDir(),
+	}, shortArgs...)
+	if raceEnabled {
+		args = append(args, "--race")
+	}
+	o, err := parseOptions(args, io.Discard)
+	if err != nil {
+		t.Fatalf("options: %v", err)
+	}
+	rep, err := chaosRun(context.Background(), o, testWriter{t})
+	if err != nil {
+		t.Fatalf("chaos run failed: %v", err)
+	}
+	var b strings.Builder
+	rep.print(&b)
+	t.Log("\n" + b.String())
+	if !rep.OK {
+		t.Fatalf("%d violations: %v", rep.Violations.Total, rep.Violations.ByKind)
+	}
+	if rep.Faults.MatcherKills == 0 || rep.Faults.GatewayKills == 0 || rep.Faults.Wipes == 0 {
+		t.Errorf("not every fault was injected: %+v", rep.Faults)
+	}
+	if rep.Matches.Total == 0 || rep.Players.Reconnects == 0 {
+		t.Errorf("the run did too little to prove anything: %d matches, %d reconnects", rep.Matches.Total, rep.Players.Reconnects)
+	}
+}
+
+// testWriter sends the run's progress lines to the test log.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}

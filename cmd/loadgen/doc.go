@@ -1,0 +1,86 @@
+// Command loadgen drives matchgate with thousands of WebSockets and REST
+// players, checks the invariants of DESIGN §9 from what the clients saw, and
+// reports latencies the way k6 and Artillery do.
+//
+// # Modes
+//
+//   - players (default): open N sockets at --connect-rate, then for
+//     --duration hand joins to idle players at --join-rate (open model: a
+//     join falls due at its instant whether or not the server kept up; a due
+//     join that finds no idle player is counted as starved). Players pick a
+//     queue from --queues, carry a skill drawn from a normal distribution,
+//     cancel (--cancel-fraction), drop their connection and reconnect
+//     (--reconnect-fraction), answer PENDING_ACCEPT matches
+//     (--accept-fraction, --decline-fraction, the rest stay silent; queues
+//     without an accept window form READY matches and nothing is sent), and
+//     ping. --rest-players join over REST and poll GET /v1/tickets/{id} and
+//     heartbeat instead of holding a socket. After a --drain for outstanding
+//     tickets, every unresolved ticket and a sample of --verify resolved ones
+//     are compared with GET /v1/tickets/{id}.
+//   - idle: open N sockets and hold them. With --server-pid (and the
+//     servers' /metrics) it reads the gateways' VmRSS and goroutine counts
+//     before connecting and --settle after the last connect: memory per idle
+//     authenticated socket.
+//   - push: open N sockets, then publish frames to their users' channels
+//     through Redis (--redis-url, --redis-prefix: the servers' own) at
+//     --push-rate, as the matcher's publisher does after a commit. Each frame
+//     carries its publish time: publish → client delivery latency.
+//
+// # Scale
+//
+// Sockets are spread over --url (round-robin) and over --source-addrs
+// (127.0.0.x; each source address has about 28,000 ephemeral ports). A
+// process may open at most 20,000 files here, so past --per-process sockets
+// (18,000) loadgen re-executes itself as worker processes, each with its
+// share of the sockets and rates, prints their summed progress, and merges
+// their reports: histograms bucket by bucket, counters summed, and the
+// invariant observations of every worker checked together. The soft limit
+// on open files is raised to the hard one at start. Targets must be
+// loopback addresses unless --allow-remote is given. Every phase is bounded:
+// connecting by the connect rate plus --connect-timeout, then --duration,
+// --drain, 30s of verification and 15s of closing.
+//
+// # Tokens
+//
+// With --secret, tokens are minted locally (HS256, sub and skill, as
+// gateway.MintToken does): no server round trip. With --guest, each player
+// calls POST /v1/auth/guest.
+//
+// # Report
+//
+// A progress line every --progress (sockets, connects/s, joins/s, match.found
+// per second, matches per second, waiting tickets, errors, closes,
+// reconnects), then a table: achieved against target rates; p50, p90, p95,
+// p99 and max of connect (dial → upgraded), connect→hello, join→joined,
+// join→match.found, push delivery (match createdAt, stamped by the matcher
+// when its pass starts and sent with millisecond precision, or the publish
+// time in push mode → receipt), ping round trip and the REST players' join
+// and poll-observed match; error frames by code, connection ends by close
+// code, failed connects by cause; reconnects. --json writes the same report.
+// Latency histograms are log-linear (1/128 relative precision).
+//
+// # Invariants
+//
+// From what the clients saw (pushes, replies, hellos, polls, the final GETs):
+// no ticket in two matches; no user twice in a match; a match seen with the
+// same players by everyone (and by GET); every ticket told one outcome;
+// nothing told contradicted by GET; no ticket told CANCELLED that a match
+// seats; and every match formed before the end of the measured phase reached
+// its socket players by the end of the drain. A violation prints the
+// details and exits with status 2 (1 is a failed run).
+//
+// # Concurrency
+//
+// Each socket player owns one goroutine, its reader, which handles every
+// frame; commands are written from the pacer's short-lived goroutines (a
+// coder/websocket Conn allows concurrent writes). One goroutine paces
+// connects, one paces joins or publishes, one spreads pings; cancels and
+// drops are timers. A player's state is guarded by its mutex; the stats are
+// atomic counters and locked histograms.
+//
+// Example, 2,000 joins/s on a pairs queue against two real-dependency
+// servers (see docs/BENCHMARKS.md for the measured runs):
+//
+//	loadgen --url http://127.0.0.1:8080,http://127.0.0.1:8081 --secret $SECRET \
+//	    --sockets 10000 --connect-rate 2000 --join-rate 2000 --duration 60s --json out.json
+package main

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+const e2eSecret = "loadgen-test-secret-0123456789"
+
+// server is the matchgate binary, built once for the tests that need it.
+var server struct {
+	once sync.Once
+	dir  string
+	bin  string
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if server.dir != "" {
+		_ = os.RemoveAll(server.dir)
+	}
+	os.Exit(code)
+}
+
+// startServer builds cmd/matchgate (once) and runs it in its embedded
+// default (in-process Redis, in-memory record) on a free loopback port. It
+// returns the base URL and the process id; the process is interrupted when
+// the test ends.
+func startServer(t *testing.T) (string, int) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and runs the server binary")
+	}
+	server.once.Do(func() {
+		server.dir, server.err = os.MkdirTemp("", "loadgen-test-")
+		if server.err != nil {
+			return
+		}
+		server.bin = filepath.Join(server.dir, "matchgate")
+		out, err := exec.Command("go", "build", "-o", server.bin, "github.com/matchgate/matchgate/cmd/matchgate").CombinedOutput()
+		if err != nil {
+			server.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if server.err != nil {
+		t.Fatal(server.err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	var logs bytes.Buffer
+	cmd := exec.Command(server.bin, "serve", "--addr", addr, "--secret", e2eSecret, "--log-level", "warn")
+	cmd.Stderr = &syncWriter{w: &logs}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	base := "http://" + addr
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get(base + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return base, cmd.Process.Pid
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server did not start: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+// TestRunAgainstEmbeddedServer drives 50 sockets and 5 REST players with
+// cancels and reconnects for about two seconds and expects matches, every
+// behaviour exercised, and no violation.
+func TestRunAgainstEmbeddedServer(t *testing.T) {
+	base, _ := startServer(t)
+	out := filepath.Join(t.TempDir(), "report.json")
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{
+		"--url", base, "--secret", e2eSecret, "--sockets", "50", "--connect-rate", "500",
+		"--rest-players", "5", "--poll-interval", "50ms", "--heartbeat-interval", "100ms",
+		"--join-rate", "150", "--duration", "1500ms", "--drain", "1s", "--progress", "500ms",
+		"--cancel-fraction", "0.2", "--cancel-after", "20ms", "--reconnect-fraction", "0.2", "--reconnect-after", "20ms",
+		"--ping-interval", "500ms", "--skill-stddev", "20", "--seed", "42", "--json", out,
+	}, &stdout, &stderr)
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	rep, err := readReport(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := rep.Counters
+	t.Logf("counters: %v", c)
+	for _, k := range []string{"joined", "match_found", "cancelled", "reconnects", "pongs", "rest_polls"} {
+		if c[k] == 0 {
+			t.Errorf("%s = 0: that behaviour was not exercised\n%s", k, stdout.String())
+		}
+	}
+	if c["connects"]-c["reconnects"] != 50 || c["connect_failed"] != 0 {
+		t.Errorf("connects %d (reconnects %d), failed %d", c["connects"], c["reconnects"], c["connect_failed"])
+	}
+	if rep.Invariants.Violations != 0 || rep.Invariants.Verified == 0 || rep.Invariants.Matches == 0 {
+		t.Errorf("invariants %+v", rep.Invariants)
+	}
+	if rep.Latency[hFound].Count() == 0 || !strings.Contains(stdout.String(), "join→match.found") {
+		t.Errorf("no join→match.found figures:\n%s", stdout.String())
+	}
+}
+
+// TestIdleModeReadsServerMemory holds a few idle sockets and reads the
+// server's RSS and /metrics around them.
+func TestIdleModeReadsServerMemory(t *testing.T) {
+	base, pid := startServer(t)
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{
+		"--mode", "idle", "--url", base, "--secret", e2eSecret, "--sockets", "20", "--connect-rate", "1000",
+		"--duration", "1200ms", "--settle", "100ms", "--server-pid", itoa(int64(pid)),
+	}, &stdout, &stderr)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout.String(), stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "KiB per socket") || !strings.Contains(stdout.String(), "server goroutines") {
+		t.Fatalf("no memory line:\n%s", stdout.String())
+	}
+}
+
+// TestRefusesRemoteTargets: only loopback unless told otherwise.
+func TestRefusesRemoteTargets(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"--url", "http://10.1.2.3:8080", "--secret", e2eSecret}, &stdout, &stderr); code != exitError {
+		t.Fatalf("exit %d for a remote target", code)
+	}
+	if !strings.Contains(stderr.String(), "not a loopback address") {
+		t.Fatalf("stderr: %s", stderr.String())
+	}
+}

@@ -1,0 +1,189 @@
+package gateway
+
+import (
+	"encoding/json"
+	"errors"
+	"net/netip"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/matchgate/matchgate/matcher"
+)
+
+// The fuzz targets of the edge: every decoder a client's bytes reach. Their
+// seed corpora are in testdata/fuzz/<name>/ and run with every go test; run
+// one for longer with
+//
+//	go test -run '^$' -fuzz FuzzDecodeFrame -fuzztime 30s ./gateway/
+
+// requireBadRequest fails unless err is a BAD_REQUEST domain error: a
+// client's bytes may be refused, never answered INTERNAL.
+func requireBadRequest(t *testing.T, err error) {
+	t.Helper()
+	var de *matcher.Error
+	if !errors.As(err, &de) || de.Code != matcher.CodeBadRequest {
+		t.Fatalf("error %v is not BAD_REQUEST", err)
+	}
+}
+
+// FuzzDecodeFrame: the WebSocket frame decoder never panics, refuses only
+// with BAD_REQUEST, and what it accepts is a bounded frame that survives a
+// round trip.
+func FuzzDecodeFrame(f *testing.F) {
+	for _, s := range []string{
+		`{"type":"join","id":"1","queue":"duel","region":"eu","attributes":{"mode":"duo"}}`,
+		`{"type":"cancel","id":"2","ticketId":"0b6c4d7e-1111-2222-3333-444455556666"}`,
+		`{"type":"accept","id":"3","matchId":"m"}`, `{"type":"ping"}`, `{"type":"status","id":""}`,
+		`{"type":"ping","type":"join"}`, `{"type":"join","attributes":{"a":"1","a":"2"}}`,
+		`{"type":"cancel","queue":"x"}`, `[]`, `{}`, `{"type":`, "{\"id\":\"\xff\"}", `{"a":[[[[[[[[[[1]]]]]]]]]]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		in, err := decodeFrame(data)
+		if len(in.ID) > maxClientIDLen {
+			t.Fatalf("an id of %d bytes came through", len(in.ID))
+		}
+		if err != nil {
+			requireBadRequest(t, err)
+			return
+		}
+		if foreignField(in) != "" {
+			t.Fatalf("accepted a foreign field: %+v", in)
+		}
+		b, err := json.Marshal(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := decodeFrame(b)
+		if err != nil || !reflect.DeepEqual(in, again) {
+			t.Fatalf("round trip: %+v → %s → %+v, %v", in, b, again, err)
+		}
+	})
+}
+
+// FuzzRESTBody: every REST body decoder (the first byte picks one) never
+// panics and refuses only with BAD_REQUEST; an accepted join body passes
+// or fails the attribute check without panicking.
+func FuzzRESTBody(f *testing.F) {
+	for _, s := range []string{
+		"\x00" + `{"region":"eu","attributes":{"mode":"duo"}}`,
+		"\x00" + `{"attributes":{"a":"\u0000"}}`,
+		"\x01" + `{"name":"Ada","skill":1450}`,
+		"\x01" + `{"skill":1e400}`,
+		"\x02" + `{"reason":"spam","duration":"24h"}`,
+		"\x02" + `{"until":"2099-01-01T00:00:00Z"}`,
+		"\x03" + `{"kind":"room","players":3,"window":[{"after":"0s","width":5}]}`,
+		"\x00", "\x00 ", "\x00{}{}", "\x01null", "\x02[]",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) == 0 {
+			return
+		}
+		body := data[1:]
+		var err error
+		switch data[0] % 4 {
+		case 0:
+			var v joinBody
+			if err = decodeStrict(body, &v, true); err == nil {
+				if aerr := validateAttributes(v.Attributes); aerr != nil {
+					requireBadRequest(t, aerr)
+				}
+			}
+		case 1:
+			var v guestRequest
+			err = decodeStrict(body, &v, true)
+		case 2:
+			var v banBody
+			err = decodeStrict(body, &v, true)
+		case 3:
+			var v json.RawMessage
+			err = decodeStrict(body, &v, true)
+		}
+		if err != nil {
+			requireBadRequest(t, err)
+		}
+	})
+}
+
+// fuzzKey signs the seed tokens of FuzzParseToken.
+var fuzzKey = []byte("fuzz-secret-0123456789abcdef")
+
+// FuzzParseToken: the token parser never panics, and whatever it accepts
+// has a printable subject of bounded length and finite numbers.
+func FuzzParseToken(f *testing.F) {
+	srv, err := New(Config{Matchmaker: &fakeMatchmaker{}, Subscriber: newFakeSubscriber(), Secret: fuzzKey,
+		Keys: map[string][]byte{"k1": []byte("fuzz-rotated-key-0123456789")}, Now: func() time.Time { return time.Unix(1_700_000_000, 0) }})
+	if err != nil {
+		f.Fatal(err)
+	}
+	now := time.Unix(1_700_000_000, 0)
+	sign := func(m jwt.SigningMethod, key any, kid string, c jwt.MapClaims) string {
+		tok := jwt.NewWithClaims(m, c)
+		if kid != "" {
+			tok.Header["kid"] = kid
+		}
+		s, err := tok.SignedString(key)
+		if err != nil {
+			f.Fatal(err)
+		}
+		return s
+	}
+	valid := jwt.MapClaims{"sub": "alice", "exp": now.Add(time.Hour).Unix(), "skill": 1500.0}
+	for _, s := range []string{
+		sign(jwt.SigningMethodHS256, fuzzKey, "", valid),
+		sign(jwt.SigningMethodHS256, []byte("fuzz-rotated-key-0123456789"), "k1", valid),
+		sign(jwt.SigningMethodHS256, fuzzKey, "k2", valid),
+		sign(jwt.SigningMethodHS512, fuzzKey, "", valid),
+		sign(jwt.SigningMethodNone, jwt.UnsafeAllowNoneSignatureType, "", valid),
+		sign(jwt.SigningMethodHS256, fuzzKey, "", jwt.MapClaims{"sub": "a\x00", "exp": now.Add(time.Hour).Unix()}),
+		sign(jwt.SigningMethodHS256, fuzzKey, "", jwt.MapClaims{"sub": "a", "exp": 1e300, "priority": -1}),
+		"", "a.b.c", "eyJhbGciOiJIUzI1NiJ9..", strings.Repeat("A", 100),
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		p, err := srv.parseToken(raw)
+		if err != nil {
+			if p != (principal{}) {
+				t.Fatalf("refused with a principal: %+v", p)
+			}
+			return
+		}
+		if p.UserID == "" || len(p.UserID) > maxUserIDLen || !printable(p.UserID) {
+			t.Fatalf("accepted subject %q", p.UserID)
+		}
+	})
+}
+
+// FuzzForwardedFor: resolving the client address never panics, yields a
+// valid address, and believes the header only from a trusted peer.
+func FuzzForwardedFor(f *testing.F) {
+	f.Add("127.0.0.1", "203.0.113.7, 10.0.0.1")
+	f.Add("127.0.0.1", "[2001:db8::1]:80,junk")
+	f.Add("10.0.0.1", "fe80::1%eth0")
+	f.Add("192.0.2.1", "")
+	trusted := []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("10.0.0.0/8")}
+	f.Fuzz(func(t *testing.T, peer, header string) {
+		p, err := netip.ParseAddr(peer)
+		if err != nil {
+			return
+		}
+		got := forwardedFor(p, []string{header}, trusted)
+		if !got.IsValid() {
+			t.Fatalf("invalid address from %q %q", peer, header)
+		}
+		if !inPrefixes(p, trusted) && got != p {
+			t.Fatalf("an untrusted peer %s set its address to %s", p, got)
+		}
+		if got != p && got.Zone() != "" {
+			t.Fatalf("a zoned address %s from the header", got)
+		}
+	})
+}

@@ -1,0 +1,33 @@
+-- offer.lua: offer waiting players of one partition to a neighbouring one.
+--
+-- The home partition of a player who has waited long enough writes an offer
+-- into each adjacent region's partition: a copy of the player's entry that
+-- the neighbour may consider as a candidate, and nothing more. The player
+-- stays in the home pool, with the home deadline and ghost check; the offer
+-- is repeated on every home pass with a short expiry, so a lost offer costs
+-- a pass and a stale one lapses by itself. Taking an offered player is a
+-- separate claim on the home pool (see the matcher's offers.go). This script
+-- touches the neighbour's keys only (one hash tag).
+--
+-- KEYS[1]      offers ZSET of the neighbour partition (score = expiry, ms)
+-- KEYS[1+i]    offer HASH of the i-th ticket (i = 1..N), in the neighbour
+-- ARGV[1]      now, unix ms: offers that expired by then are dropped
+-- ARGV[2]      expiry of the offers written, unix ms
+-- ARGV[3]      offer hash TTL, ms (> 0)
+-- ARGV[4+9(i-1)+0..8]  the i-th ticket: id, user, skill, activity,
+--              estimated ("1"/"0"), effective enqueue ms, deadline ms,
+--              heartbeat ms ("0" = none), home partition name
+--
+-- Returns the number of offers written.
+
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[1])
+local n = #KEYS - 1
+for i = 1, n do
+  local a = 4 + 9 * (i - 1)
+  redis.call('ZADD', KEYS[1], ARGV[2], ARGV[a])
+  redis.call('HSET', KEYS[1 + i],
+    'user', ARGV[a + 1], 'skill', ARGV[a + 2], 'act', ARGV[a + 3], 'est', ARGV[a + 4],
+    'enq', ARGV[a + 5], 'dl', ARGV[a + 6], 'hb', ARGV[a + 7], 'home', ARGV[a + 8])
+  redis.call('PEXPIRE', KEYS[1 + i], ARGV[3])
+end
+return n

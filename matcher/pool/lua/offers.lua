@@ -1,0 +1,27 @@
+-- offers.lua: read the live offers a partition has received. Read-only.
+--
+-- Like scan.lua, the offer hashes are only known once the ZSET is read, so
+-- KEYS[2] is their common prefix; every key read carries the partition's
+-- hash tag.
+--
+-- KEYS[1]  offers ZSET (score = expiry, unix ms)
+-- KEYS[2]  offer HASH key prefix ("<prefix>:{<partition>}:o:")
+-- ARGV[1]  now, unix ms: offers expiring before it are not returned
+-- ARGV[2]  n (> 0): at most this many, soonest expiry first
+--
+-- Returns a flat array, 9 strings per offer: id, user, skill, enq ms,
+-- deadline ms, estimated, activity, heartbeat ms, home partition. An offer
+-- whose hash has expired is skipped.
+
+local rows = redis.call('ZRANGEBYSCORE', KEYS[1], ARGV[1], '+inf', 'LIMIT', 0, tonumber(ARGV[2]))
+local out = {}
+for _, id in ipairs(rows) do
+  local f = redis.call('HMGET', KEYS[2] .. id, 'user', 'skill', 'enq', 'dl', 'est', 'act', 'hb', 'home')
+  if f[1] and f[8] then
+    out[#out + 1] = id
+    for k = 1, 8 do
+      out[#out + 1] = f[k] or ''
+    end
+  end
+end
+return out

@@ -1,0 +1,103 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// offerFields is the number of strings offers.lua returns per offer.
+const offerFields = 9
+
+// Offer writes offers of entries, which wait in the partition home, into the
+// partition to (another region of the same queue): each lives until expiry,
+// and its hash a little longer (ttl). The entries stay where they are; see
+// offer.lua. It returns the number written.
+func (p *Pool) Offer(ctx context.Context, to, home string, entries []Entry, now, expiry time.Time) (n int, err error) {
+	defer wrap(&err, "offer %d tickets of %s to %s", len(entries), home, to)
+	if err := checkPartition(to); err != nil {
+		return 0, err
+	}
+	if err := checkPartition(home); err != nil {
+		return 0, err
+	}
+	if len(entries) == 0 {
+		return 0, nil
+	}
+	if !expiry.After(now) {
+		return 0, errors.New("expiry not after now")
+	}
+	ttl := expiry.Sub(now) + time.Second
+	keys := make([]string, 0, 1+len(entries))
+	keys = append(keys, p.Key(to, "offers"))
+	args := make([]any, 0, 3+9*len(entries))
+	args = append(args, msTime(now), msTime(expiry), ms(ttl))
+	seen := make(map[string]bool, len(entries))
+	for _, e := range entries {
+		if err := checkEntry(e); err != nil {
+			return 0, err
+		}
+		if seen[e.TicketID] {
+			return 0, fmt.Errorf("ticket %s listed twice", e.TicketID)
+		}
+		seen[e.TicketID] = true
+		keys = append(keys, p.Key(to, "o:"+e.TicketID))
+		args = append(args, entryArgs(e)...)
+		args = append(args, home)
+	}
+	return offerScript.Run(ctx, p.rdb, keys, args...).Int()
+}
+
+// Offers returns up to n live offers the partition has received (expiring
+// at or after now), soonest expiry first; each entry's Home names the
+// partition it waits in.
+func (p *Pool) Offers(ctx context.Context, partition string, now time.Time, n int) (es []Entry, err error) {
+	defer wrap(&err, "offers of %s", partition)
+	if err := checkPartition(partition); err != nil {
+		return nil, err
+	}
+	if n <= 0 {
+		return nil, nil
+	}
+	keys := []string{p.Key(partition, "offers"), p.Key(partition, "o:")}
+	vals, err := offersScript.Run(ctx, p.rdb, keys, msTime(now), strconv.Itoa(n)).Slice()
+	if err != nil {
+		return nil, err
+	}
+	if len(vals)%offerFields != 0 {
+		return nil, fmt.Errorf("reply of %d values is not a multiple of %d", len(vals), offerFields)
+	}
+	for i := 0; i < len(vals); i += offerFields {
+		got, err := parseEntries(vals[i : i+scanFields])
+		if err != nil {
+			return nil, err
+		}
+		got[0].Home = str(vals[i+scanFields])
+		es = append(es, got[0])
+	}
+	return es, nil
+}
+
+// WithdrawOffers removes offers from the partition: the players were found
+// gone from home, or were matched.
+func (p *Pool) WithdrawOffers(ctx context.Context, partition string, ticketIDs ...string) error {
+	if err := checkPartition(partition); err != nil {
+		return fmt.Errorf("withdraw offers from %s: %w", partition, err)
+	}
+	if len(ticketIDs) == 0 {
+		return nil
+	}
+	pipe := p.rdb.TxPipeline()
+	members := make([]any, len(ticketIDs))
+	for i, id := range ticketIDs {
+		members[i] = id
+		pipe.Del(ctx, p.Key(partition, "o:"+id))
+	}
+	pipe.ZRem(ctx, p.Key(partition, "offers"), members...)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("withdraw offers from %s: %w", partition, err)
+	}
+	return nil
+}

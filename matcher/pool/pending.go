@@ -1,0 +1,141 @@
+package pool
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The pending index of a (queue, region): the matches whose accept window
+// is open, by the time it closes. It is derived from the record (the
+// reconciler rebuilds it) and lets the engine find the windows that passed
+// with one range read per pass.
+
+// AddPending indexes a PENDING_ACCEPT match until acceptBy.
+func (p *Pool) AddPending(ctx context.Context, partition, matchID string, acceptBy time.Time) error {
+	if err := checkPartition(partition); err != nil {
+		return fmt.Errorf("add pending %s: %w", matchID, err)
+	}
+	tag, _ := splitPartition(partition)
+	if err := p.rdb.ZAdd(ctx, p.Key(tag, "pending"), redis.Z{Score: float64(acceptBy.UnixMilli()), Member: matchID}).Err(); err != nil {
+		return fmt.Errorf("add pending %s: %w", matchID, err)
+	}
+	return nil
+}
+
+// RemovePending drops matches from the index (READY, DISSOLVED).
+func (p *Pool) RemovePending(ctx context.Context, partition string, matchIDs ...string) error {
+	if err := checkPartition(partition); err != nil {
+		return fmt.Errorf("remove pending: %w", err)
+	}
+	if len(matchIDs) == 0 {
+		return nil
+	}
+	tag, _ := splitPartition(partition)
+	members := make([]any, len(matchIDs))
+	for i, id := range matchIDs {
+		members[i] = id
+	}
+	if err := p.rdb.ZRem(ctx, p.Key(tag, "pending"), members...).Err(); err != nil {
+		return fmt.Errorf("remove pending: %w", err)
+	}
+	return nil
+}
+
+// PendingDue returns up to n indexed matches whose window closed at or
+// before now, soonest first. With n <= 0 it returns every indexed match
+// (the reconciler's view).
+func (p *Pool) PendingDue(ctx context.Context, partition string, now time.Time, n int) ([]string, error) {
+	if err := checkPartition(partition); err != nil {
+		return nil, fmt.Errorf("pending of %s: %w", partition, err)
+	}
+	tag, _ := splitPartition(partition)
+	by := &redis.ZRangeBy{Min: "-inf", Max: strconv.FormatInt(now.UnixMilli(), 10), Count: int64(n)}
+	if n <= 0 {
+		by = &redis.ZRangeBy{Min: "-inf", Max: "+inf"}
+	}
+	ids, err := p.rdb.ZRangeByScore(ctx, p.Key(tag, "pending"), by).Result()
+	if err != nil {
+		return nil, fmt.Errorf("pending of %s: %w", partition, err)
+	}
+	return ids, nil
+}
+
+// MarkAllocationFailure remembers, for ttl, that the partition could not
+// get a server: what an explain reports as missing.
+func (p *Pool) MarkAllocationFailure(ctx context.Context, partition string, ttl time.Duration) error {
+	if err := checkPartition(partition); err != nil {
+		return err
+	}
+	return p.rdb.Set(ctx, p.Key(partition, "allocfail"), "1", max(ttl, time.Millisecond)).Err()
+}
+
+// AllocationFailing reports whether the partition failed to get a server
+// recently (see MarkAllocationFailure).
+func (p *Pool) AllocationFailing(ctx context.Context, partition string) (bool, error) {
+	if err := checkPartition(partition); err != nil {
+		return false, err
+	}
+	n, err := p.rdb.Exists(ctx, p.Key(partition, "allocfail")).Result()
+	return n == 1, err
+}
+
+// Cooldown keys are per queue and user, outside any partition.
+func (p *Pool) cooldownKey(queue, userID string) string {
+	return p.prefix + ":cd:" + queue + ":" + userID
+}
+
+// SetCooldown refuses the user's joins of queue for d.
+func (p *Pool) SetCooldown(ctx context.Context, queue, userID string, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	if err := p.rdb.Set(ctx, p.cooldownKey(queue, userID), "1", d).Err(); err != nil {
+		return fmt.Errorf("cooldown of %s in %s: %w", userID, queue, err)
+	}
+	return nil
+}
+
+// Cooldown is how long the user's cooldown in queue still lasts (0: none).
+func (p *Pool) Cooldown(ctx context.Context, queue, userID string) (time.Duration, error) {
+	d, err := p.rdb.PTTL(ctx, p.cooldownKey(queue, userID)).Result()
+	if err != nil {
+		return 0, fmt.Errorf("cooldown of %s in %s: %w", userID, queue, err)
+	}
+	if d < 0 { // -2: no key; -1: no expiry, which SetCooldown never writes
+		return 0, nil
+	}
+	return d, nil
+}
+
+// lastSkillTTL is how long a player's last known skill is kept.
+const lastSkillTTL = 30 * 24 * time.Hour
+
+// RememberSkill keeps the skill the skill service last answered for a user,
+// for joins while the service is slow or down.
+func (p *Pool) RememberSkill(ctx context.Context, userID string, skill float64) error {
+	if math.IsNaN(skill) || math.IsInf(skill, 0) {
+		return fmt.Errorf("remember skill of %s: %v not finite", userID, skill)
+	}
+	return p.rdb.Set(ctx, p.prefix+":skill:"+userID, score(skill), lastSkillTTL).Err()
+}
+
+// LastSkill returns the user's remembered skill; ok is false when none is.
+func (p *Pool) LastSkill(ctx context.Context, userID string) (skill float64, ok bool, err error) {
+	s, err := p.rdb.Get(ctx, p.prefix+":skill:"+userID).Result()
+	if err == redis.Nil {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("last skill of %s: %w", userID, err)
+	}
+	skill, err = strconv.ParseFloat(s, 64)
+	if err != nil {
+		return 0, false, fmt.Errorf("last skill of %s: %w", userID, err)
+	}
+	return skill, true, nil
+}

@@ -1,0 +1,77 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Promote moves up to n entries of the sub-pool from whose effective enqueue
+// time is at or before cutoff into the pool to, keeping every score: one
+// script, so a player is never in both pools nor in neither. Both must be
+// pools of one (queue, region) (one hash tag). It returns the ids moved,
+// oldest first.
+func (p *Pool) Promote(ctx context.Context, from, to string, cutoff time.Time, n int) (moved []string, err error) {
+	defer wrap(&err, "promote from %s to %s", from, to)
+	if err := checkSiblings([]string{from, to}); err != nil {
+		return nil, err
+	}
+	if from == to {
+		return nil, errors.New("same pool")
+	}
+	if n <= 0 {
+		return nil, nil
+	}
+	keys := append(p.setKeys(from), p.setKeys(to)...)
+	vals, err := promoteScript.Run(ctx, p.rdb, keys, msTime(cutoff), strconv.Itoa(n)).Slice()
+	if err != nil {
+		return nil, err
+	}
+	moved = make([]string, 0, len(vals))
+	for _, v := range vals {
+		moved = append(moved, str(v))
+	}
+	return moved, nil
+}
+
+// Locate finds a ticket in whichever of partitions (every pool it may be in,
+// of one (queue, region)) holds it, and returns that pool and its entry;
+// found is false when none does (claimed, resolved or not yet added).
+func (p *Pool) Locate(ctx context.Context, partitions []string, ticketID string) (partition string, e Entry, found bool, err error) {
+	defer wrap(&err, "locate %s", ticketID)
+	if err := checkSiblings(partitions); err != nil {
+		return "", Entry{}, false, err
+	}
+	pipe := p.rdb.Pipeline()
+	scores := make([]*redis.FloatCmd, len(partitions))
+	for i, part := range partitions {
+		scores[i] = pipe.ZScore(ctx, p.Key(part, "pool"), ticketID)
+	}
+	h := pipe.HMGet(ctx, p.ticketKey(partitions[0], ticketID), "user", "skill", "enq", "dl", "est", "act", "hb")
+	_, _ = pipe.Exec(ctx) // a missing member is redis.Nil; read each result
+	for i, sc := range scores {
+		if _, err := sc.Result(); err == nil {
+			partition = partitions[i]
+			break
+		}
+	}
+	if partition == "" {
+		return "", Entry{}, false, nil
+	}
+	f, err := h.Result()
+	if err != nil {
+		return "", Entry{}, false, err
+	}
+	row := make([]any, 0, scanFields)
+	row = append(row, ticketID)
+	row = append(row, f...)
+	es, err := parseEntries(row)
+	if err != nil {
+		return "", Entry{}, false, fmt.Errorf("ticket %s: %w", ticketID, err)
+	}
+	return partition, es[0], true, nil
+}
