@@ -137,9 +137,7 @@ func (p *Publisher) Run(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
-			flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-			p.flush(flushCtx)
-			cancel()
+			p.flush(ctx)
 			return nil
 		case <-p.kick:
 		}
@@ -152,7 +150,12 @@ func (p *Publisher) Run(ctx context.Context) error {
 	}
 }
 
-func (p *Publisher) flush(ctx context.Context) {
+// flush deletes the acknowledged rows. It is not cut short by shutdown: an
+// acknowledgement lost there would only cost a repeated push, but a clean
+// stop should leave nothing behind.
+func (p *Publisher) flush(parent context.Context) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), 2*time.Second)
+	defer cancel()
 	p.mu.Lock()
 	ids := p.acks
 	p.acks = nil

@@ -201,6 +201,15 @@ queues:
 func (c *client) expectEach(within time.Duration, types ...string) map[string]frame {
 	c.t.Helper()
 	got := map[string]frame{}
+	rest := c.skipped[:0:0]
+	for _, f := range c.skipped {
+		if _, seen := got[f.Type]; !seen && slices.Contains(types, f.Type) {
+			got[f.Type] = f
+		} else {
+			rest = append(rest, f)
+		}
+	}
+	c.skipped = rest
 	timer := time.After(within)
 	for len(got) < len(types) {
 		select {

@@ -122,7 +122,10 @@ type client struct {
 	conn   *websocket.Conn
 	g      guest
 	frames chan frame
-	closed chan struct{}
+	// skipped keeps frames an expect passed over, for later expects: a push
+	// may overtake the reply to the command that caused it.
+	skipped []frame
+	closed  chan struct{}
 }
 
 func dial(t testing.TB, base string, g guest) *client {
@@ -165,9 +168,16 @@ func (c *client) send(v any) {
 	}
 }
 
-// expect waits for the next frame of type typ, skipping others.
+// expect waits for the next frame of type typ. Frames of other types are
+// kept for later expects, except that an error frame fails the test.
 func (c *client) expect(typ string, within time.Duration) frame {
 	c.t.Helper()
+	for i, f := range c.skipped {
+		if f.Type == typ {
+			c.skipped = append(c.skipped[:i:i], c.skipped[i+1:]...)
+			return f
+		}
+	}
 	timer := time.After(within)
 	for {
 		select {
@@ -178,6 +188,7 @@ func (c *client) expect(typ string, within time.Duration) frame {
 			if f.Type == "error" {
 				c.t.Fatalf("%s: error frame while waiting for %s: %s", c.g.UserID, typ, f.raw)
 			}
+			c.skipped = append(c.skipped, f)
 		case <-timer:
 			c.t.Fatalf("%s: no %s within %s", c.g.UserID, typ, within)
 		}

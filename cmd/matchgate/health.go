@@ -9,12 +9,15 @@ import (
 
 // health pings the dependencies in the background so that joins and /readyz
 // learn of an outage at once, without each request waiting on a timeout.
+// One slow answer on a busy machine is not an outage: a dependency counts as
+// down after two failed checks in a row.
 type health struct {
 	checks map[string]func(context.Context) error
 	every  time.Duration
 
-	mu  sync.Mutex
-	err error
+	mu       sync.Mutex
+	err      error
+	failures int
 }
 
 func newHealth(every time.Duration, checks map[string]func(context.Context) error) *health {
@@ -45,7 +48,7 @@ func (h *health) Run(ctx context.Context) error {
 func (h *health) check(ctx context.Context) {
 	var firstErr error
 	for name, check := range h.checks {
-		cctx, cancel := context.WithTimeout(ctx, h.every)
+		cctx, cancel := context.WithTimeout(ctx, 2*h.every)
 		err := check(cctx)
 		cancel()
 		if err != nil && firstErr == nil {
@@ -53,6 +56,13 @@ func (h *health) check(ctx context.Context) {
 		}
 	}
 	h.mu.Lock()
-	h.err = firstErr
-	h.mu.Unlock()
+	defer h.mu.Unlock()
+	if firstErr == nil {
+		h.failures, h.err = 0, nil
+		return
+	}
+	h.failures++
+	if h.failures >= 2 {
+		h.err = firstErr
+	}
 }

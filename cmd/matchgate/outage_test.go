@@ -91,8 +91,17 @@ func (c *client) expectMatch(within time.Duration) matcher.Match {
 	c.t.Helper()
 	timer := time.After(within)
 	for {
-		select {
-		case f := <-c.frames:
+		var f frame
+		if len(c.skipped) > 0 {
+			f, c.skipped = c.skipped[0], c.skipped[1:]
+		} else {
+			select {
+			case f = <-c.frames:
+			case <-timer:
+				c.t.Fatalf("%s: no match within %s", c.g.UserID, within)
+			}
+		}
+		{
 			switch f.Type {
 			case "match.found":
 				return decode[struct{ Match matcher.Match }](c.t, f).Match
@@ -101,8 +110,6 @@ func (c *client) expectMatch(within time.Duration) matcher.Match {
 					return h.Matches[len(h.Matches)-1]
 				}
 			}
-		case <-timer:
-			c.t.Fatalf("%s: no match within %s", c.g.UserID, within)
 		}
 	}
 }
