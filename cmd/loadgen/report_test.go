@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -84,5 +85,15 @@ func TestPrintTable(t *testing.T) {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, b.String())
 		}
+	}
+}
+
+func TestDialErrorSamplesHideTokens(t *testing.T) {
+	s := NewStats()
+	s.sample("timeout", errors.New(`Get "http://127.0.0.1:1/v1/ws?token=eyJhbGciOi.eyJzdWIi.sig": i/o timeout`))
+	s.sample("timeout", errors.New("a later one is not kept"))
+	got := s.Samples()["timeout"]
+	if strings.Contains(got, "eyJ") || !strings.Contains(got, "token=…") {
+		t.Fatalf("sample %q", got)
 	}
 }

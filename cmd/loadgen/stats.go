@@ -1,6 +1,7 @@
 package main
 
 import (
+	"regexp"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -103,11 +104,16 @@ func (s *Stats) label(family, key string) {
 	s.mu.Unlock()
 }
 
-// sample keeps the first error message of a kind, for the report.
+// tokenInURL matches the token query parameter that dial errors quote.
+var tokenInURL = regexp.MustCompile(`token=[^&"\s]+`)
+
+// sample keeps the first error message of a kind, for the report, with
+// any token cut out.
 func (s *Stats) sample(kind string, err error) {
+	msg := tokenInURL.ReplaceAllString(err.Error(), "token=…")
 	s.mu.Lock()
 	if _, ok := s.samples[kind]; !ok {
-		s.samples[kind] = err.Error()
+		s.samples[kind] = msg
 	}
 	s.mu.Unlock()
 }
