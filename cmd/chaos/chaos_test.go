@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"io"
+	"os"
 	"strings"
 	"testing"
 
@@ -29,9 +30,22 @@ func TestChaosShort(t *testing.T) {
 	redistest.Real(t)
 	prefix := redistest.Prefix(t) // its keys are deleted at cleanup, whatever happens
 	pgURL := pgtest.NewURL(t)     // a fresh schema, dropped at cleanup
+	// Not t.TempDir: when the run fails, its server logs and frames stay for
+	// the post-mortem.
+	dir, err := os.MkdirTemp("", "chaos-short-*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("server logs and players' frames kept in %s", dir)
+			return
+		}
+		os.RemoveAll(dir)
+	})
 	args := append([]string{
 		"--redis-url", redistest.URL(), "--redis-prefix", prefix, "--postgres-url", pgURL,
-		"--dir", t.TempDir(),
+		"--dir", dir,
 	}, shortArgs...)
 	if raceEnabled {
 		args = append(args, "--race")

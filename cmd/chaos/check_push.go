@@ -81,8 +81,9 @@ func (c *checker) checkPushes() {
 					end = "ended (" + sess.EndReason + ") at " + sess.End.Format(time.RFC3339Nano)
 				}
 				c.f.addf(vMatchFoundMissing, seat.TicketID, m.ID, seat.UserID,
-					"match created at %s while session %d (gateway %s, node %s, hello at %s) was open; it %s; %d sessions in all; the match never reached the player",
-					m.CreatedAt.Format(time.RFC3339Nano), sess.N, sess.Gateway, sess.Node, sess.Hello.Format(time.RFC3339Nano), end, len(r.Sessions))
+					"match created at %s while session %d (gateway %s, node %s, hello at %s) was open; it %s; %d sessions in all; the match never reached the player; that session's frames after the creation: %s",
+					m.CreatedAt.Format(time.RFC3339Nano), sess.N, sess.Gateway, sess.Node, sess.Hello.Format(time.RFC3339Nano), end, len(r.Sessions),
+					framesAfter(r, sess.N, m.CreatedAt))
 			}
 		}
 	}
@@ -121,4 +122,17 @@ func (c *checker) checkAway(r *playerRec, m *dbMatch, seat wireSeat, s seen) {
 	c.f.addf(vMatchFoundMissing, seat.TicketID, m.ID, seat.UserID,
 		"match created at %s while the player was away; session %d (gateway %s, node %s) began with hello at %s, and the match never reached the player",
 		m.CreatedAt.Format(time.RFC3339Nano), next.N, next.Gateway, next.Node, next.Hello.Format(time.RFC3339Nano))
+}
+
+// framesAfter counts by type the frames of session n read after t: a
+// session that still got replies but no push at all points at its
+// subscription rather than at the publisher.
+func framesAfter(r *playerRec, n int, t time.Time) string {
+	counts := map[string]int{}
+	for _, f := range r.Frames {
+		if f.Session == n && f.At.After(t) {
+			counts[f.f.Type]++
+		}
+	}
+	return kv(counts)
 }
