@@ -78,14 +78,21 @@ func (s *PostgresQueues) PutQueue(ctx context.Context, name string, config json.
 	}
 	var o QueueOverride
 	var raw []byte
-	err := s.pool.QueryRow(ctx, `
+	// Writers take turns, so versions are handed out in commit order: a
+	// watcher that has seen version v has seen every change up to v.
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('matchgate.queue_configs'))`); err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, `
 		INSERT INTO queue_configs (name, config, retired, version, updated_at)
 		VALUES ($1, $2::jsonb, $3, nextval('queue_configs_version'), clock_timestamp())
 		ON CONFLICT (name) DO UPDATE
 		   SET config = EXCLUDED.config, retired = EXCLUDED.retired,
 		       version = EXCLUDED.version, updated_at = EXCLUDED.updated_at
 		RETURNING name, config, retired, version, updated_at`,
-		name, string(config), retired).Scan(&o.Name, &raw, &o.Retired, &o.Version, &o.UpdatedAt)
+			name, string(config), retired).Scan(&o.Name, &raw, &o.Retired, &o.Version, &o.UpdatedAt)
+	})
 	if err != nil {
 		return QueueOverride{}, fmt.Errorf("store queue %s: %w", name, err)
 	}

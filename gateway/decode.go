@@ -5,26 +5,32 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/matchgate/matchgate/matcher"
 )
 
 // JSON from clients is decoded strictly, REST bodies and WebSocket frames
-// alike: a field the request does not have, a key given twice (encoding/json
-// would silently keep the last) or anything after the object is refused
-// with BAD_REQUEST naming the problem. A typo such as "regoin" must not
-// quietly fall back to a default, and two parsers (a proxy, a WAF, this one)
-// must never disagree on what a request said.
+// alike: a field the request does not have (names match exactly, where
+// encoding/json would also take "Type" for "type"), a key given twice
+// (encoding/json would silently keep the last), invalid UTF-8, deep nesting
+// or anything after the object is refused with BAD_REQUEST naming the
+// problem. A typo such as "regoin" must not quietly fall back to a default,
+// and two parsers (a proxy, a WAF, this one) must never disagree on what a
+// request said.
 
 // maxJSONDepth bounds nesting: no request has more than three levels.
 const maxJSONDepth = 8
 
 // decodeStrict decodes the single JSON object in data into v. With emptyOK,
 // data that is empty or all white space leaves v as it is (an absent body).
+// When v points to a struct, its keys must be exactly its fields' JSON
+// names: encoding/json alone would match "Type" to "type" as well, and
+// keep the last of the two.
 func decodeStrict(data []byte, v any, emptyOK bool) error {
 	if emptyOK && len(bytes.TrimSpace(data)) == 0 {
 		return nil
@@ -33,74 +39,254 @@ func decodeStrict(data []byte, v any, emptyOK bool) error {
 		// encoding/json would quietly turn invalid bytes into U+FFFD.
 		return matcher.Errorf(matcher.CodeBadRequest, "malformed JSON: not valid UTF-8")
 	}
-	if err := checkKeys(data); err != nil {
+	if err := checkKeys(data, fieldsOf(v)); err != nil {
 		return matcher.Errorf(matcher.CodeBadRequest, "malformed JSON: %s", err.Error())
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	if err := json.Unmarshal(data, v); err != nil {
 		return matcher.Errorf(matcher.CodeBadRequest, "malformed JSON: %s", jsonProblem(err))
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return matcher.Errorf(matcher.CodeBadRequest, "malformed JSON: trailing data after the object")
 	}
 	return nil
 }
 
-// checkKeys walks the JSON text and refuses an object with a repeated key
-// at any depth, nesting deeper than maxJSONDepth, and a top level that is
-// not an object. Syntax errors are left to the decoder that follows.
-func checkKeys(data []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	type frame struct {
-		object bool
-		keys   map[string]struct{}
-		expect bool // object: the next token is a key
+// fieldNames caches fieldsOf per type.
+var fieldNames sync.Map // reflect.Type → []string
+
+// fieldsOf lists the JSON names of the fields of the struct v points to; nil
+// (any key) for anything else.
+func fieldsOf(v any) []string {
+	t := reflect.TypeOf(v)
+	if t == nil || t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+		return nil
 	}
-	var stack []*frame
-	for first := true; ; first = false {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil // io.EOF, or a syntax error reported by the decoder
-		}
-		d, isDelim := tok.(json.Delim)
-		if first && (!isDelim || d != '{') {
-			return errors.New("the message must be a JSON object")
-		}
-		var top *frame
-		if len(stack) > 0 {
-			top = stack[len(stack)-1]
-		}
-		if top != nil && top.object && top.expect && !isDelim {
-			key, _ := tok.(string)
-			if _, dup := top.keys[key]; dup {
-				return fmt.Errorf("key %s given twice", quoteField(key))
-			}
-			top.keys[key] = struct{}{}
-			top.expect = false
+	if names, ok := fieldNames.Load(t); ok {
+		return names.([]string)
+	}
+	var names []string
+	for f := range t.Elem().Fields() {
+		if !f.IsExported() {
 			continue
 		}
-		if isDelim {
-			switch d {
-			case '{', '[':
-				if len(stack) >= maxJSONDepth {
-					return fmt.Errorf("nested deeper than %d levels", maxJSONDepth)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch name {
+		case "-":
+			continue
+		case "":
+			name = f.Name
+		}
+		names = append(names, name)
+	}
+	fieldNames.Store(t, names)
+	return names
+}
+
+// checkKeys scans the JSON text and refuses an object with a repeated key
+// at any depth, a top-level key not in fields (unless fields is nil),
+// nesting deeper than maxJSONDepth, and a top level that is not an object.
+// Syntax errors are left to the decoder that follows. It is a single pass
+// over the bytes that allocates only for escaped keys: every frame of every
+// socket goes through it.
+func checkKeys(data []byte, fields []string) error {
+	s := keyScanner{data: data, fields: fields}
+	s.ws()
+	if s.pos >= len(data) || data[s.pos] != '{' {
+		return errors.New("the message must be a JSON object")
+	}
+	if err := s.value(); err != nil && err != errJSONSyntax {
+		return err
+	}
+	return nil
+}
+
+// errJSONSyntax stops the scan; the decoder reports the syntax error.
+var errJSONSyntax = errors.New("syntax")
+
+type keyScanner struct {
+	data   []byte
+	pos    int
+	depth  int
+	fields []string // the keys allowed at depth 1; nil: any
+}
+
+func (s *keyScanner) ws() {
+	for s.pos < len(s.data) {
+		switch s.data[s.pos] {
+		case ' ', '\t', '\n', '\r':
+			s.pos++
+		default:
+			return
+		}
+	}
+}
+
+func (s *keyScanner) peek() byte {
+	if s.pos < len(s.data) {
+		return s.data[s.pos]
+	}
+	return 0
+}
+
+func (s *keyScanner) value() error {
+	s.ws()
+	switch s.peek() {
+	case '{':
+		return s.object()
+	case '[':
+		return s.array()
+	case '"':
+		_, _, err := s.str()
+		return err
+	case 0:
+		return errJSONSyntax
+	}
+	// A number or a literal: up to the next delimiter.
+	start := s.pos
+	for s.pos < len(s.data) {
+		switch s.data[s.pos] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			if s.pos == start {
+				return errJSONSyntax
+			}
+			return nil
+		}
+		s.pos++
+	}
+	return nil
+}
+
+// str scans a string starting at its quote and returns its raw content and
+// whether it has escapes.
+func (s *keyScanner) str() (raw []byte, escaped bool, err error) {
+	start := s.pos + 1
+	for i := start; i < len(s.data); i++ {
+		switch s.data[i] {
+		case '\\':
+			escaped = true
+			i++
+		case '"':
+			s.pos = i + 1
+			return s.data[start:i], escaped, nil
+		}
+	}
+	return nil, false, errJSONSyntax
+}
+
+// known reports whether key is exactly one of the fields.
+func (s *keyScanner) known(key []byte) bool {
+	for _, f := range s.fields {
+		if string(key) == f {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *keyScanner) enter() error {
+	s.depth++
+	if s.depth > maxJSONDepth {
+		return fmt.Errorf("nested deeper than %d levels", maxJSONDepth)
+	}
+	s.pos++
+	return nil
+}
+
+func (s *keyScanner) object() error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	var small [16][]byte
+	keys := small[:0]
+	var many map[string]struct{} // past 64 keys
+	s.ws()
+	if s.peek() == '}' {
+		s.pos++
+		s.depth--
+		return nil
+	}
+	for {
+		s.ws()
+		if s.peek() != '"' {
+			return errJSONSyntax
+		}
+		start := s.pos
+		key, escaped, err := s.str()
+		if err != nil {
+			return err
+		}
+		if escaped {
+			var k string
+			if json.Unmarshal(s.data[start:s.pos], &k) != nil {
+				return errJSONSyntax
+			}
+			key = []byte(k)
+		}
+		if s.depth == 1 && s.fields != nil && !s.known(key) {
+			return fmt.Errorf("unknown field %s", quoteField(string(key)))
+		}
+		if many != nil {
+			if _, dup := many[string(key)]; dup {
+				return fmt.Errorf("key %s given twice", quoteField(string(key)))
+			}
+			many[string(key)] = struct{}{}
+		} else {
+			for _, k := range keys {
+				if bytes.Equal(k, key) {
+					return fmt.Errorf("key %s given twice", quoteField(string(key)))
 				}
-				stack = append(stack, &frame{object: d == '{', keys: map[string]struct{}{}, expect: d == '{'})
-				continue
-			case '}', ']':
-				stack = stack[:len(stack)-1]
-				if len(stack) == 0 {
-					// The top-level object is done; anything after it is the
-					// decoder's "trailing data".
-					return nil
+			}
+			keys = append(keys, key)
+			if len(keys) > 64 {
+				many = make(map[string]struct{}, 2*len(keys))
+				for _, k := range keys {
+					many[string(k)] = struct{}{}
 				}
 			}
 		}
-		// A value ended: the enclosing object expects a key next.
-		if len(stack) > 0 && stack[len(stack)-1].object {
-			stack[len(stack)-1].expect = true
+		s.ws()
+		if s.peek() != ':' {
+			return errJSONSyntax
+		}
+		s.pos++
+		if err := s.value(); err != nil {
+			return err
+		}
+		s.ws()
+		switch s.peek() {
+		case ',':
+			s.pos++
+		case '}':
+			s.pos++
+			s.depth--
+			return nil
+		default:
+			return errJSONSyntax
+		}
+	}
+}
+
+func (s *keyScanner) array() error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	s.ws()
+	if s.peek() == ']' {
+		s.pos++
+		s.depth--
+		return nil
+	}
+	for {
+		if err := s.value(); err != nil {
+			return err
+		}
+		s.ws()
+		switch s.peek() {
+		case ',':
+			s.pos++
+		case ']':
+			s.pos++
+			s.depth--
+			return nil
+		default:
+			return errJSONSyntax
 		}
 	}
 }

@@ -10,8 +10,20 @@
 // statuses and WebSocket error frames (errors.go). It owns no matchmaking
 // state: tickets and matches belong to the Matchmaker, and a closing socket
 // never cancels a ticket. It declares the small interfaces it consumes
-// (Matchmaker, Subscriber, ReadyChecker); the composition root wires real
-// implementations.
+// (Matchmaker, Subscriber, ReadyChecker, RateLimiter, SocketLimiter,
+// BanChecker, Admin); the composition root wires real implementations.
+//
+// # Hardening
+//
+// The edge is where hostile input stops (SECURITY.md): tokens (tokens.go:
+// HS256 pinned, key rotation by kid, never logged), strict decoding of
+// bodies and frames (decode.go), names and ids checked before the
+// Matchmaker sees them, limits (limits.go: shared ones through the
+// RateLimiter, the per-socket message bucket, the node and per-user socket
+// caps), bans (a BanChecker without I/O) and the admin API under /v1/admin/
+// with its own tokens (admin.go). Refusals cost the least work that can
+// decide them: caps and limits before the token is checked, the token
+// before the upgrade, names before any Redis key.
 //
 // # Concurrency contract
 //
@@ -39,4 +51,9 @@
 //   - Run drains in order: mark draining (/readyz fails, upgrades get 503),
 //     close every socket with CloseGoingAway in bounded batches, shut the
 //     HTTP server down, wait for every goroutine the Server started.
+//   - Drain and DisconnectUser may be called from any goroutine (the
+//     control channel's): they mark sockets closing and hand the close
+//     handshakes to goroutines Run waits for; neither blocks on a socket.
+//   - The pinger also renews the per-user socket leases of every open
+//     socket once per PingInterval.
 package gateway

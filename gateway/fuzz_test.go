@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"net/netip"
@@ -184,6 +185,74 @@ func FuzzForwardedFor(f *testing.F) {
 		}
 		if got != p && got.Zone() != "" {
 			t.Fatalf("a zoned address %s from the header", got)
+		}
+	})
+}
+
+// checkKeysReference is the straightforward version of checkKeys, walking
+// encoding/json's tokens: the oracle FuzzCheckKeys compares checkKeys with.
+func checkKeysReference(data []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	type level struct {
+		object bool
+		keys   map[string]bool
+		key    bool // object: the next token is a key
+	}
+	var stack []*level
+	for first := true; ; first = false {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		d, isDelim := tok.(json.Delim)
+		if first && (!isDelim || d != '{') {
+			return errors.New("not an object")
+		}
+		if n := len(stack); n > 0 && stack[n-1].object && stack[n-1].key && !isDelim {
+			k := tok.(string)
+			if stack[n-1].keys[k] {
+				return errors.New("duplicate")
+			}
+			stack[n-1].keys[k], stack[n-1].key = true, false
+			continue
+		}
+		if isDelim && (d == '{' || d == '[') {
+			if len(stack) >= maxJSONDepth {
+				return errors.New("deep")
+			}
+			stack = append(stack, &level{object: d == '{', keys: map[string]bool{}, key: d == '{'})
+			continue
+		}
+		if isDelim {
+			stack = stack[:len(stack)-1]
+			if len(stack) == 0 {
+				return nil
+			}
+		}
+		if n := len(stack); n > 0 && stack[n-1].object {
+			stack[n-1].key = true
+		}
+	}
+}
+
+// FuzzCheckKeys: on valid JSON, the scanner and the token walk agree on
+// duplicate keys, depth and the top level.
+func FuzzCheckKeys(f *testing.F) {
+	for _, s := range []string{
+		`{"a":1,"a":2}`, `{"a":{"b":1,"b":2}}`, `{"a":1,"\u0061":2}`, `{"a":[{"x":1},{"x":1}]}`,
+		`{"a":[[[[[[[[1]]]]]]]]}`, `{"a":"\"}","b":"{\"a\":1,\"a\":2}"}`, `[]`, `1`, `{}`, ` {"k" : true , "l":null} `,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got := checkKeys(data, nil)
+		if !json.Valid(data) {
+			return
+		}
+		want := checkKeysReference(data)
+		if (got == nil) != (want == nil) {
+			t.Fatalf("checkKeys(%q) = %v, the token walk says %v", data, got, want)
 		}
 	})
 }

@@ -20,12 +20,12 @@ import (
 
 var benchJoin = []byte(`{"type":"join","id":"j17","queue":"ranked","region":"eu","attributes":{"mode":"5v5"}}`)
 
-// BenchmarkDecodeFrame_Join is the read loop's decode of a join frame.
+// BenchmarkDecodeFrame_Join is the read loop's decode of a join frame
+// (decodeFrame: the strict decoder, duplicate-key scan included).
 func BenchmarkDecodeFrame_Join(b *testing.B) {
 	b.SetBytes(int64(len(benchJoin)))
 	for b.Loop() {
-		var in inbound
-		if err := json.Unmarshal(benchJoin, &in); err != nil || in.Queue != "ranked" {
+		if in, err := decodeFrame(benchJoin); err != nil || in.Queue != "ranked" {
 			b.Fatal(in, err)
 		}
 	}
@@ -35,8 +35,7 @@ func BenchmarkDecodeFrame_Join(b *testing.B) {
 func BenchmarkDecodeFrame_Ping(b *testing.B) {
 	frame := []byte(`{"type":"ping","id":"p1"}`)
 	for b.Loop() {
-		var in inbound
-		if err := json.Unmarshal(frame, &in); err != nil {
+		if _, err := decodeFrame(frame); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -62,7 +61,7 @@ func BenchmarkEncodeReply_Joined(b *testing.B) {
 // metrics (it decodes the frame's type).
 func BenchmarkFrameType(b *testing.B) {
 	m := matcher.Match{ID: "m1", Queue: "ranked", Region: "eu", State: matcher.MatchReady, FormedBy: matcher.FormedFilled,
-		Players: []matcher.Player{{TicketID: "t1", UserID: "u1", Skill: 1500}, {TicketID: "t2", UserID: "u2", Skill: 1510}},
+		Players:   []matcher.Player{{TicketID: "t1", UserID: "u1", Skill: 1500}, {TicketID: "t2", UserID: "u2", Skill: 1510}},
 		CreatedAt: time.Now(), Version: 1}
 	payload := matcher.MatchFoundEvent(m).Payload
 	b.SetBytes(int64(len(payload)))

@@ -408,7 +408,12 @@ func (p *pass) deadlines(ctx context.Context) error {
 			continue
 		}
 		if d.UserID == "" {
-			continue // no ticket hash: the reconciler repairs it from the record
+			// The ticket's hash is gone (a partial loss of Redis): restore
+			// the entry from the record now rather than let the deadline slip.
+			if err := p.restore(ctx, d.TicketID); err != nil {
+				return err
+			}
+			continue
 		}
 		var others []pool.Entry
 		if q.Kind == KindRoom {
@@ -481,6 +486,27 @@ func (p *pass) ghosts(ctx context.Context) error {
 		if err := p.resolve(ctx, s, StatusCancelled, ReasonHeartbeat); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// restore rebuilds a pool entry whose ticket hash is missing from the
+// record: put back with its original scores while WAITING, else removed.
+func (p *pass) restore(ctx context.Context, id string) error {
+	p.used[id] = true
+	t, err := p.e.cfg.Ledger.Ticket(ctx, id)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("restore %s: %w", id, err)
+	}
+	if err == nil && t.Status == StatusWaiting {
+		e := EntryOf(t)
+		e.Heartbeat = p.now // the pool lost it: a full timeout to be seen again
+		_, err = p.e.cfg.Pool.Requeue(ctx, p.e.part, []pool.Entry{e}, entryTTL(p.now, t.Deadline))
+	} else {
+		_, err = p.e.cfg.Pool.Remove(ctx, p.e.part, id)
+	}
+	if err != nil {
+		return fmt.Errorf("restore %s: %w", id, err)
 	}
 	return nil
 }

@@ -279,9 +279,6 @@ func (r *Runner) acquire(ctx context.Context, part string) {
 		return
 	}
 	e := r.engines[part]
-	if _, err := reconcile(ctx, r.cfg.Ledger, r.cfg.Pool, e.q, e.Partition(), r.cfg.Now()); err != nil {
-		r.log.Warn("reconcile on takeover", "partition", part, "err", err)
-	}
 	engCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	h := &holding{token: token, cancel: cancel, done: make(chan struct{})}
 	h.validUntil.Store(start.Add(r.cfg.LeaseTTL).UnixMilli())
@@ -290,11 +287,17 @@ func (r *Runner) acquire(ctx context.Context, part string) {
 	r.mu.Unlock()
 	r.cfg.Metrics.lease(part, "acquired")
 	r.log.Info("partition acquired", "partition", part, "token", token)
+	// The reconciliation runs in the engine's goroutine, with the lease
+	// already registered, so the lease loop keeps renewing every partition
+	// while a large one is being rebuilt.
 	go func() {
 		defer close(h.done)
+		if _, err := reconcile(engCtx, r.cfg.Ledger, r.cfg.Pool, e.q, e.Partition(), r.cfg.Now()); err != nil && engCtx.Err() == nil {
+			r.log.Warn("reconcile on takeover", "partition", part, "err", err)
+		}
+		e.Wake()
 		_ = e.Run(engCtx)
 	}()
-	e.Wake()
 }
 
 // drop stops working a partition whose lease is gone, at once.
@@ -450,17 +453,22 @@ func reconcile(ctx context.Context, l Ledger, p *pool.Pool, q *QueueConfig, part
 	}
 	live := make(map[string]bool, len(waiting))
 	var errs []error
+	var back []pool.Entry
 	for _, t := range waiting {
 		live[t.ID] = true
 		if inPool[t.ID] || (q != nil && q.PoolOf(t.UserID, t.Region) != part) {
 			continue
 		}
-		// Enqueue is idempotent: a ticket claimed a moment ago keeps its
-		// claimed hash and is left alone; its claim's commit decides.
 		e := EntryOf(t)
 		// The pool's heartbeat died with it: give the player a full timeout
 		// to be seen again rather than evicting them as a ghost at once.
 		e.Heartbeat = now
+		if q == nil {
+			back = append(back, e)
+			continue
+		}
+		// A sharded queue's ticket may live in the overflow pool, whose
+		// hash the idempotent enqueue leaves alone.
 		added, err := p.Enqueue(ctx, key, e, entryTTL(now, t.Deadline))
 		if err != nil {
 			errs = append(errs, err)
@@ -469,6 +477,20 @@ func reconcile(ctx context.Context, l Ledger, p *pool.Pool, q *QueueConfig, part
 		if added {
 			res.Added++
 		}
+	}
+	// An unsharded ticket missing from its pool is put back even when its
+	// hash says claimed or waiting: a claim whose owner died before the
+	// commit, or a partly lost Redis, must not keep it out until the hash
+	// expires. Should a live claim be about to commit, the record's
+	// compare-and-set still lets only one match have the ticket.
+	for len(back) > 0 {
+		n := min(len(back), 500)
+		added, err := p.Requeue(ctx, key, back[:n], entryTTL(now, now.Add(time.Hour)))
+		if err != nil {
+			errs = append(errs, err)
+		}
+		res.Added += added
+		back = back[n:]
 	}
 	for _, id := range members {
 		if live[id] {

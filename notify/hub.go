@@ -43,6 +43,11 @@ type Hub struct {
 	mu      sync.Mutex
 	subs    map[string][]*subscriber // channel → subscribers
 	waiters map[string][]chan struct{}
+
+	// opMu orders SUBSCRIBE and UNSUBSCRIBE commands: an unsubscribe decided
+	// when a user's last socket closed must not overtake the subscribe of
+	// the same user's next socket, or that socket would get no pushes.
+	opMu sync.Mutex
 }
 
 // NewHub opens the shared pub/sub connection lazily (on first subscribe);
@@ -82,7 +87,10 @@ func (h *Hub) Subscribe(ctx context.Context, userID string, deliver func([]byte)
 	if !first {
 		return unsubscribe, nil
 	}
-	if err := h.ps.Subscribe(ctx, ch); err != nil {
+	h.opMu.Lock()
+	err := h.ps.Subscribe(ctx, ch)
+	h.opMu.Unlock()
+	if err != nil {
 		unsubscribe()
 		return nil, fmt.Errorf("subscribe %s: %w", userID, err)
 	}
@@ -116,14 +124,23 @@ func (h *Hub) remove(ch string, s *subscriber) {
 		h.subs[ch] = list
 	}
 	h.mu.Unlock()
-	if last {
-		// Unsubscribe with the lock released; a resubscribe racing it is
-		// ordered after it on the same connection, so it wins.
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		defer cancel()
-		if err := h.ps.Unsubscribe(ctx, ch); err != nil {
-			h.cfg.Logger.Debug("unsubscribe", "err", err)
-		}
+	if !last {
+		return
+	}
+	h.opMu.Lock()
+	defer h.opMu.Unlock()
+	// A socket of the same user may have subscribed since: then it has sent
+	// (or is about to send, after this) its SUBSCRIBE, and the channel stays.
+	h.mu.Lock()
+	still := len(h.subs[ch]) > 0
+	h.mu.Unlock()
+	if still {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if err := h.ps.Unsubscribe(ctx, ch); err != nil {
+		h.cfg.Logger.Debug("unsubscribe", "err", err)
 	}
 }
 

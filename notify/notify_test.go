@@ -256,3 +256,40 @@ func TestRelayRetriesAfterOutage(t *testing.T) {
 		t.Fatalf("after recovery: %d %v", n, err)
 	}
 }
+
+// A user whose last socket closes while the next one opens keeps the
+// subscription: the unsubscribe of the old socket never overtakes the
+// subscribe of the new one.
+func TestHubResubscribeRace(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+		hub := runHub(t, rdb, prefix)
+		ctx := context.Background()
+		for i := range 300 {
+			user := fmt.Sprint("u", i%7)
+			old := newInbox()
+			unOld, err := hub.Subscribe(ctx, user, old.deliver)
+			if err != nil {
+				t.Fatal(err)
+			}
+			next := newInbox()
+			var unNext func()
+			var wg sync.WaitGroup
+			wg.Go(unOld)
+			wg.Go(func() {
+				un, err := hub.Subscribe(ctx, user, next.deliver)
+				if err != nil {
+					t.Error(err)
+				}
+				unNext = un
+			})
+			wg.Wait()
+			if err := rdb.Publish(ctx, notify.Channel(prefix, user), fmt.Sprint(i)).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if got := next.wait(t, 1); got[0] != fmt.Sprint(i) {
+				t.Fatalf("round %d: got %v", i, got)
+			}
+			unNext()
+		}
+	})
+}

@@ -68,7 +68,7 @@ type hostile struct {
 	accepted map[string]int // user → joins the server accepted
 	attacker map[string]bool
 	from     map[string]string // guest → the address it signed in from
-	tokens   []string // every token sent, to look for in the log
+	tokens   []string          // every token sent, to look for in the log
 
 	closeCodes sync.Map // *client → websocket.StatusCode the socket ended with
 }
