@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"slices"
 	"sort"
 	"strconv"
@@ -53,10 +54,10 @@ type RunnerConfig struct {
 // those partitions. Several Runners in several processes share the
 // partitions through the leases.
 type Runner struct {
-	cfg     RunnerConfig
-	engines map[string]*Engine
-	order   []string
-	log     *slog.Logger
+	cfg   RunnerConfig
+	topo  atomic.Pointer[topology]
+	setMu sync.Mutex // serialises SetQueues
+	log   *slog.Logger
 
 	mu   sync.Mutex
 	held map[string]*holding
@@ -93,27 +94,81 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	r := &Runner{cfg: cfg, engines: map[string]*Engine{}, held: map[string]*holding{}, log: cfg.Logger.With("owner", cfg.Owner)}
-	for i := range cfg.Queues.Queues {
-		q := cfg.Queues.Queues[i]
+	r := &Runner{cfg: cfg, held: map[string]*holding{}, log: cfg.Logger.With("owner", cfg.Owner)}
+	t, _, err := r.build(cfg.Queues, &topology{engines: map[string]*Engine{}})
+	if err != nil {
+		return nil, err
+	}
+	r.topo.Store(t)
+	return r, nil
+}
+
+// topology is the set of engines in force, swapped whole by SetQueues.
+type topology struct {
+	engines map[string]*Engine
+	order   []string
+}
+
+// build makes the topology of c, reusing old's engines whose queue is
+// unchanged. Partitions of old that c no longer has keep their engines, so
+// the tickets still waiting there are matched or resolved by their
+// deadline; the Service takes no new joins for them. changed lists the
+// partitions whose engine was replaced.
+func (r *Runner) build(c Config, old *topology) (t *topology, changed []string, err error) {
+	t = &topology{engines: map[string]*Engine{}}
+	for i := range c.Queues {
+		q := c.Queues[i]
 		for _, region := range q.Regions {
 			for _, p := range q.Pools(region) {
 				part := p.String()
+				if e := old.engines[part]; e != nil && reflect.DeepEqual(e.cfg.Queue, q) {
+					t.engines[part] = e
+					t.order = append(t.order, part)
+					continue
+				}
 				e, err := NewEngine(EngineConfig{
-					Queue: q, Region: region, Shard: p.Shard, Pool: cfg.Pool, Ledger: cfg.Ledger,
-					Notifier: cfg.Notifier, Allocator: cfg.Allocator,
-					Presence: cfg.Presence, Fence: func() int64 { return r.fence(part) },
-					Now: cfg.Now, Logger: cfg.Logger, Metrics: cfg.Metrics,
+					Queue: q, Region: region, Shard: p.Shard, Pool: r.cfg.Pool, Ledger: r.cfg.Ledger,
+					Notifier: r.cfg.Notifier, Allocator: r.cfg.Allocator,
+					Presence: r.cfg.Presence, Fence: func() int64 { return r.fence(part) },
+					Now: r.cfg.Now, Logger: r.cfg.Logger, Metrics: r.cfg.Metrics,
 				})
 				if err != nil {
-					return nil, err
+					return nil, nil, err
 				}
-				r.engines[part] = e
-				r.order = append(r.order, part)
+				if old.engines[part] != nil {
+					changed = append(changed, part)
+				}
+				t.engines[part] = e
+				t.order = append(t.order, part)
 			}
 		}
 	}
-	return r, nil
+	for _, part := range old.order {
+		if t.engines[part] == nil {
+			t.engines[part] = old.engines[part]
+			t.order = append(t.order, part)
+		}
+	}
+	return t, changed, nil
+}
+
+// SetQueues puts a new (normalized) queue configuration in force without a
+// restart: new partitions are taken up by the lease loop, a partition whose
+// queue changed is released and taken up again with its new engine (here
+// or by another matcher), and a removed queue's partitions keep running
+// until restart so that no waiting ticket is stranded.
+func (r *Runner) SetQueues(c Config) error {
+	r.setMu.Lock()
+	defer r.setMu.Unlock()
+	t, changed, err := r.build(c, r.topo.Load())
+	if err != nil {
+		return fmt.Errorf("set queues: %w", err)
+	}
+	r.topo.Store(t)
+	for _, part := range changed {
+		r.release(context.Background(), part)
+	}
+	return nil
 }
 
 // WakeChannel is the pub/sub channel of wake-ups.
@@ -151,7 +206,7 @@ func (r *Runner) Held() []string {
 
 // Wake asks the partition's engine for a pass now, if this runner owns it.
 func (r *Runner) Wake(p Partition) {
-	if e := r.engines[p.String()]; e != nil {
+	if e := r.topo.Load().engines[p.String()]; e != nil {
 		e.Wake()
 	}
 }
@@ -199,7 +254,8 @@ func (r *Runner) leaseRound(ctx context.Context) {
 	} else if ctx.Err() == nil {
 		r.log.Warn("matcher registry", "err", err)
 	}
-	share := (len(r.order) + live - 1) / live
+	topo := r.topo.Load()
+	share := (len(topo.order) + live - 1) / live
 
 	for _, part := range r.Held() {
 		r.mu.Lock()
@@ -230,10 +286,10 @@ func (r *Runner) leaseRound(ctx context.Context) {
 	}
 	// Start at an owner-dependent offset so that matchers starting together
 	// do not all race for the same partitions first.
-	n := len(r.order)
+	n := len(topo.order)
 	off := int(hash32(r.cfg.Owner) % uint32(n))
 	for i := 0; i < n && len(r.Held()) < share; i++ {
-		part := r.order[(off+i)%n]
+		part := topo.order[(off+i)%n]
 		if r.isHeld(part) {
 			continue
 		}
@@ -278,7 +334,10 @@ func (r *Runner) acquire(ctx context.Context, part string) {
 		_, _ = r.cfg.Pool.ReleaseLease(context.WithoutCancel(ctx), part, r.cfg.Owner, token)
 		return
 	}
-	e := r.engines[part]
+	e := r.topo.Load().engines[part]
+	if e == nil {
+		return
+	}
 	engCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	h := &holding{token: token, cancel: cancel, done: make(chan struct{})}
 	h.validUntil.Store(start.Add(r.cfg.LeaseTTL).UnixMilli())
@@ -372,7 +431,7 @@ func (r *Runner) listen(ctx context.Context) {
 			}
 			continue
 		}
-		if e := r.engines[msg.Payload]; e != nil {
+		if e := r.topo.Load().engines[msg.Payload]; e != nil {
 			e.Wake()
 		}
 	}
@@ -394,7 +453,7 @@ func (r *Runner) reconcileLoop(ctx context.Context) {
 		case <-t.C:
 		}
 		for _, part := range r.Held() {
-			e := r.engines[part]
+			e := r.topo.Load().engines[part]
 			if _, err := reconcile(ctx, r.cfg.Ledger, r.cfg.Pool, e.q, e.Partition(), r.cfg.Now()); err != nil && ctx.Err() == nil {
 				r.log.Warn("reconcile", "partition", part, "err", err)
 			}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -51,11 +52,31 @@ type ServiceConfig struct {
 // Service joins, cancels and answers status. It talks to the ledger and the
 // pool directly: no extra hop between the edge and the matcher.
 type Service struct {
-	cfg    ServiceConfig
-	queues map[string]*QueueConfig
-	log    *slog.Logger
-	stats  statsCache
+	cfg   ServiceConfig
+	qs    atomic.Pointer[queueSet]
+	log   *slog.Logger
+	stats statsCache
 }
+
+// queueSet is one configuration in force, swapped whole by SetQueues so a
+// request sees either the old or the new queues, never a mix.
+type queueSet struct {
+	list   []QueueConfig
+	byName map[string]*QueueConfig
+}
+
+func newQueueSet(c Config) *queueSet {
+	qs := &queueSet{list: append([]QueueConfig(nil), c.Queues...), byName: map[string]*QueueConfig{}}
+	for i := range qs.list {
+		qs.byName[qs.list[i].Name] = &qs.list[i]
+	}
+	return qs
+}
+
+// SetQueues puts a new (normalized) queue configuration in force at once:
+// joins to a queue that is gone answer UNKNOWN_QUEUE, while tickets already
+// waiting in it keep being served until they are resolved.
+func (s *Service) SetQueues(c Config) { s.qs.Store(newQueueSet(c)) }
 
 // NewService validates the configuration; it starts nothing.
 func NewService(cfg ServiceConfig) (*Service, error) {
@@ -83,11 +104,8 @@ func NewService(cfg ServiceConfig) (*Service, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Service{cfg: cfg, queues: map[string]*QueueConfig{}, log: cfg.Logger}
-	for i := range cfg.Queues.Queues {
-		q := &s.cfg.Queues.Queues[i]
-		s.queues[q.Name] = q
-	}
+	s := &Service{cfg: cfg, log: cfg.Logger}
+	s.SetQueues(cfg.Queues)
 	return s, nil
 }
 
@@ -99,14 +117,14 @@ type SkillSource interface {
 
 // Queue returns a queue's configuration.
 func (s *Service) Queue(name string) (*QueueConfig, bool) {
-	q, ok := s.queues[name]
+	q, ok := s.qs.Load().byName[name]
 	return q, ok
 }
 
 // Join records a WAITING ticket (the record first, then the pool) and wakes
 // the partition's engine.
 func (s *Service) Join(ctx context.Context, req JoinRequest) (Ticket, error) {
-	q, ok := s.queues[req.Queue]
+	q, ok := s.qs.Load().byName[req.Queue]
 	if !ok {
 		return Ticket{}, &Error{Code: CodeUnknownQueue, Message: fmt.Sprintf("no queue named %q", req.Queue)}
 	}
@@ -258,7 +276,7 @@ func notWaiting(t Ticket) error {
 
 // pools lists every pool the ticket may wait in.
 func (s *Service) pools(t Ticket) []string {
-	q, ok := s.queues[t.Queue]
+	q, ok := s.qs.Load().byName[t.Queue]
 	if !ok { // a queue removed from the configuration
 		return []string{t.Partition().String()}
 	}
@@ -277,7 +295,7 @@ func (s *Service) Ticket(ctx context.Context, userID, ticketID string) (TicketVi
 		return TicketView{}, err
 	}
 	v := TicketView{Ticket: t}
-	if q, ok := s.queues[t.Queue]; ok && t.Status == StatusWaiting {
+	if q, ok := s.qs.Load().byName[t.Queue]; ok && t.Status == StatusWaiting {
 		// Best effort: the ticket is the answer; the explanation is extra.
 		if v.Explain, err = s.explain(ctx, q, t); err != nil {
 			s.log.Warn("explain ticket", "ticket", t.ID, "err", err)
@@ -356,7 +374,7 @@ func (s *Service) Decline(ctx context.Context, userID, matchID string) (Match, e
 	case err != nil:
 		return Match{}, unavailable(fmt.Errorf("decline match %s: %w", matchID, err))
 	}
-	q, ok := s.queues[d.Match.Queue]
+	q, ok := s.qs.Load().byName[d.Match.Queue]
 	if !ok {
 		q = &QueueConfig{Name: d.Match.Queue}
 	}
@@ -386,7 +404,7 @@ func (s *Service) closedMatch(m Match, what string) (Match, error) {
 // queueOr returns a queue's configuration, or a bare one for a queue no
 // longer configured.
 func (s *Service) queueOr(name string) *QueueConfig {
-	if q, ok := s.queues[name]; ok {
+	if q, ok := s.qs.Load().byName[name]; ok {
 		return q
 	}
 	return &QueueConfig{Name: name, Shards: 1}
@@ -410,9 +428,10 @@ func (s *Service) UserState(ctx context.Context, userID string) (UserState, erro
 // Queues lists the configured queues with their current depth per region
 // and the statistics of their recent outcomes (see stats.go).
 func (s *Service) Queues(ctx context.Context) ([]QueueInfo, error) {
-	out := make([]QueueInfo, 0, len(s.cfg.Queues.Queues))
-	for i := range s.cfg.Queues.Queues {
-		q := &s.cfg.Queues.Queues[i]
+	qs := s.qs.Load()
+	out := make([]QueueInfo, 0, len(qs.list))
+	for i := range qs.list {
+		q := &qs.list[i]
 		info := QueueInfo{Name: q.Name, Kind: q.Kind, Players: q.Players, Regions: q.Regions, Depth: map[string]int{}}
 		for _, r := range q.Regions {
 			for _, p := range q.Pools(r) {

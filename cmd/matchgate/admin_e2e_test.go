@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -70,6 +71,25 @@ func TestAdminAcrossNodes(t *testing.T) {
 	eventuallyOK(t, "B told of the change", func() bool {
 		return strings.Contains(logsB.String(), "queue configuration changed")
 	})
+	// ... and B puts it in force without a restart: three players joining
+	// it there are matched into a room.
+	eventuallyOK(t, "B applied the change", func() bool {
+		return strings.Contains(logsB.String(), "queue configuration applied")
+	})
+	var room []*client
+	for i := range 3 {
+		g := hb.guestFrom("", false)
+		c := hb.dialFrom(g, "")
+		c.expect("hello", 5*time.Second)
+		c.send(map[string]any{"type": "join", "id": fmt.Sprint("arena", i), "queue": "arena"})
+		c.expect("joined", 5*time.Second)
+		room = append(room, c)
+	}
+	for _, c := range room {
+		if m := decode[struct{ Match matcher.Match }](t, c.expect("match.found", 10*time.Second)).Match; m.Queue != "arena" || len(m.Players) != 3 {
+			t.Fatalf("arena match: %+v", m)
+		}
+	}
 	c, _ := startHostileServer(t, append(common, "--node", "node-c", "--roles", "gateway,matcher")...)
 	hc := &hostile{t: t, base: c, accepted: map[string]int{}, attacker: map[string]bool{}, from: map[string]string{}}
 	_, _, body := hc.do("GET", "/v1/queues", "", "", "")

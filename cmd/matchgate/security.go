@@ -301,18 +301,23 @@ func (s *security) handle(m control.Message) {
 	}
 }
 
-// applyQueues is what becomes of a queue change made through the admin API
-// while the process runs: every process starts with the changes stored, and
-// this hook receives each later one (from the queue watcher's goroutine).
-// The matcher and the Service take their queues at construction, so for now
-// a change is announced and takes effect at the next restart.
-func applyQueues(log *slog.Logger) func(matcher.Config) {
+// applyQueues puts a queue change made through the admin API in force in
+// this process (called from the queue watcher's goroutine, one at a time):
+// the Service takes new joins by the new queues at once, and the matcher
+// starts, restarts or keeps engines to match.
+func applyQueues(log *slog.Logger, svc *matcher.Service, runner *matcher.Runner) func(matcher.Config) {
 	return func(c matcher.Config) {
 		names := make([]string, 0, len(c.Queues))
 		for _, q := range c.Queues {
 			names = append(names, q.Name)
 		}
-		log.Warn("queue configuration changed through the admin API; it applies to this process at its next restart",
-			"queues", strings.Join(names, ","))
+		svc.SetQueues(c)
+		if runner != nil {
+			if err := runner.SetQueues(c); err != nil {
+				log.Error("apply queue configuration to the matcher", "err", err)
+				return
+			}
+		}
+		log.Info("queue configuration applied", "queues", strings.Join(names, ","))
 	}
 }

@@ -258,7 +258,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	}
 	tracker := presence.New(presence.Config{Redis: rdb, Prefix: f.prefix, Node: node, Logger: log})
 	// Limits, bans, the admin API, and the queue changes stored through it.
-	sec, effective, err := newSecurity(ctx, f.sec, rdb, pg, f.prefix, node, queues, applyQueues(log), log)
+	// The watcher calls this only once sec starts, after svc and runner
+	// exist.
+	var onQueues func(matcher.Config)
+	sec, effective, err := newSecurity(ctx, f.sec, rdb, pg, f.prefix, node, queues, func(c matcher.Config) { onQueues(c) }, log)
 	if err != nil {
 		return err
 	}
@@ -324,6 +327,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	deps.check(ctx)
 	start("health", deps.Run)
 	start("publisher", publisher.Run)
+	onQueues = applyQueues(log, svc, runner)
 	sec.start(start)
 	if runner != nil {
 		start("matcher", runner.Run)
