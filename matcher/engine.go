@@ -577,7 +577,9 @@ func (p *pass) form(ctx context.Context, group []pool.Entry, formedBy string, bo
 	}
 	if p.e.cfg.Allocator != nil {
 		req := AllocationRequest{MatchID: m.ID, Queue: q.Name, Region: m.Region, Players: m.Players, Bots: bots}
+		allocStart := time.Now()
 		srv, err := allocate(ctx, p.e.cfg.Allocator, req, p.e.cfg.AllocateBackoff, p.e.cfg.Sleep)
+		p.e.cfg.Metrics.allocationTook(q.Name, time.Since(allocStart))
 		if err != nil {
 			// Never another region: everyone goes back with their place,
 			// and the next pass tries again.

@@ -23,6 +23,7 @@ type Metrics struct {
 	allocs    *prometheus.CounterVec
 	skills    *prometheus.CounterVec
 	moves     *prometheus.CounterVec
+	allocTime *prometheus.HistogramVec
 }
 
 // NewMetrics registers the matcher's collectors with reg.
@@ -64,13 +65,23 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m.moves = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "matchgate_pool_moves_total", Help: "Players promoted to an overflow pool or offered to an adjacent region.",
 	}, []string{"queue", "kind"})
-	reg.MustRegister(m.tick, m.matches, m.outcomes, m.wait, m.conflicts, m.joins, m.leases, m.accepts, m.allocs, m.skills, m.moves)
+	m.allocTime = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "matchgate_allocation_duration_seconds", Help: "Time to get a server for a match, retries included.",
+		Buckets: prometheus.ExponentialBuckets(0.0005, 2.5, 12),
+	}, []string{"queue"})
+	reg.MustRegister(m.tick, m.matches, m.outcomes, m.wait, m.conflicts, m.joins, m.leases, m.accepts, m.allocs, m.skills, m.moves, m.allocTime)
 	return m
 }
 
 func (m *Metrics) acceptOutcome(queue, outcome string) {
 	if m != nil {
 		m.accepts.WithLabelValues(queue, outcome).Inc()
+	}
+}
+
+func (m *Metrics) allocationTook(queue string, d time.Duration) {
+	if m != nil {
+		m.allocTime.WithLabelValues(queue).Observe(d.Seconds())
 	}
 }
 

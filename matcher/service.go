@@ -73,6 +73,9 @@ func newQueueSet(c Config) *queueSet {
 	return qs
 }
 
+// QueueList returns the queues in force.
+func (s *Service) QueueList() []QueueConfig { return s.qs.Load().list }
+
 // SetQueues puts a new (normalized) queue configuration in force at once:
 // joins to a queue that is gone answer UNKNOWN_QUEUE, while tickets already
 // waiting in it keep being served until they are resolved.

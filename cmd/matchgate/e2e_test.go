@@ -314,6 +314,19 @@ func TestEndToEndEmbedded(t *testing.T) {
 		t.Fatalf("GET /: %v %v", resp, err)
 	}
 	resp.Body.Close()
+	// The metrics include the pools' depth and the matcher's work.
+	resp, err = http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, m := range []string{`matchgate_queue_depth{pool="",queue="duel",region="global"} 0`, "matchgate_queue_oldest_wait_seconds{",
+		`matchgate_matches_total{formed_by="FILLED",queue="duel"}`, "matchgate_allocation_duration_seconds_bucket{", "matchgate_ws_connections "} {
+		if !strings.Contains(string(body), m) {
+			t.Errorf("/metrics lacks %s", m)
+		}
+	}
 }
 
 // pgURL returns a URL for a fresh, migrated schema.

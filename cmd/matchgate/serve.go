@@ -328,6 +328,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	start("health", deps.Run)
 	start("publisher", publisher.Run)
 	onQueues = applyQueues(log, svc, runner)
+	reg.MustRegister(matcher.NewPoolCollector(pl, svc.QueueList))
 	sec.start(start)
 	if runner != nil {
 		start("matcher", runner.Run)
