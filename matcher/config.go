@@ -173,7 +173,8 @@ type QueueConfig struct {
 	HeartbeatTimeout time.Duration `yaml:"heartbeatTimeout"`
 	// Weights of the distance: skill (default 1) and activity (default 0).
 	Weights map[string]float64 `yaml:"weights"`
-	// ScanLimit caps the candidates read per anchor window. Default 200.
+	// ScanLimit is how many of the players closest in skill to an anchor are
+	// read as its candidates (those inside its window count). Default 40.
 	ScanLimit int `yaml:"scanLimit"`
 }
 
@@ -295,7 +296,7 @@ func (q *QueueConfig) applyBuiltins() {
 	q.inherit(QueueConfig{
 		Kind: KindSkill, Players: 2, Deadline: 5 * time.Minute, Tick: 500 * time.Millisecond,
 		AnchorDepth: 10, HeartbeatTimeout: 30 * time.Second, PriorityCap: 30 * time.Second,
-		EstimatedMinWidth: 15, Coherence: 2, ScanLimit: 200, Regions: []string{"global"},
+		EstimatedMinWidth: 15, Coherence: 2, ScanLimit: 40, Regions: []string{"global"},
 		Window:          &Window{Points: []WindowPoint{{0, 5}, {time.Minute, 15}, {3 * time.Minute, 30}}},
 		DeclineCooldown: 30 * time.Second, Shards: 1, OverflowAfter: 30 * time.Second,
 	})

@@ -325,9 +325,18 @@ func (p *pass) skill(ctx context.Context) error {
 		} else {
 			reach = math.Inf(1)
 		}
-		cands, err := p.e.cfg.Pool.Window(ctx, p.e.part, a.Skill-reach, a.Skill+reach, q.ScanLimit)
+		// The ScanLimit players closest in skill, of those inside the
+		// reach: in a dense pool this reads a few dozen entries instead of
+		// the whole window, and the closest are the best candidates anyway.
+		near, err := p.e.cfg.Pool.Nearest(ctx, p.e.part, a.Skill, q.ScanLimit)
 		if err != nil {
 			return fmt.Errorf("read window of %s: %w", a.TicketID, err)
+		}
+		cands := near[:0]
+		for _, c := range near {
+			if c.Skill >= a.Skill-reach && c.Skill <= a.Skill+reach {
+				cands = append(cands, c)
+			}
 		}
 		for _, o := range offered {
 			if o.Skill >= a.Skill-reach && o.Skill <= a.Skill+reach {
