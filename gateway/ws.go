@@ -64,14 +64,28 @@ func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, matcher.Errorf(matcher.CodeUnavailable, "server is shutting down"))
 		return
 	}
-	defer s.sessionsWG.Done()
+	// What a socket holds is given back when it ends, which, once it is up,
+	// is after this handler has returned (see below): so no defers.
+	var undo []func()
+	end := func() {
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
+		}
+	}
+	undo = append(undo, s.sessionsWG.Done)
+	handedOff := false
+	defer func() {
+		if !handedOff {
+			end()
+		}
+	}()
 	if n := s.open.Add(1); s.cfg.MaxConnections > 0 && n > int64(s.cfg.MaxConnections) {
 		s.open.Add(-1)
 		s.metrics.refuse(refusedNodeCap)
 		s.writeError(w, r, matcher.Errorf(matcher.CodeUnavailable, "this node is at capacity: retry later"))
 		return
 	}
-	defer s.open.Add(-1)
+	undo = append(undo, func() { s.open.Add(-1) })
 	ip := s.clientIP(r)
 	if err := s.limitIP(r.Context(), limitConnectIP, ip, s.cfg.Limits.ConnectsPerIP); err != nil {
 		s.writeError(w, r, err)
@@ -96,7 +110,7 @@ func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 		})
 		return
 	}
-	defer s.releaseSocket(p.UserID, socketID)
+	undo = append(undo, func() { s.releaseSocket(p.UserID, socketID) })
 	hc := &hijackCapture{ResponseWriter: w}
 	conn, err := websocket.Accept(hc, r, &websocket.AcceptOptions{
 		OriginPatterns:  s.cfg.AllowedOrigins,
@@ -121,12 +135,28 @@ func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 	s.metrics.connections.Inc()
 	s.log.Debug("socket open", slog.Uint64("session", sess.id), slog.String("user", p.UserID))
 
-	code := sess.serve()
-
-	s.unregister(sess)
-	s.metrics.connections.Dec()
-	s.metrics.closed.WithLabelValues(closeLabel(code)).Inc()
-	s.log.Debug("socket closed", slog.Uint64("session", sess.id), slog.Int("code", int(code)))
+	closed := func(code websocket.StatusCode) {
+		s.unregister(sess)
+		s.metrics.connections.Dec()
+		s.metrics.closed.WithLabelValues(closeLabel(code)).Inc()
+		s.log.Debug("socket closed", slog.Uint64("session", sess.id), slog.Int("code", int(code)))
+	}
+	teardown, code, ok := sess.setup()
+	if !ok {
+		closed(code)
+		return
+	}
+	// An idle socket costs its reader goroutine. This handler's stack grew
+	// through the upgrade and the catch-up and would stay grown; a fresh
+	// goroutine reading an idle socket stays on a small stack. The handler
+	// returns (net/http no longer owns the hijacked connection).
+	handedOff = true
+	go func() {
+		code := sess.finish(sess.readLoop())
+		teardown()
+		closed(code)
+		end()
+	}()
 }
 
 // acquireSocket takes one of the user's socket leases. A failing lease
@@ -160,7 +190,10 @@ func (s *Server) releaseSocket(userID, socketID string) {
 
 // serve runs a socket: subscribe, load the state, send hello, read until
 // the connection ends. It returns the close code to record.
-func (s *session) serve() websocket.StatusCode {
+// setup subscribes, records presence, loads the state and queues hello. On
+// success teardown undoes the subscription and the presence record once the
+// socket ends; on failure the socket is closed and code is what to record.
+func (s *session) setup() (teardown func(), code websocket.StatusCode, ok bool) {
 	cfg := s.srv.cfg
 	// Subscribe first: a push published while the state loads is queued
 	// (behind hello) instead of lost.
@@ -168,9 +201,9 @@ func (s *session) serve() websocket.StatusCode {
 	if err != nil {
 		s.srv.log.Error("subscribe failed", slog.Uint64("session", s.id), slog.String("user", s.p.UserID), slog.Any("error", err))
 		s.close(CloseTryAgainLater, "subscription unavailable")
-		return s.finish(err)
+		return nil, s.finish(err), false
 	}
-	defer unsubscribe()
+	teardown = unsubscribe
 
 	ctx, cancel := context.WithTimeout(s.srv.baseCtx, cfg.CommandTimeout)
 	if cfg.Presence != nil {
@@ -178,7 +211,10 @@ func (s *session) serve() websocket.StatusCode {
 			// The periodic refresh records the user soon; not worth a refusal.
 			s.srv.log.Warn("record presence", slog.String("user", s.p.UserID), slog.Any("error", err))
 		}
-		defer cfg.Presence.Disconnected(s.p.UserID)
+		teardown = func() {
+			unsubscribe()
+			cfg.Presence.Disconnected(s.p.UserID)
+		}
 	}
 	st, err := cfg.Matchmaker.UserState(ctx, s.p.UserID)
 	cancel()
@@ -190,7 +226,8 @@ func (s *session) serve() websocket.StatusCode {
 		}
 		s.srv.log.Error("load user state failed", slog.Uint64("session", s.id), slog.String("user", s.p.UserID), slog.Any("error", err))
 		s.close(code, "state unavailable")
-		return s.finish(err)
+		teardown()
+		return nil, s.finish(err), false
 	}
 	hello := newStateFrame("hello", "", st)
 	hello.UserID, hello.Node = s.p.UserID, cfg.Node
@@ -198,11 +235,12 @@ func (s *session) serve() websocket.StatusCode {
 	if err != nil {
 		s.srv.log.Error("encode hello failed", slog.Uint64("session", s.id), slog.Any("error", err))
 		s.close(CloseInternal, "internal error")
-		return s.finish(err)
+		teardown()
+		return nil, s.finish(err), false
 	}
 	s.begin(outFrame{kind: "hello", data: b})
 	s.reading.Store(true)
-	return s.finish(s.readLoop())
+	return teardown, 0, true
 }
 
 // readLoop reads frames until the connection fails or closes. It never
