@@ -152,10 +152,19 @@ func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 	// returns (net/http no longer owns the hijacked connection).
 	handedOff = true
 	go func() {
-		code := sess.finish(sess.readLoop())
-		teardown()
-		closed(code)
-		end()
+		code := CloseInternal
+		defer func() {
+			// net/http no longer guards this goroutine: a bug here must
+			// cost one socket, not the process.
+			if v := recover(); v != nil {
+				s.log.Error("socket reader panicked", slog.Uint64("session", sess.id), slog.Any("panic", v))
+				sess.drop()
+			}
+			teardown()
+			closed(code)
+			end()
+		}()
+		code = sess.finish(sess.readLoop())
 	}()
 }
 
