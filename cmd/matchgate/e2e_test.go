@@ -31,6 +31,14 @@ const testSecret = "e2e-secret-0123456789abcdef"
 // it (gracefully) when the test ends.
 func startServer(t *testing.T, args ...string) string {
 	t.Helper()
+	base, _ := startServerWithLog(t, args...)
+	return base
+}
+
+// startServerWithLog is startServer that also returns the server's log,
+// which is printed (its tail) if the test fails.
+func startServerWithLog(t *testing.T, args ...string) (string, *syncBuffer) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	addrs := make(chan net.Addr, 1)
 	done := make(chan error, 1)
@@ -45,7 +53,7 @@ func startServer(t *testing.T, args ...string) string {
 			cancel()
 			defer func() {
 				if t.Failed() {
-					t.Logf("server log:\n%s", logs.String())
+					t.Logf("server log (tail):\n%s", tail(logs.String(), 200000))
 				}
 			}()
 			select {
@@ -54,10 +62,10 @@ func startServer(t *testing.T, args ...string) string {
 					t.Errorf("server stopped with %v", err)
 				}
 			case <-time.After(20 * time.Second):
-				t.Errorf("server did not stop within 20s; log:\n%s", logs.String())
+				t.Errorf("server did not stop within 20s")
 			}
 		})
-		return "http://" + a.String()
+		return "http://" + a.String(), logs
 	case err := <-done:
 		cancel()
 		t.Fatalf("server failed to start: %v\n%s", err, logs.String())
@@ -65,7 +73,7 @@ func startServer(t *testing.T, args ...string) string {
 		cancel()
 		t.Fatalf("server did not start; log:\n%s", logs.String())
 	}
-	return ""
+	return "", nil
 }
 
 type syncBuffer struct {

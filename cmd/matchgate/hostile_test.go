@@ -84,39 +84,7 @@ func (h *hostile) closeCode(c *client) websocket.StatusCode {
 // startHostileServer is startServer keeping the log.
 func startHostileServer(t *testing.T, args ...string) (string, *syncBuffer) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	addrs := make(chan net.Addr, 1)
-	done := make(chan error, 1)
-	logs := &syncBuffer{}
-	args = append([]string{"serve", "--addr", "127.0.0.1:0", "--secret", testSecret, "--guests", "true", "--log-level", "debug"}, args...)
-	go func() {
-		done <- run(ctx, args, func(string) string { return "" }, io.Discard, logs, func(a net.Addr) { addrs <- a })
-	}()
-	select {
-	case a := <-addrs:
-		t.Cleanup(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("server stopped with %v", err)
-				}
-			case <-time.After(20 * time.Second):
-				t.Errorf("server did not stop within 20s")
-			}
-			if t.Failed() {
-				t.Logf("server log (tail):\n%s", tail(logs.String(), 200000))
-			}
-		})
-		return "http://" + a.String(), logs
-	case err := <-done:
-		cancel()
-		t.Fatalf("server failed to start: %v\n%s", err, logs.String())
-	case <-time.After(20 * time.Second):
-		cancel()
-		t.Fatalf("server did not start:\n%s", logs.String())
-	}
-	return "", nil
+	return startServerWithLog(t, args...)
 }
 
 func tail(s string, n int) string {
