@@ -44,6 +44,16 @@ type Ledger interface {
 	// outbox events with their IDs (see Resolve).
 	CommitMatch(ctx context.Context, m Match, epoch int64) ([]Event, error)
 
+	// CommitMatches commits several matches in one transaction (one round
+	// trip and one log flush on PostgreSQL): each is checked and written as
+	// CommitMatch would, in order, and results[i] tells what became of ms[i]
+	// (its events, or *ShortfallError or ErrStaleEpoch for it alone, in
+	// which case nothing of it was written). A ticket named by two matches
+	// of the batch goes to the first. An error for the batch as a whole
+	// (invalid input, a reused match id, the record unreachable) means
+	// nothing of it was written.
+	CommitMatches(ctx context.Context, ms []Match, epoch int64) ([]CommitResult, error)
+
 	// Accept records userID's acceptance of a PENDING_ACCEPT match: a
 	// compare-and-set on the match, which must be PENDING_ACCEPT with `at`
 	// before its AcceptBy, else *MatchStateError carries its current state.
@@ -94,6 +104,13 @@ type Ledger interface {
 
 	// Ping reports whether the ledger is reachable.
 	Ping(ctx context.Context) error
+}
+
+// CommitResult is what Ledger.CommitMatches did with one match: Err is nil
+// (Events were written) or tells why nothing of it was.
+type CommitResult struct {
+	Events []Event
+	Err    error
 }
 
 // DissolveRequest asks Ledger.Dissolve to end a PENDING_ACCEPT match.

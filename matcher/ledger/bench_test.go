@@ -73,3 +73,32 @@ func benchmarkCommitMatch(b *testing.B, l matcher.Ledger, k, workers int) {
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "commits/s")
 }
+
+// BenchmarkCommitMatches_Postgres_K2_Batch10 commits the matches ten to a
+// batch, as one matching pass of a busy partition does: one round trip and
+// one log flush per ten matches.
+func BenchmarkCommitMatches_Postgres_K2_Batch10(b *testing.B) {
+	l := ledger.NewPostgres(pgtest.New(b))
+	ctx := context.Background()
+	const per = 10
+	matches := make([]matcher.Match, b.N)
+	for i := range matches { // setup, not measured
+		a := mustCreate(b, l, ticketFor(fmt.Sprintf("b%d-a", i), "ranked", "eu", t0))
+		c := mustCreate(b, l, ticketFor(fmt.Sprintf("b%d-b", i), "ranked", "eu", t0))
+		matches[i] = matchOf(t0.Add(time.Second), a, c)
+	}
+	b.ResetTimer()
+	for lo := 0; lo < b.N; lo += per {
+		rs, err := l.CommitMatches(ctx, matches[lo:min(lo+per, b.N)], 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, r := range rs {
+			if r.Err != nil {
+				b.Fatal(r.Err)
+			}
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "commits/s")
+}

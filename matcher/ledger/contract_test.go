@@ -386,6 +386,123 @@ func testLedger(t *testing.T, newLedger func(t *testing.T) matcher.Ledger) {
 		}
 	})
 
+	t.Run("CommitMatches", func(t *testing.T) {
+		l, ctx := newLedger(t), context.Background()
+		var tk []matcher.Ticket
+		for i := range 6 {
+			tk = append(tk, mustCreate(t, l, ticketFor(fmt.Sprint("b", i), "ranked", "eu", t0.Add(time.Duration(i)*time.Second))))
+		}
+		if rs, err := l.CommitMatches(ctx, nil, 0); err != nil || len(rs) != 0 {
+			t.Fatalf("empty batch = %v, %v", rs, err)
+		}
+		// The second match wants a ticket the first takes: it alone falls
+		// short, and the matches on either side of it are written.
+		batch := []matcher.Match{
+			matchOf(t0.Add(time.Minute), tk[0], tk[1]),
+			matchOf(t0.Add(time.Minute), tk[1], tk[2]),
+			matchOf(t0.Add(time.Minute), tk[3], tk[4]),
+		}
+		rs, err := l.CommitMatches(ctx, batch, 0)
+		if err != nil || len(rs) != 3 {
+			t.Fatalf("commit batch = %v, %v", rs, err)
+		}
+		var sf *matcher.ShortfallError
+		if !errors.As(rs[1].Err, &sf) || !slices.Equal(sf.Waiting, []string{tk[2].ID}) || rs[1].Events != nil {
+			t.Fatalf("second match = %+v, want a shortfall with %s still waiting", rs[1], tk[2].ID)
+		}
+		for _, i := range []int{0, 2} {
+			if rs[i].Err != nil || len(rs[i].Events) != 1 || rs[i].Events[0].ID == 0 ||
+				!slices.Equal(rs[i].Events[0].Users, []string{batch[i].Players[0].UserID, batch[i].Players[1].UserID}) {
+				t.Fatalf("match %d = %+v, want committed with one match.found", i, rs[i])
+			}
+			for _, p := range batch[i].Players {
+				if got, _ := l.Ticket(ctx, p.TicketID); got.Status != matcher.StatusMatched || got.MatchID != batch[i].ID {
+					t.Fatalf("ticket %s = %s in %q, want MATCHED in %s", p.TicketID, got.Status, got.MatchID, batch[i].ID)
+				}
+			}
+		}
+		if _, err := l.Match(ctx, batch[1].ID); !errors.Is(err, matcher.ErrNotFound) {
+			t.Fatalf("short match: %v, want ErrNotFound", err)
+		}
+		waitingIs(t, l, part("ranked", "eu"), tk[2], tk[5])
+		if n := len(drainAll(t, l)); n != 2 {
+			t.Fatalf("batch wrote %d events, want 2", n)
+		}
+
+		// A retried batch succeeds and writes nothing more.
+		rs, err = l.CommitMatches(ctx, []matcher.Match{batch[0], batch[2]}, 0)
+		if err != nil || rs[0].Err != nil || rs[1].Err != nil || rs[0].Events != nil || rs[1].Events != nil {
+			t.Fatalf("retried batch = %+v, %v; want success without events", rs, err)
+		}
+
+		// A reused match id fails the whole batch: the valid match before it
+		// is not written either.
+		reused := matchOf(t0.Add(time.Hour), tk[2], tk[5])
+		reused.ID = batch[0].ID
+		fresh := mustCreate(t, l, ticketFor("b6", "ranked", "eu", t0))
+		other := mustCreate(t, l, ticketFor("b7", "ranked", "eu", t0))
+		if _, err := l.CommitMatches(ctx, []matcher.Match{matchOf(t0.Add(time.Hour), fresh, other), reused}, 0); err == nil {
+			t.Fatal("a batch reusing a match id was committed")
+		}
+		waitingIs(t, l, part("ranked", "eu"), tk[2], tk[5], fresh, other)
+		if n := len(drainAll(t, l)); n != 0 {
+			t.Fatalf("failed batch wrote %d events", n)
+		}
+		if _, err := l.CommitMatches(ctx, []matcher.Match{matchOf(t0), reused}, 0); err == nil {
+			t.Fatal("a batch with an invalid match was committed")
+		}
+
+		// A stale epoch refuses every match of the batch.
+		rs, err = l.CommitMatches(ctx, []matcher.Match{matchOf(t0.Add(time.Hour), fresh, other), matchOf(t0.Add(time.Hour), tk[2], tk[5])}, 9)
+		if err != nil || !errors.Is(rs[0].Err, matcher.ErrStaleEpoch) || !errors.Is(rs[1].Err, matcher.ErrStaleEpoch) {
+			t.Fatalf("stale batch = %+v, %v; want ErrStaleEpoch for each", rs, err)
+		}
+		waitingIs(t, l, part("ranked", "eu"), tk[2], tk[5], fresh, other)
+	})
+
+	t.Run("CrossedBatchesNeverDeadlock", func(t *testing.T) {
+		// Two committers (a deposed owner and its successor) send batches
+		// over the same tickets in opposite match order: each pair is
+		// seated once, and neither batch fails.
+		l, ctx := newLedger(t), context.Background()
+		for round := range 100 {
+			var pairs [][2]matcher.Ticket
+			for i := range 4 {
+				pairs = append(pairs, [2]matcher.Ticket{
+					mustCreate(t, l, ticketFor(fmt.Sprintf("x%d-%d-a", round, i), "ranked", "eu", t0)),
+					mustCreate(t, l, ticketFor(fmt.Sprintf("x%d-%d-b", round, i), "ranked", "eu", t0)),
+				})
+			}
+			var fwd, rev []matcher.Match
+			for i := range pairs {
+				fwd = append(fwd, matchOf(t0, pairs[i][0], pairs[i][1]))
+				j := len(pairs) - 1 - i
+				rev = append(rev, matchOf(t0, pairs[j][1], pairs[j][0]))
+			}
+			var wg sync.WaitGroup
+			results := make([][]matcher.CommitResult, 2)
+			errs := make([]error, 2)
+			for k, b := range [][]matcher.Match{fwd, rev} {
+				wg.Go(func() { results[k], errs[k] = l.CommitMatches(ctx, b, 0) })
+			}
+			wg.Wait()
+			if errs[0] != nil || errs[1] != nil {
+				t.Fatalf("round %d: %v / %v", round, errs[0], errs[1])
+			}
+			for i := range pairs {
+				won := 0
+				for _, r := range []matcher.CommitResult{results[0][i], results[1][len(pairs)-1-i]} {
+					if r.Err == nil {
+						won++
+					}
+				}
+				if won != 1 {
+					t.Fatalf("round %d pair %d: committed %d times", round, i, won)
+				}
+			}
+		}
+	})
+
 	t.Run("UserState", func(t *testing.T) {
 		l, ctx := newLedger(t), context.Background()
 		old := mustCreate(t, l, ticketFor("olga", "ranked", "eu", t0))

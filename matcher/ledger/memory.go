@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -198,34 +199,108 @@ func (l *Memory) CommitMatch(ctx context.Context, m matcher.Match, epoch int64) 
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if epoch > 0 && l.epochs[partitionOf(m)] != epoch {
-		return nil, fmt.Errorf("commit match %s: epoch %d of %s: %w", m.ID, epoch, partitionOf(m), matcher.ErrStaleEpoch)
+	if err := l.checkEpoch(m, epoch); err != nil {
+		return nil, err
 	}
-	var waiting []string
-	seated := 0
-	for _, p := range m.Players {
-		t, ok := l.tickets[p.TicketID]
-		switch {
-		case !ok:
-		case t.Status == matcher.StatusWaiting:
-			waiting = append(waiting, t.ID)
-		case t.MatchID == m.ID:
-			seated++
-		}
-	}
-	if len(waiting) != len(m.Players) {
-		if seated == len(m.Players) {
-			return nil, nil // a retry of this very commit
-		}
-		slices.Sort(waiting)
-		if waiting == nil {
-			waiting = []string{}
-		}
-		return nil, &matcher.ShortfallError{Waiting: waiting}
+	if err := l.checkSeats(m); errors.Is(err, errAlreadyCommitted) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
 	}
 	if _, ok := l.matches[m.ID]; ok {
 		return nil, fmt.Errorf("commit match %s: %w", m.ID, errIDInUse)
 	}
+	return l.commit(m), nil
+}
+
+// CommitMatches implements matcher.Ledger: the whole batch under one lock,
+// the batch refused before anything is written when any match is invalid or
+// reuses an id, as the PostgreSQL transaction would roll back.
+func (l *Memory) CommitMatches(ctx context.Context, ms []matcher.Match, epoch int64) ([]matcher.CommitResult, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("commit %d matches: %w", len(ms), err)
+	}
+	valid := make([]matcher.Match, len(ms))
+	for i, m := range ms {
+		m, err := newMatch(m)
+		if err != nil {
+			return nil, err
+		}
+		valid[i] = m
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ids := make(map[string]bool, len(valid))
+	for _, m := range valid {
+		// PostgreSQL fails on the insert, after the checks that pass over it.
+		_, taken := l.matches[m.ID]
+		if (taken || ids[m.ID]) && l.checkEpoch(m, epoch) == nil && l.checkSeats(m) == nil {
+			return nil, fmt.Errorf("commit match %s: %w", m.ID, errIDInUse)
+		}
+		ids[m.ID] = true
+	}
+	out := make([]matcher.CommitResult, len(valid))
+	for i, m := range valid {
+		if err := l.checkEpoch(m, epoch); err != nil {
+			out[i].Err = err
+			continue
+		}
+		switch err := l.checkSeats(m); {
+		case errors.Is(err, errAlreadyCommitted):
+		case err != nil:
+			out[i].Err = err
+		default:
+			out[i].Events = l.commit(m)
+		}
+	}
+	return out, nil
+}
+
+func (l *Memory) checkEpoch(m matcher.Match, epoch int64) error {
+	if epoch > 0 && l.epochs[partitionOf(m)] != epoch {
+		return fmt.Errorf("commit match %s: epoch %d of %s: %w", m.ID, epoch, partitionOf(m), matcher.ErrStaleEpoch)
+	}
+	return nil
+}
+
+// seatedIn reports whether every player of m is already seated in m.
+func (l *Memory) seatedIn(m matcher.Match) bool {
+	for _, p := range m.Players {
+		if t, ok := l.tickets[p.TicketID]; !ok || t.MatchID != m.ID {
+			return false
+		}
+	}
+	return true
+}
+
+// errAlreadyCommitted marks a commit retried after it was made: a success
+// that writes nothing.
+var errAlreadyCommitted = errors.New("already committed")
+
+// checkSeats returns errAlreadyCommitted when m is a retry of a commit that
+// was made, *ShortfallError when not every ticket is WAITING, else nil.
+func (l *Memory) checkSeats(m matcher.Match) error {
+	var waiting []string
+	for _, p := range m.Players {
+		if t, ok := l.tickets[p.TicketID]; ok && t.Status == matcher.StatusWaiting {
+			waiting = append(waiting, t.ID)
+		}
+	}
+	if len(waiting) == len(m.Players) {
+		return nil
+	}
+	if l.seatedIn(m) {
+		return errAlreadyCommitted
+	}
+	slices.Sort(waiting)
+	if waiting == nil {
+		waiting = []string{}
+	}
+	return &matcher.ShortfallError{Waiting: waiting}
+}
+
+// commit writes m, whose tickets are all WAITING, and its match.found event.
+func (l *Memory) commit(m matcher.Match) []matcher.Event {
 	m.Shard = "" // names the lease only; not part of the record
 	l.matches[m.ID] = m
 	if m.State == matcher.MatchPendingAccept {
@@ -241,7 +316,7 @@ func (l *Memory) CommitMatch(ctx context.Context, m matcher.Match, epoch int64) 
 		l.leaveWaiting(t)
 	}
 	e := l.appendEvent(matcher.MatchFoundEvent(m))
-	return []matcher.Event{e}, nil
+	return []matcher.Event{e}
 }
 
 // setPending adds m to, or drops it from, the pending index.

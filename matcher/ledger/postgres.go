@@ -278,54 +278,107 @@ func (l *Postgres) Resolve(ctx context.Context, id string, status matcher.Ticket
 // and the outbox event in one statement, hence one round trip and one
 // implicit transaction.
 func (l *Postgres) CommitMatch(ctx context.Context, m matcher.Match, epoch int64) ([]matcher.Event, error) {
-	m, err := newMatch(m)
+	rs, err := l.CommitMatches(ctx, []matcher.Match{m}, epoch)
 	if err != nil {
 		return nil, err
 	}
-	players, err := json.Marshal(m.Players)
-	if err != nil {
-		return nil, fmt.Errorf("commit match %s: players: %w", m.ID, err)
+	return rs[0].Events, rs[0].Err
+}
+
+// lockTickets takes the row locks of every ticket of a batch in id order
+// before any commit_match of the batch runs: each commit_match locks its own
+// tickets in order, but a batch's matches would otherwise lock in match
+// order, and two batches over the same tickets (a deposed owner's and its
+// successor's) could deadlock.
+const lockTickets = `SELECT 1 FROM tickets WHERE id = ANY ($1) ORDER BY id FOR UPDATE`
+
+// CommitMatches implements matcher.Ledger: one pgx batch, sent as one
+// pipeline ending in one Sync, which PostgreSQL runs as one implicit
+// transaction: one round trip and one log flush for the whole batch, and
+// an error anywhere rolls all of it back.
+func (l *Postgres) CommitMatches(ctx context.Context, ms []matcher.Match, epoch int64) ([]matcher.CommitResult, error) {
+	if len(ms) == 0 {
+		return nil, nil
 	}
-	var address, session *string
-	if m.Server != nil {
-		address, session = &m.Server.Address, &m.Server.Session
-	}
-	e := matcher.MatchFoundEvent(m)
 	var (
-		outcome string
-		waiting []string
-		eventID *int64
-		eventAt *time.Time
+		batch  pgx.Batch
+		events = make([]matcher.Event, len(ms))
+		all    []uuid.UUID
 	)
-	err = l.pool.QueryRow(ctx, `SELECT outcome, still_waiting::text[], event_id, event_at FROM commit_match(
-		$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
-		m.ID, m.Queue, m.Region, m.State, m.FormedBy, players, m.Bots, m.Spread,
-		address, session, m.AcceptBy, m.CreatedAt, m.Version,
-		partitionOf(m), epoch, uuids(m.TicketIDs()), e.Users, e.Payload,
-	).Scan(&outcome, &waiting, &eventID, &eventAt)
-	if err != nil {
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && pgErr.Code == uniqueViolation && pgErr.ConstraintName == "matches_pkey" {
-			return nil, fmt.Errorf("commit match %s: %w", m.ID, errIDInUse)
+	ms = slices.Clone(ms)
+	for i := range ms {
+		m, err := newMatch(ms[i])
+		if err != nil {
+			return nil, err
 		}
-		return nil, fmt.Errorf("commit match %s: %w", m.ID, err)
+		ms[i] = m
+		all = append(all, uuids(m.TicketIDs())...)
 	}
-	switch outcome {
-	case "committed":
-		if eventID == nil {
-			return nil, nil // a retry of this very commit
-		}
-		e.ID, e.CreatedAt = *eventID, eventAt.UTC()
-		return []matcher.Event{e}, nil
-	case "stale":
-		return nil, fmt.Errorf("commit match %s: epoch %d of %s: %w", m.ID, epoch, partitionOf(m), matcher.ErrStaleEpoch)
-	case "shortfall":
-		if waiting == nil {
-			waiting = []string{}
-		}
-		return nil, &matcher.ShortfallError{Waiting: waiting}
+	if len(ms) > 1 {
+		batch.Queue(lockTickets, all)
 	}
-	return nil, fmt.Errorf("commit match %s: unknown outcome %q", m.ID, outcome)
+	for i, m := range ms {
+		players, err := json.Marshal(m.Players)
+		if err != nil {
+			return nil, fmt.Errorf("commit match %s: players: %w", m.ID, err)
+		}
+		var address, session *string
+		if m.Server != nil {
+			address, session = &m.Server.Address, &m.Server.Session
+		}
+		events[i] = matcher.MatchFoundEvent(m)
+		batch.Queue(`SELECT outcome, still_waiting::text[], event_id, event_at FROM commit_match(
+			$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
+			m.ID, m.Queue, m.Region, m.State, m.FormedBy, players, m.Bots, m.Spread,
+			address, session, m.AcceptBy, m.CreatedAt, m.Version,
+			partitionOf(m), epoch, uuids(m.TicketIDs()), events[i].Users, events[i].Payload)
+	}
+	br := l.pool.SendBatch(ctx, &batch)
+	defer br.Close()
+	if len(ms) > 1 {
+		if _, err := br.Exec(); err != nil {
+			return nil, fmt.Errorf("commit %d matches: lock tickets: %w", len(ms), err)
+		}
+	}
+	out := make([]matcher.CommitResult, len(ms))
+	for i, m := range ms {
+		var (
+			outcome string
+			waiting []string
+			eventID *int64
+			eventAt *time.Time
+		)
+		if err := br.QueryRow().Scan(&outcome, &waiting, &eventID, &eventAt); err != nil {
+			var pgErr *pgconn.PgError
+			if errors.As(err, &pgErr) && pgErr.Code == uniqueViolation && pgErr.ConstraintName == "matches_pkey" {
+				return nil, fmt.Errorf("commit match %s: %w", m.ID, errIDInUse)
+			}
+			return nil, fmt.Errorf("commit match %s: %w", m.ID, err)
+		}
+		switch outcome {
+		case "committed":
+			if eventID != nil { // else a retry of this very commit
+				e := events[i]
+				e.ID, e.CreatedAt = *eventID, eventAt.UTC()
+				out[i].Events = []matcher.Event{e}
+			}
+		case "stale":
+			out[i].Err = fmt.Errorf("commit match %s: epoch %d of %s: %w", m.ID, epoch, partitionOf(m), matcher.ErrStaleEpoch)
+		case "shortfall":
+			if waiting == nil {
+				waiting = []string{}
+			}
+			out[i].Err = &matcher.ShortfallError{Waiting: waiting}
+		default:
+			return nil, fmt.Errorf("commit match %s: unknown outcome %q", m.ID, outcome)
+		}
+	}
+	// The transaction ends with the batch: an error here (the commit itself
+	// failing) means none of it was written.
+	if err := br.Close(); err != nil {
+		return nil, fmt.Errorf("commit %d matches: %w", len(ms), err)
+	}
+	return out, nil
 }
 
 // Accept implements matcher.Ledger: the match row is locked, the rules of
