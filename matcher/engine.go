@@ -216,31 +216,42 @@ func (e *Engine) Tick(ctx context.Context) (TickResult, error) {
 	start := time.Now()
 	defer func() { e.cfg.Metrics.observeTick(e.q.Name, e.cfg.Region, time.Since(start)) }()
 	p := &pass{e: e, now: e.cfg.Now(), fence: fence, used: map[string]bool{}}
-	if e.handlesPending() && e.pendingDue(p.now) {
+	err := p.steps(ctx)
+	// Whatever stopped the steps, the groups claimed so far are committed
+	// (or put back): a claim is never left to its TTL.
+	if cerr := p.commit(ctx); err == nil {
+		err = cerr
+	}
+	return p.res, err
+}
+
+// steps are the pass up to its commit.
+func (p *pass) steps(ctx context.Context) error {
+	if p.e.handlesPending() && p.e.pendingDue(p.now) {
 		if err := p.closeAcceptWindows(ctx); err != nil {
-			return p.res, err
+			return err
 		}
 	}
 	if err := p.ghosts(ctx); err != nil {
-		return p.res, err
+		return err
 	}
 	if err := p.deadlines(ctx); err != nil {
-		return p.res, err
+		return err
 	}
 	if err := p.promote(ctx); err != nil {
-		return p.res, err
+		return err
 	}
 	var err error
-	switch e.q.Kind {
+	switch p.e.q.Kind {
 	case KindRoom:
 		err = p.rooms(ctx)
 	default:
 		err = p.skill(ctx)
 	}
 	if err != nil {
-		return p.res, err
+		return err
 	}
-	return p.res, p.offer(ctx)
+	return p.offer(ctx)
 }
 
 // pass is the state of one Tick: the clock reading and the tickets already
@@ -251,6 +262,15 @@ type pass struct {
 	fence int64
 	used  map[string]bool
 	res   TickResult
+	// staged are the groups claimed (and given a server) this pass, waiting
+	// for the pass's one commit.
+	staged []staged
+}
+
+// staged is a claimed group and the match it is to become.
+type staged struct {
+	m     Match
+	group []pool.Entry
 }
 
 // window is the anchor's half-width after its wait.
@@ -539,7 +559,7 @@ func (p *pass) resolve(ctx context.Context, d pool.Entry, status TicketStatus, r
 	default:
 		if status == StatusExpired {
 			p.res.Expired++
-			p.record(ctx, time.Time{}, []pool.Entry{d}, pool.OutcomeExpired)
+			p.record(ctx, nil, p.outcomes([]pool.Entry{d}, pool.OutcomeExpired))
 		} else {
 			p.res.Ghosts++
 		}
@@ -552,12 +572,12 @@ func (p *pass) resolve(ctx context.Context, d pool.Entry, status TicketStatus, r
 	return nil
 }
 
-// form claims the group in Redis (all or nothing, fenced), gets it a
-// server, commits the match to the ledger (one transaction, row count
-// checked) and publishes it. Offered players are claimed from their home
-// pools after the own players (see offers.go). Whatever fails on the way puts
-// every player still waiting back where they came from with their original
-// scores, and gives the server back.
+// form claims the group in Redis (all or nothing, fenced) and gets it a
+// server; the match is committed with the pass's others by commit. Offered
+// players are claimed from their home pools after the own players (see
+// offers.go). Whatever fails on the way puts every player still waiting
+// back where they came from with their original scores, and gives the
+// server back.
 func (p *pass) form(ctx context.Context, group []pool.Entry, formedBy string, bots int) error {
 	q := p.e.q
 	m := Match{
@@ -604,47 +624,84 @@ func (p *pass) form(ctx context.Context, group []pool.Entry, formedBy string, bo
 		p.e.cfg.Metrics.allocation(q.Name, "ok")
 		m.Server = &srv
 	}
-	events, err := p.e.cfg.Ledger.CommitMatch(ctx, m, p.fence)
-	if err != nil {
-		p.release(ctx, m)
-		var sf *ShortfallError
-		back := group
-		if errors.As(err, &sf) {
-			still := make(map[string]bool, len(sf.Waiting))
-			for _, id := range sf.Waiting {
-				still[id] = true
-			}
-			back = back[:0:0]
-			for _, g := range group {
-				if still[g.TicketID] {
-					back = append(back, g)
-				}
-			}
-			p.e.cfg.Metrics.claimConflict(q.Name)
-		}
-		p.requeue(ctx, m.ID, back)
-		if sf != nil {
-			return nil
-		}
-		return fmt.Errorf("commit match %s: %w", m.ID, err)
-	}
-	if m.State == MatchPendingAccept {
-		if err := p.e.cfg.Pool.AddPending(ctx, p.e.base, m.ID, *m.AcceptBy); err != nil {
-			// The reconciler rebuilds the index from the record.
-			p.e.log.Warn("index pending match; left to the reconciler", "match", m.ID, "err", err)
-		}
-	}
-	p.withdraw(ctx, group)
-	p.res.Matches++
-	p.res.Players += len(group)
-	p.e.cfg.Metrics.matched(m, group, p.now)
-	kind := pool.OutcomeMatched
-	if formedBy == FormedTimeout {
-		kind = pool.OutcomeTimeout
-	}
-	p.record(ctx, p.now, group, kind)
-	p.deliver(ctx, events)
+	p.staged = append(p.staged, staged{m: m, group: group})
 	return nil
+}
+
+// commit writes the pass's claimed matches to the record in one
+// transaction (one round trip and one log flush however many formed), then
+// indexes, records and publishes them together. A match that fell short
+// (someone cancelled after the claim) puts its still-waiting players back;
+// the others stand.
+func (p *pass) commit(ctx context.Context) error {
+	if len(p.staged) == 0 {
+		return nil
+	}
+	st := p.staged
+	p.staged = nil
+	ms := make([]Match, len(st))
+	for i, s := range st {
+		ms[i] = s.m
+	}
+	rs, err := p.e.cfg.Ledger.CommitMatches(ctx, ms, p.fence)
+	if err != nil {
+		for _, s := range st {
+			p.release(ctx, s.m)
+			p.requeue(ctx, s.m.ID, s.group)
+		}
+		return fmt.Errorf("commit %d matches: %w", len(st), err)
+	}
+	var (
+		failed  error
+		events  []Event
+		outs    []pool.Outcome
+		matched []time.Time
+	)
+	for i, s := range st {
+		m, group := s.m, s.group
+		if err := rs[i].Err; err != nil {
+			p.release(ctx, m)
+			back := group
+			var sf *ShortfallError
+			if errors.As(err, &sf) {
+				still := make(map[string]bool, len(sf.Waiting))
+				for _, id := range sf.Waiting {
+					still[id] = true
+				}
+				back = back[:0:0]
+				for _, g := range group {
+					if still[g.TicketID] {
+						back = append(back, g)
+					}
+				}
+				p.e.cfg.Metrics.claimConflict(p.e.q.Name)
+			} else if failed == nil {
+				failed = fmt.Errorf("commit match %s: %w", m.ID, err)
+			}
+			p.requeue(ctx, m.ID, back)
+			continue
+		}
+		if m.State == MatchPendingAccept {
+			if err := p.e.cfg.Pool.AddPending(ctx, p.e.base, m.ID, *m.AcceptBy); err != nil {
+				// The reconciler rebuilds the index from the record.
+				p.e.log.Warn("index pending match; left to the reconciler", "match", m.ID, "err", err)
+			}
+		}
+		p.withdraw(ctx, group)
+		p.res.Matches++
+		p.res.Players += len(group)
+		p.e.cfg.Metrics.matched(m, group, p.now)
+		kind := pool.OutcomeMatched
+		if m.FormedBy == FormedTimeout {
+			kind = pool.OutcomeTimeout
+		}
+		outs = append(outs, p.outcomes(group, kind)...)
+		matched = append(matched, p.now)
+		events = append(events, rs[i].Events...)
+	}
+	p.record(ctx, matched, outs)
+	p.deliver(ctx, events)
+	return failed
 }
 
 // claim takes the group out of the pools: the own players with this
@@ -740,17 +797,26 @@ func (p *pass) release(ctx context.Context, m Match) {
 	}
 }
 
-// record keeps resolved tickets (and a formed match) for the queue's wait
-// estimates. The wait is measured from the real join, which is the deadline
-// minus the queue's deadline (the pool keeps only the effective enqueue
-// time, moved by a priority head start).
-func (p *pass) record(ctx context.Context, matchAt time.Time, es []pool.Entry, kind string) {
+// outcomes are resolved tickets as the queue's wait estimates keep them.
+// The wait is measured from the real join, which is the deadline minus the
+// queue's deadline (the pool keeps only the effective enqueue time, moved
+// by a priority head start).
+func (p *pass) outcomes(es []pool.Entry, kind string) []pool.Outcome {
 	outs := make([]pool.Outcome, 0, len(es))
 	for _, e := range es {
 		joined := e.Deadline.Add(-p.e.q.Deadline)
 		outs = append(outs, pool.Outcome{At: p.now, Wait: max(0, p.now.Sub(joined)), Kind: kind})
 	}
-	if err := p.e.cfg.Pool.RecordOutcomes(ctx, p.e.base, matchAt, outs); err != nil {
+	return outs
+}
+
+// record keeps resolved tickets and formed matches for the queue's wait
+// estimates.
+func (p *pass) record(ctx context.Context, matchAts []time.Time, outs []pool.Outcome) {
+	if len(matchAts) == 0 && len(outs) == 0 {
+		return
+	}
+	if err := p.e.cfg.Pool.RecordOutcomes(ctx, p.e.base, matchAts, outs); err != nil {
 		p.e.log.Debug("record outcomes", "err", err)
 	}
 }

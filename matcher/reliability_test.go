@@ -70,7 +70,7 @@ func TestReconcileBothWays(t *testing.T) {
 	})
 }
 
-// staller is a Ledger whose CommitMatch first lets the test steal the lease:
+// staller is a Ledger whose commits first let the test steal the lease:
 // the commit of the old owner then meets the new epoch.
 type staller struct {
 	matcher.Ledger
@@ -82,6 +82,13 @@ func (s *staller) CommitMatch(ctx context.Context, m matcher.Match, epoch int64)
 		s.before()
 	}
 	return s.Ledger.CommitMatch(ctx, m, epoch)
+}
+
+func (s *staller) CommitMatches(ctx context.Context, ms []matcher.Match, epoch int64) ([]matcher.CommitResult, error) {
+	if s.before != nil {
+		s.before()
+	}
+	return s.Ledger.CommitMatches(ctx, ms, epoch)
 }
 
 // A lease stolen between the claim and the commit: the old owner's commit is

@@ -271,10 +271,10 @@ func testSubPools(t *testing.T, p *Pool) {
 	t.Run("Stats", func(t *testing.T) {
 		part := "stats:eu/s0"
 		at := t0.Add(time.Minute)
-		if err := p.RecordOutcomes(ctx, part, at, []Outcome{{At: at, Wait: 1500 * time.Millisecond, Kind: OutcomeMatched}, {At: at, Wait: time.Second, Kind: OutcomeTimeout}}); err != nil {
+		if err := p.RecordOutcomes(ctx, part, []time.Time{at}, []Outcome{{At: at, Wait: 1500 * time.Millisecond, Kind: OutcomeMatched}, {At: at, Wait: time.Second, Kind: OutcomeTimeout}}); err != nil {
 			t.Fatal(err)
 		}
-		if err := p.RecordOutcomes(ctx, "stats:eu", time.Time{}, []Outcome{{At: at, Wait: time.Minute, Kind: OutcomeExpired}}); err != nil {
+		if err := p.RecordOutcomes(ctx, "stats:eu", nil, []Outcome{{At: at, Wait: time.Minute, Kind: OutcomeExpired}}); err != nil {
 			t.Fatal(err)
 		}
 		outs, matches, err := p.Stats(ctx, "stats:eu/ov")
@@ -288,7 +288,7 @@ func testSubPools(t *testing.T, p *Pool) {
 		for range StatsCap + 5 {
 			many = append(many, Outcome{At: at, Wait: time.Second, Kind: OutcomeMatched})
 		}
-		_ = p.RecordOutcomes(ctx, part, time.Time{}, many)
+		_ = p.RecordOutcomes(ctx, part, nil, many)
 		if outs, _, _ := p.Stats(ctx, part); len(outs) != StatsCap {
 			t.Fatalf("kept %d outcomes, want the cap %d", len(outs), StatsCap)
 		}

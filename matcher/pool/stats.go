@@ -31,9 +31,9 @@ type Outcome struct {
 	Kind string
 }
 
-// RecordOutcomes appends resolved tickets and, when matchAt is not zero, one
-// formed match.
-func (p *Pool) RecordOutcomes(ctx context.Context, partition string, matchAt time.Time, outcomes []Outcome) error {
+// RecordOutcomes appends resolved tickets and formed matches (their times)
+// in one round trip.
+func (p *Pool) RecordOutcomes(ctx context.Context, partition string, matchAts []time.Time, outcomes []Outcome) error {
 	if err := checkPartition(partition); err != nil {
 		return fmt.Errorf("record outcomes: %w", err)
 	}
@@ -47,8 +47,12 @@ func (p *Pool) RecordOutcomes(ctx context.Context, partition string, matchAt tim
 		pipe.LPush(ctx, p.Key(tag, "waits"), vals...)
 		pipe.LTrim(ctx, p.Key(tag, "waits"), 0, StatsCap-1)
 	}
-	if !matchAt.IsZero() {
-		pipe.LPush(ctx, p.Key(tag, "matches"), msTime(matchAt))
+	if len(matchAts) > 0 {
+		vals := make([]any, len(matchAts))
+		for i, at := range matchAts {
+			vals[i] = msTime(at)
+		}
+		pipe.LPush(ctx, p.Key(tag, "matches"), vals...)
 		pipe.LTrim(ctx, p.Key(tag, "matches"), 0, StatsCap-1)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
