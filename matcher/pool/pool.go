@@ -230,14 +230,30 @@ func (p *Pool) Claim(ctx context.Context, partition string, fence int64, matchID
 	if err := checkPartition(partition); err != nil {
 		return ClaimResult{}, err
 	}
+	keys, args, err := p.claimCall(partition, fence, matchID, ticketIDs)
+	if err != nil {
+		return ClaimResult{}, err
+	}
+	vals, err := claimScript.Run(ctx, p.rdb, keys, args...).Slice()
+	if err != nil {
+		if isStaleFence(err) {
+			return ClaimResult{}, ErrStaleFence
+		}
+		return ClaimResult{}, err
+	}
+	return claimResult(vals)
+}
+
+// claimCall is the keys and arguments of claim.lua.
+func (p *Pool) claimCall(partition string, fence int64, matchID string, ticketIDs []string) ([]string, []any, error) {
 	if matchID == "" {
-		return ClaimResult{}, errors.New("empty match id")
+		return nil, nil, errors.New("empty match id")
 	}
 	if fence < 0 {
-		return ClaimResult{}, fmt.Errorf("negative fence token %d", fence)
+		return nil, nil, fmt.Errorf("negative fence token %d", fence)
 	}
 	if len(ticketIDs) == 0 {
-		return ClaimResult{}, errors.New("no tickets")
+		return nil, nil, errors.New("no tickets")
 	}
 	keys := make([]string, 0, 5+len(ticketIDs))
 	keys = append(keys, p.FenceKey(partition))
@@ -247,24 +263,22 @@ func (p *Pool) Claim(ctx context.Context, partition string, fence int64, matchID
 	seen := make(map[string]struct{}, len(ticketIDs))
 	for _, id := range ticketIDs {
 		if id == "" {
-			return ClaimResult{}, errors.New("empty ticket id")
+			return nil, nil, errors.New("empty ticket id")
 		}
 		// A duplicate would pass the membership check twice and claim a
 		// group one player short.
 		if _, dup := seen[id]; dup {
-			return ClaimResult{}, fmt.Errorf("ticket %s listed twice", id)
+			return nil, nil, fmt.Errorf("ticket %s listed twice", id)
 		}
 		seen[id] = struct{}{}
 		keys = append(keys, p.ticketKey(partition, id))
 		args = append(args, id)
 	}
-	vals, err := claimScript.Run(ctx, p.rdb, keys, args...).Slice()
-	if err != nil {
-		if isStaleFence(err) {
-			return ClaimResult{}, ErrStaleFence
-		}
-		return ClaimResult{}, err
-	}
+	return keys, args, nil
+}
+
+// claimResult reads claim.lua's reply.
+func claimResult(vals []any) (ClaimResult, error) {
 	if len(vals) == 0 {
 		return ClaimResult{}, errors.New("empty reply")
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
 	"strconv"
 	"time"
 )
@@ -40,9 +39,10 @@ func (p *Pool) Window(ctx context.Context, partition string, lo, hi float64, n i
 
 // Nearest returns the n entries closest in skill to skill, sorted by distance,
 // ties by enqueue time (then ticket id, so the order is stable). The script
-// returns n candidates on each side, which always contain the n closest
-// overall. Among many entries of exactly equal skill at the boundary, which of
-// them are candidates is decided by Redis's member order, not by wait order.
+// reads n entries on each side, which always contain the n closest overall,
+// and returns only those (with any tied with the n-th). Among many entries of
+// exactly equal skill at the boundary, which of them are candidates is
+// decided by Redis's member order, not by wait order.
 func (p *Pool) Nearest(ctx context.Context, partition string, skill float64, n int) ([]Entry, error) {
 	if math.IsNaN(skill) || math.IsInf(skill, 0) {
 		return nil, fmt.Errorf("scan nearest of %s: skill %v not finite", partition, skill)
@@ -51,20 +51,7 @@ func (p *Pool) Nearest(ctx context.Context, partition string, skill float64, n i
 	if err != nil {
 		return nil, err
 	}
-	sort.SliceStable(es, func(i, j int) bool {
-		di, dj := math.Abs(es[i].Skill-skill), math.Abs(es[j].Skill-skill)
-		if di != dj {
-			return di < dj
-		}
-		if !es[i].Enqueue.Equal(es[j].Enqueue) {
-			return es[i].Enqueue.Before(es[j].Enqueue)
-		}
-		return es[i].TicketID < es[j].TicketID
-	})
-	if len(es) > n {
-		es = es[:n]
-	}
-	return es, nil
+	return closest(es, skill, n), nil
 }
 
 // scanFields is the number of strings scan.lua returns per entry.

@@ -18,8 +18,9 @@
 --                       at most ARGV[2]
 --            "window"   members of pool with ARGV[3] <= skill <= ARGV[4],
 --                       ascending skill, at most ARGV[2]
---            "nearest"  up to ARGV[2] members of pool on each side of skill
---                       ARGV[3] (at most 2*ARGV[2]); the caller picks
+--            "nearest"  the ARGV[2] members of pool closest in skill to
+--                       ARGV[3], and any as close as the farthest of them
+--                       (ties at the edge); the caller orders them
 --            "stale"    members of hb with score <= ARGV[3] (no sign of life
 --                       since then), oldest first, at most ARGV[2]
 -- ARGV[2]  n (> 0)
@@ -50,7 +51,28 @@ elseif mode == 'nearest' then
   local c = redis.call('ZCOUNT', KEYS[1], '-inf', ARGV[3])
   local start = c - n
   if start < 0 then start = 0 end
-  rows, primary = redis.call('ZRANGE', KEYS[1], start, c + n - 1, 'WITHSCORES'), 2
+  local r = redis.call('ZRANGE', KEYS[1], start, c + n - 1, 'WITHSCORES')
+  -- Of the n on each side keep the n closest, and any tied with the n-th
+  -- (the caller breaks ties by wait order): every entry kept costs a hash
+  -- read, and the far half is never wanted. lo walks down from the last
+  -- entry <= skill, hi up from the first above it (entry indices, 1-based).
+  local s, m = tonumber(ARGV[3]), #r / 2
+  local lo, hi, cut = c - start, c - start + 1, nil
+  for _ = 1, n do
+    local dl = lo >= 1 and s - tonumber(r[2 * lo]) or math.huge
+    local dh = hi <= m and tonumber(r[2 * hi]) - s or math.huge
+    if dl == math.huge and dh == math.huge then break end
+    if dl <= dh then cut, lo = dl, lo - 1 else cut, hi = dh, hi + 1 end
+  end
+  if cut then
+    while lo >= 1 and s - tonumber(r[2 * lo]) <= cut do lo = lo - 1 end
+    while hi <= m and tonumber(r[2 * hi]) - s <= cut do hi = hi + 1 end
+  end
+  rows = {}
+  for i = lo + 1, hi - 1 do
+    rows[#rows + 1], rows[#rows + 2] = r[2 * i - 1], r[2 * i]
+  end
+  primary = 2
 elseif mode == 'stale' then
   -- f[7] is the heartbeat: the hb score is the last sign of life, also for a
   -- ticket that never heartbeated (its enqueue time).

@@ -1,0 +1,193 @@
+package pool
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// A matching pass is a chain of round trips; on a busy machine each costs
+// far more than the work it carries. The batch forms below put the reads of
+// a pass, and its claims, into one pipeline each: one round trip however
+// many anchors or groups.
+
+// Scan is one read of a ScanMany.
+type Scan struct {
+	mode   string
+	n      int
+	params []string
+	skill  float64 // nearest: the reads are ordered by distance to it
+}
+
+// OldestScan reads as Oldest does.
+func OldestScan(n int) Scan { return Scan{mode: "oldest", n: n} }
+
+// DueScan reads as Due does.
+func DueScan(now time.Time, n int) Scan {
+	return Scan{mode: "due", n: n, params: []string{msTime(now)}}
+}
+
+// StaleScan reads as Stale does.
+func StaleScan(before time.Time, n int) Scan {
+	return Scan{mode: "stale", n: n, params: []string{msTime(before)}}
+}
+
+// NearestScan reads as Nearest does.
+func NearestScan(skill float64, n int) Scan {
+	return Scan{mode: "nearest", n: n, params: []string{score(skill)}, skill: skill}
+}
+
+// ScanMany runs every scan of one partition in one round trip; out[i] is
+// what scans[i] read.
+func (p *Pool) ScanMany(ctx context.Context, partition string, scans []Scan) (out [][]Entry, err error) {
+	defer wrap(&err, "scan %s", partition)
+	if err := checkPartition(partition); err != nil {
+		return nil, err
+	}
+	for _, s := range scans {
+		if s.mode == "nearest" && (math.IsNaN(s.skill) || math.IsInf(s.skill, 0)) {
+			return nil, fmt.Errorf("nearest: skill %v not finite", s.skill)
+		}
+	}
+	keys := append(p.setKeys(partition), p.ticketKey(partition, ""))
+	cmds := p.pipelined(ctx, len(scans), func(pipe redis.Pipeliner, i int) *redis.Cmd {
+		s := scans[i]
+		args := make([]any, 0, 2+len(s.params))
+		args = append(args, s.mode, strconv.Itoa(max(s.n, 1)))
+		for _, x := range s.params {
+			args = append(args, x)
+		}
+		return scanScript.EvalSha(ctx, pipe, keys, args...)
+	})
+	out = make([][]Entry, len(scans))
+	for i, s := range scans {
+		if s.n <= 0 {
+			continue
+		}
+		vals, err := cmds[i].Slice()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", s.mode, err)
+		}
+		es, err := parseEntries(vals)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", s.mode, err)
+		}
+		if s.mode == "nearest" {
+			es = closest(es, s.skill, s.n)
+		}
+		out[i] = es
+	}
+	return out, nil
+}
+
+// closest orders es by distance to skill, ties by enqueue time then ticket
+// id (a stable order), and keeps the first n.
+func closest(es []Entry, skill float64, n int) []Entry {
+	sort.SliceStable(es, func(i, j int) bool {
+		di, dj := math.Abs(es[i].Skill-skill), math.Abs(es[j].Skill-skill)
+		if di != dj {
+			return di < dj
+		}
+		if !es[i].Enqueue.Equal(es[j].Enqueue) {
+			return es[i].Enqueue.Before(es[j].Enqueue)
+		}
+		return es[i].TicketID < es[j].TicketID
+	})
+	if len(es) > n {
+		es = es[:n]
+	}
+	return es
+}
+
+// ClaimRequest is one group of a ClaimMany.
+type ClaimRequest struct {
+	MatchID   string
+	TicketIDs []string
+}
+
+// Claimed is the outcome of one claim of a ClaimMany. Err set means the
+// outcome is unknown (the command may or may not have run), ErrStaleFence
+// that the fence refused it.
+type Claimed struct {
+	ClaimResult
+	Err error
+}
+
+// ClaimMany runs claims of one partition, each as Claim does (all or
+// nothing, fenced), in one round trip. The claims are independent: one
+// failing takes nothing from the others.
+func (p *Pool) ClaimMany(ctx context.Context, partition string, fence int64, reqs []ClaimRequest) ([]Claimed, error) {
+	if err := checkPartition(partition); err != nil {
+		return nil, fmt.Errorf("claim in %s: %w", partition, err)
+	}
+	if fence < 0 {
+		return nil, fmt.Errorf("claim in %s: negative fence token %d", partition, fence)
+	}
+	type call struct {
+		keys []string
+		args []any
+	}
+	calls := make([]call, len(reqs))
+	for i, r := range reqs {
+		keys, args, err := p.claimCall(partition, fence, r.MatchID, r.TicketIDs)
+		if err != nil {
+			return nil, fmt.Errorf("claim %s in %s: %w", r.MatchID, partition, err)
+		}
+		calls[i] = call{keys, args}
+	}
+	cmds := p.pipelined(ctx, len(reqs), func(pipe redis.Pipeliner, i int) *redis.Cmd {
+		return claimScript.EvalSha(ctx, pipe, calls[i].keys, calls[i].args...)
+	})
+	out := make([]Claimed, len(reqs))
+	for i, r := range reqs {
+		vals, err := cmds[i].Slice()
+		if err == nil {
+			out[i].ClaimResult, err = claimResult(vals)
+		}
+		if isStaleFence(err) {
+			err = ErrStaleFence
+		}
+		if err != nil {
+			out[i].Err = fmt.Errorf("claim %s in %s: %w", r.MatchID, partition, err)
+		}
+	}
+	return out, nil
+}
+
+// pipelined sends n script calls in one pipeline and returns their
+// commands, each holding its own reply or error. A call refused with
+// NOSCRIPT (Redis restarted, or its scripts flushed) never ran: the scripts
+// are loaded and those calls alone sent again, once.
+func (p *Pool) pipelined(ctx context.Context, n int, call func(pipe redis.Pipeliner, i int) *redis.Cmd) []*redis.Cmd {
+	cmds := make([]*redis.Cmd, n)
+	idx := make([]int, n)
+	for i := range idx {
+		idx[i] = i
+	}
+	for attempt := 0; attempt < 2 && len(idx) > 0; attempt++ {
+		pipe := p.rdb.Pipeline()
+		for _, i := range idx {
+			cmds[i] = call(pipe, i)
+		}
+		if _, err := pipe.Exec(ctx); err == nil {
+			break
+		}
+		var again []int
+		for _, i := range idx {
+			if e := cmds[i].Err(); e != nil && strings.HasPrefix(e.Error(), "NOSCRIPT") {
+				again = append(again, i)
+			}
+		}
+		if len(again) == 0 || p.Load(ctx) != nil {
+			break
+		}
+		idx = again
+	}
+	return cmds
+}

@@ -1,0 +1,156 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/matchgate/matchgate/internal/redistest"
+)
+
+// TestBatches: ScanMany and ClaimMany agree with the single calls they
+// batch, against miniredis and a real Redis.
+func TestBatches(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+		ctx := context.Background()
+		p := New(rdb, prefix, WithClaimTTL(90*time.Second))
+		if err := p.Load(ctx); err != nil {
+			t.Fatal(err)
+		}
+
+		t.Run("ScanManyIsEachScan", func(t *testing.T) {
+			const part = "many:eu"
+			rng := rand.New(rand.NewPCG(7, 11))
+			for i := range 300 {
+				// Whole skills: many exact ties, the hard case for nearest.
+				e := entry(fmt.Sprint("e", i), float64(rng.IntN(60)), time.Duration(rng.IntN(5000))*time.Millisecond, time.Duration(30+rng.IntN(60))*time.Second)
+				mustEnqueue(t, p, part, e)
+			}
+			now := t0.Add(time.Minute)
+			scans := []Scan{OldestScan(10), DueScan(now, 20), StaleScan(t0.Add(2*time.Second), 15), OldestScan(0)}
+			singles := []func() ([]Entry, error){
+				func() ([]Entry, error) { return p.Oldest(ctx, part, 10) },
+				func() ([]Entry, error) { return p.Due(ctx, part, now, 20) },
+				func() ([]Entry, error) { return p.Stale(ctx, part, t0.Add(2*time.Second), 15) },
+				func() ([]Entry, error) { return nil, nil },
+			}
+			for _, x := range []float64{-5, 0, 12.5, 30, 31, 59, 80} {
+				for _, n := range []int{1, 2, 7, 40} {
+					scans = append(scans, NearestScan(x, n))
+					singles = append(singles, func() ([]Entry, error) { return p.Nearest(ctx, part, x, n) })
+				}
+			}
+			got, err := p.ScanMany(ctx, part, scans)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, single := range singles {
+				want, err := single()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(ids(got[i]), ids(want)) {
+					t.Errorf("scan %d (%s): batched %v, single %v", i, scans[i].mode, ids(got[i]), ids(want))
+				}
+			}
+			// Nearest returns n entries as close as the n closest by brute
+			// force (which of several at an equal distance at the edge is
+			// Redis's member order: see Nearest).
+			all, err := p.Oldest(ctx, part, 1000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, s := range scans {
+				if s.mode != "nearest" {
+					continue
+				}
+				want := closest(append([]Entry(nil), all...), s.skill, s.n)
+				if d, w := distances(got[i], s.skill), distances(want, s.skill); !reflect.DeepEqual(d, w) {
+					t.Errorf("nearest %v n=%d: distances %v, want %v", s.skill, s.n, d, w)
+				}
+			}
+			if _, err := p.ScanMany(ctx, part, []Scan{NearestScan(0, 2), {mode: "nearest", n: 2, skill: nan()}}); err == nil {
+				t.Error("a NaN skill was scanned")
+			}
+		})
+
+		t.Run("ClaimManyIsEachClaim", func(t *testing.T) {
+			const part = "claims:eu"
+			mustEnqueue(t, p, part, entry("a", 1, 0, time.Hour), entry("b", 2, 0, time.Hour),
+				entry("c", 3, 0, time.Hour), entry("d", 4, 0, time.Hour), entry("e", 5, 0, time.Hour))
+			if err := p.rdb.Set(ctx, p.FenceKey(part), 3, 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+			got, err := p.ClaimMany(ctx, part, 3, []ClaimRequest{
+				{MatchID: "m1", TicketIDs: []string{"a", "b"}},
+				{MatchID: "m2", TicketIDs: []string{"b", "c"}}, // b went to m1
+				{MatchID: "m3", TicketIDs: []string{"d", "e"}},
+				{MatchID: "m4", TicketIDs: []string{"c", "gone"}},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []ClaimResult{{OK: true}, {Missing: []string{"b"}}, {OK: true}, {Missing: []string{"gone"}}}
+			for i, w := range want {
+				if got[i].Err != nil || !reflect.DeepEqual(got[i].ClaimResult, w) {
+					t.Errorf("claim %d = %+v, want %+v", i, got[i], w)
+				}
+			}
+			for id, m := range map[string]string{"a": "m1", "b": "m1", "d": "m3", "e": "m3", "c": ""} {
+				if h := hash(t, p, part, id); h["match"] != m {
+					t.Errorf("ticket %s claimed by %q, want %q", id, h["match"], m)
+				}
+			}
+			if got := inSets(t, p, part, "c"); got != [3]bool{true, true, true} {
+				t.Errorf("unclaimed c left the pool: %v", got)
+			}
+			// A stale fence refuses every claim, and takes nothing.
+			got, err = p.ClaimMany(ctx, part, 2, []ClaimRequest{{MatchID: "m5", TicketIDs: []string{"c"}}})
+			if err != nil || !errors.Is(got[0].Err, ErrStaleFence) {
+				t.Fatalf("stale claim = %+v, %v; want ErrStaleFence", got, err)
+			}
+			if _, err := p.ClaimMany(ctx, part, 3, []ClaimRequest{{MatchID: "m6", TicketIDs: []string{"c", "c"}}}); err == nil {
+				t.Fatal("a claim listing a ticket twice was sent")
+			}
+		})
+	})
+}
+
+// The batches load the scripts again when Redis has lost them.
+func TestBatchScriptFallback(t *testing.T) {
+	ctx := context.Background()
+	rdb := redistest.Mini(t)
+	p := New(rdb, "")
+	mustEnqueue(t, p, "fb:eu", entry("a", 1, 0, time.Hour), entry("b", 2, 0, time.Hour))
+	if err := rdb.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := p.ScanMany(ctx, "fb:eu", []Scan{OldestScan(5), NearestScan(1, 1)})
+	if err != nil || len(got[0]) != 2 || len(got[1]) != 1 {
+		t.Fatalf("scan after flush = %v, %v", got, err)
+	}
+	if err := rdb.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	claims, err := p.ClaimMany(ctx, "fb:eu", 0, []ClaimRequest{{MatchID: "m", TicketIDs: []string{"a", "b"}}})
+	if err != nil || claims[0].Err != nil || !claims[0].OK {
+		t.Fatalf("claim after flush = %+v, %v", claims, err)
+	}
+}
+
+func nan() float64 { return math.NaN() }
+
+func distances(es []Entry, skill float64) []float64 {
+	out := make([]float64, len(es))
+	for i, e := range es {
+		out[i] = math.Abs(e.Skill - skill)
+	}
+	return out
+}
