@@ -232,6 +232,9 @@ func (p *pass) steps(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := p.readHead(ctx); err != nil {
+		return err
+	}
 	if err := p.ghosts(ctx); err != nil {
 		return err
 	}
@@ -265,6 +268,34 @@ type pass struct {
 	// staged are the groups claimed (and given a server) this pass, waiting
 	// for the pass's one commit.
 	staged []staged
+	// The head of the partition, read at the start of the pass in one round
+	// trip: the silent (ghost candidates), the due, and the oldest (anchors).
+	stale, due, oldest []pool.Entry
+}
+
+// staleBatch, dueBatch: how many ghosts and deadlines one pass takes on.
+const (
+	staleBatch = 256
+	dueBatch   = 64
+)
+
+// readHead reads what the pass starts from in one round trip.
+func (p *pass) readHead(ctx context.Context) error {
+	q := p.e.q
+	anchors := q.AnchorDepth
+	if q.Kind == KindRoom {
+		anchors = q.Players * q.AnchorDepth
+	}
+	head, err := p.e.cfg.Pool.ScanMany(ctx, p.e.part, []pool.Scan{
+		pool.StaleScan(p.now.Add(-q.HeartbeatTimeout), staleBatch),
+		pool.DueScan(p.now, dueBatch),
+		pool.OldestScan(anchors),
+	})
+	if err != nil {
+		return fmt.Errorf("read the head of the pool: %w", err)
+	}
+	p.stale, p.due, p.oldest = head[0], head[1], head[2]
+	return nil
 }
 
 // staged is a claimed group and the match it is to become.
@@ -316,13 +347,13 @@ func (p *pass) usable(group []pool.Entry, c pool.Entry) bool {
 }
 
 // skill tries the oldest waiters as anchors, up to AnchorDepth of them, so an
-// outlier at the head never blocks the players behind it.
+// outlier at the head never blocks the players behind it. The candidates of
+// every anchor are read in one round trip and the groups claimed in one
+// more; a group that loses a player to a cancel meanwhile is left for the
+// next pass.
 func (p *pass) skill(ctx context.Context) error {
 	q := p.e.q
-	anchors, err := p.e.cfg.Pool.Oldest(ctx, p.e.part, q.AnchorDepth)
-	if err != nil {
-		return fmt.Errorf("read anchors: %w", err)
-	}
+	anchors := p.oldest
 	offered, err := p.offers(ctx)
 	if err != nil {
 		return err
@@ -330,10 +361,22 @@ func (p *pass) skill(ctx context.Context) error {
 	if len(offered) > 0 {
 		// Offered players anchor too, in wait order with everyone else:
 		// their window is the widest, which is why they were offered.
-		anchors = append(anchors, offered...)
+		anchors = append(slices.Clone(anchors), offered...)
 		byWaitOrder(anchors)
 	}
+	// The ScanLimit players closest in skill to each anchor: in a dense
+	// pool this reads a few dozen entries instead of the whole window, and
+	// the closest are the best candidates anyway.
+	scans := make([]pool.Scan, 0, len(anchors))
 	for _, a := range anchors {
+		scans = append(scans, pool.NearestScan(a.Skill, q.ScanLimit))
+	}
+	nears, err := p.e.cfg.Pool.ScanMany(ctx, p.e.part, scans)
+	if err != nil {
+		return fmt.Errorf("read the players near the anchors: %w", err)
+	}
+	var own [][]pool.Entry
+	for i, a := range anchors {
 		if !p.usable(nil, a) {
 			continue
 		}
@@ -345,15 +388,8 @@ func (p *pass) skill(ctx context.Context) error {
 		} else {
 			reach = math.Inf(1)
 		}
-		// The ScanLimit players closest in skill, of those inside the
-		// reach: in a dense pool this reads a few dozen entries instead of
-		// the whole window, and the closest are the best candidates anyway.
-		near, err := p.e.cfg.Pool.Nearest(ctx, p.e.part, a.Skill, q.ScanLimit)
-		if err != nil {
-			return fmt.Errorf("read window of %s: %w", a.TicketID, err)
-		}
-		cands := near[:0]
-		for _, c := range near {
+		var cands []pool.Entry
+		for _, c := range nears[i] {
 			if c.Skill >= a.Skill-reach && c.Skill <= a.Skill+reach {
 				cands = append(cands, c)
 			}
@@ -385,13 +421,22 @@ func (p *pass) skill(ctx context.Context) error {
 		}
 		// A group of offered players only is left to their home partitions:
 		// a match is hosted here only when it seats someone from here.
-		if len(group) == q.Players && slices.ContainsFunc(group, func(g pool.Entry) bool { return g.Home == "" }) {
+		if len(group) < q.Players || !slices.ContainsFunc(group, func(g pool.Entry) bool { return g.Home == "" }) {
+			continue
+		}
+		if slices.ContainsFunc(group, func(g pool.Entry) bool { return g.Home != "" }) {
+			// Claims across partitions keep their order (see claim).
 			if err := p.form(ctx, group, FormedFilled, 0); err != nil {
 				return err
 			}
+			continue
 		}
+		for _, g := range group {
+			p.used[g.TicketID] = true
+		}
+		own = append(own, group)
 	}
-	return nil
+	return p.formMany(ctx, own, FormedFilled)
 }
 
 // rooms fills rooms of K from the oldest waiters; with fewer than K left, a
@@ -399,22 +444,23 @@ func (p *pass) skill(ctx context.Context) error {
 // FallbackAfter.
 func (p *pass) rooms(ctx context.Context) error {
 	q := p.e.q
-	olds, err := p.e.cfg.Pool.Oldest(ctx, p.e.part, q.Players*q.AnchorDepth)
-	if err != nil {
-		return fmt.Errorf("read oldest: %w", err)
-	}
 	var group []pool.Entry
-	for _, c := range olds {
+	var full [][]pool.Entry
+	for _, c := range p.oldest {
 		if !p.usable(group, c) {
 			continue
 		}
 		group = append(group, c)
 		if len(group) == q.Players {
-			if err := p.form(ctx, group, FormedFilled, 0); err != nil {
-				return err
+			for _, g := range group {
+				p.used[g.TicketID] = true
 			}
+			full = append(full, group)
 			group = nil
 		}
+	}
+	if err := p.formMany(ctx, full, FormedFilled); err != nil {
+		return err
 	}
 	if q.FallbackAfter > 0 && len(group) >= q.MinPlayers && len(group) >= 2 &&
 		p.now.Sub(group[0].Enqueue) >= q.FallbackAfter {
@@ -428,11 +474,7 @@ func (p *pass) rooms(ctx context.Context) error {
 // allowed, short-handed when at least MinPlayers), else EXPIRED.
 func (p *pass) deadlines(ctx context.Context) error {
 	q := p.e.q
-	due, err := p.e.cfg.Pool.Due(ctx, p.e.part, p.now, 64)
-	if err != nil {
-		return fmt.Errorf("read due: %w", err)
-	}
-	for _, d := range due {
+	for _, d := range p.due {
 		if p.used[d.TicketID] {
 			continue
 		}
@@ -444,7 +486,10 @@ func (p *pass) deadlines(ctx context.Context) error {
 			}
 			continue
 		}
-		var others []pool.Entry
+		var (
+			others []pool.Entry
+			err    error
+		)
 		if q.Kind == KindRoom {
 			others, err = p.e.cfg.Pool.Oldest(ctx, p.e.part, q.Players*2)
 		} else {
@@ -483,9 +528,9 @@ func (p *pass) deadlines(ctx context.Context) error {
 // heartbeat moved up instead, keeping the ticket and its place.
 func (p *pass) ghosts(ctx context.Context) error {
 	timeout := p.e.q.HeartbeatTimeout
-	stale, err := p.e.cfg.Pool.Stale(ctx, p.e.part, p.now.Add(-timeout), 256)
-	if err != nil || len(stale) == 0 {
-		return err
+	stale := p.stale
+	if len(stale) == 0 {
+		return nil
 	}
 	seen := map[string]time.Time{}
 	if p.e.cfg.Presence != nil {
@@ -494,6 +539,7 @@ func (p *pass) ghosts(ctx context.Context) error {
 			users = append(users, s.UserID)
 		}
 		// Without presence nobody can be judged a ghost: skip, never guess.
+		var err error
 		if seen, err = p.e.cfg.Presence.LastSeen(ctx, users); err != nil {
 			return fmt.Errorf("presence: %w", err)
 		}
@@ -579,6 +625,59 @@ func (p *pass) resolve(ctx context.Context, d pool.Entry, status TicketStatus, r
 // back where they came from with their original scores, and gives the
 // server back.
 func (p *pass) form(ctx context.Context, group []pool.Entry, formedBy string, bots int) error {
+	m := p.newMatch(group, formedBy, bots)
+	claimed, err := p.claim(ctx, m.ID, group)
+	if err != nil || claimed == nil {
+		return err
+	}
+	for _, g := range group {
+		p.used[g.TicketID] = true
+	}
+	p.stage(ctx, m, group)
+	return nil
+}
+
+// formMany is form for groups of this partition's own players, claimed in
+// one round trip. A group that lost a player to a cancel (or another
+// matcher) since it was read is not formed; its other players wait for the
+// next pass. The groups' players are already marked used.
+func (p *pass) formMany(ctx context.Context, groups [][]pool.Entry, formedBy string) error {
+	if len(groups) == 0 {
+		return nil
+	}
+	ms := make([]Match, len(groups))
+	reqs := make([]pool.ClaimRequest, len(groups))
+	for i, group := range groups {
+		ms[i] = p.newMatch(group, formedBy, 0)
+		reqs[i] = pool.ClaimRequest{MatchID: ms[i].ID, TicketIDs: make([]string, len(group))}
+		for j, g := range group {
+			reqs[i].TicketIDs[j] = g.TicketID
+		}
+	}
+	cs, err := p.e.cfg.Pool.ClaimMany(ctx, p.e.part, p.fence, reqs)
+	if err != nil {
+		return err
+	}
+	var failed error
+	for i, c := range cs {
+		switch {
+		case c.Err != nil:
+			// Unknown (or refused by the fence): if the claim did run, the
+			// reconciler puts the players back once it expires.
+			if failed == nil {
+				failed = c.Err
+			}
+		case !c.OK:
+			p.e.cfg.Metrics.claimConflict(p.e.q.Name)
+		default:
+			p.stage(ctx, ms[i], groups[i])
+		}
+	}
+	return failed
+}
+
+// newMatch is the match a group is to become.
+func (p *pass) newMatch(group []pool.Entry, formedBy string, bots int) Match {
 	q := p.e.q
 	m := Match{
 		ID: uuid.NewString(), Queue: q.Name, Region: p.e.cfg.Region, State: MatchReady,
@@ -596,16 +695,15 @@ func (p *pass) form(ctx context.Context, group []pool.Entry, formedBy string, bo
 		lo, hi = math.Min(lo, g.Skill), math.Max(hi, g.Skill)
 	}
 	m.Spread = hi - lo
+	return m
+}
 
-	claimed, err := p.claim(ctx, m.ID, group)
-	if err != nil || claimed == nil {
-		return err
-	}
-	for _, g := range group {
-		p.used[g.TicketID] = true
-	}
+// stage gets a claimed group a server and adds it to the pass's commit; with
+// no server it goes back to the pool.
+func (p *pass) stage(ctx context.Context, m Match, group []pool.Entry) {
+	q := p.e.q
 	if p.e.cfg.Allocator != nil {
-		req := AllocationRequest{MatchID: m.ID, Queue: q.Name, Region: m.Region, Players: m.Players, Bots: bots}
+		req := AllocationRequest{MatchID: m.ID, Queue: q.Name, Region: m.Region, Players: m.Players, Bots: m.Bots}
 		allocStart := time.Now()
 		srv, err := allocate(ctx, p.e.cfg.Allocator, req, p.e.cfg.AllocateBackoff, p.e.cfg.Sleep)
 		p.e.cfg.Metrics.allocationTook(q.Name, time.Since(allocStart))
@@ -619,13 +717,12 @@ func (p *pass) form(ctx context.Context, group []pool.Entry, formedBy string, bo
 				p.e.log.Debug("remember allocation failure", "err", merr)
 			}
 			p.requeue(ctx, m.ID, group)
-			return nil
+			return
 		}
 		p.e.cfg.Metrics.allocation(q.Name, "ok")
 		m.Server = &srv
 	}
 	p.staged = append(p.staged, staged{m: m, group: group})
-	return nil
 }
 
 // commit writes the pass's claimed matches to the record in one
