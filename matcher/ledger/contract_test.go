@@ -429,6 +429,26 @@ func testLedger(t *testing.T, newLedger func(t *testing.T) matcher.Ledger) {
 			t.Fatalf("batch wrote %d events, want 2", n)
 		}
 
+		// No ticket shared: one with a cancelled ticket falls short, the
+		// other is written.
+		c0 := mustCreate(t, l, ticketFor("c0", "ranked", "eu", t0))
+		c1 := mustCreate(t, l, ticketFor("c1", "ranked", "eu", t0))
+		c2 := mustCreate(t, l, ticketFor("c2", "ranked", "eu", t0))
+		c3 := mustCreate(t, l, ticketFor("c3", "ranked", "eu", t0))
+		mustResolve(t, l, c1.ID, matcher.StatusCancelled, matcher.ReasonUser, t0.Add(time.Minute))
+		drainAll(t, l)
+		rs, err = l.CommitMatches(ctx, []matcher.Match{matchOf(t0.Add(time.Minute), c0, c1), matchOf(t0.Add(time.Minute), c2, c3)}, 0)
+		if err != nil || !errors.As(rs[0].Err, &sf) || !slices.Equal(sf.Waiting, []string{c0.ID}) ||
+			rs[1].Err != nil || len(rs[1].Events) != 1 {
+			t.Fatalf("batch with a cancelled seat = %+v, %v; want a shortfall (%s waiting) then a commit", rs, err, c0.ID)
+		}
+		waitingIs(t, l, part("ranked", "eu"), tk[2], tk[5], c0)
+		if n := len(drainAll(t, l)); n != 1 {
+			t.Fatalf("batch wrote %d events, want 1", n)
+		}
+		mustResolve(t, l, c0.ID, matcher.StatusCancelled, matcher.ReasonUser, t0.Add(time.Minute))
+		drainAll(t, l)
+
 		// A retried batch succeeds and writes nothing more.
 		rs, err = l.CommitMatches(ctx, []matcher.Match{batch[0], batch[2]}, 0)
 		if err != nil || rs[0].Err != nil || rs[1].Err != nil || rs[0].Events != nil || rs[1].Events != nil {
