@@ -204,11 +204,14 @@ func (r *Runner) Held() []string {
 	return out
 }
 
-// Wake asks the partition's engine for a pass now, if this runner owns it.
-func (r *Runner) Wake(p Partition) {
+// Wake asks the partition's engine for a pass now, if this runner owns it,
+// and reports whether it does.
+func (r *Runner) Wake(p Partition) bool {
 	if e := r.topo.Load().engines[p.String()]; e != nil {
 		e.Wake()
+		return true
 	}
+	return false
 }
 
 // Run manages leases, engines, wake-ups and reconciliation until ctx ends;

@@ -298,11 +298,13 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		Allocator: alloc, Skill: skills,
 		Available: deps.Err,
 		Wake: func(p matcher.Partition) {
-			if runner != nil {
-				runner.Wake(p)
+			if runner != nil && runner.Wake(p) {
+				// Held here: no other process matches it, and a publish
+				// per join would cost a round trip for nothing.
+				return
 			}
-			// Matchers in other processes wake too; losing this only costs
-			// a tick.
+			// The matcher holding it is in another process; losing this
+			// only costs a tick.
 			if err := matcher.PublishWake(ctx, rdb, f.prefix, p); err != nil {
 				log.Debug("publish wake", "err", err)
 			}
