@@ -20,6 +20,7 @@ import (
 // Migrate. Each method is one transaction; CommitMatch is one round trip.
 type Postgres struct {
 	pool *pgxpool.Pool
+	ins  inserter
 }
 
 // NewPostgres returns a ledger over pool. The caller owns the pool and
@@ -110,17 +111,22 @@ func nullIfEmpty(s string) *string {
 // which of two concurrent joins of one user wins; the loser reads the
 // winner's ticket. That ticket may be resolved before the read, in which case
 // the user is free to join again and the insert is retried.
+//
+// Joins are group-committed (see groupcommit.go).
 func (l *Postgres) CreateTicket(ctx context.Context, t matcher.Ticket) (matcher.Ticket, error) {
 	t, err := newTicket(t)
 	if err != nil {
 		return matcher.Ticket{}, err
 	}
-	var attrs []byte
-	if t.Attributes != nil {
-		if attrs, err = json.Marshal(t.Attributes); err != nil {
-			return matcher.Ticket{}, fmt.Errorf("create ticket %s: attributes: %w", t.ID, err)
-		}
+	attrs, err := marshalAttributes(t)
+	if err != nil {
+		return matcher.Ticket{}, err
 	}
+	return l.create(ctx, t, attrs)
+}
+
+// insertOne records one validated ticket in its own statement.
+func (l *Postgres) insertOne(ctx context.Context, t matcher.Ticket, attrs []byte) (matcher.Ticket, error) {
 	for range createTicketAttempts {
 		_, err := l.pool.Exec(ctx, `INSERT INTO tickets (id, user_id, queue, region, status, skill,
 			estimated, activity, attributes, enqueued_at, head_start_ms, deadline, updated_at, version)

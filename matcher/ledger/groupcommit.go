@@ -1,0 +1,188 @@
+package ledger
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/matchgate/matchgate/matcher"
+)
+
+// Joins are group-committed. A join arriving while maxInserters batches are
+// being written waits and goes into the next batch: under load, a batch of
+// joins costs one statement and one log flush instead of one each (the
+// flush, not the row, was the bound), and a join that finds nobody writing
+// is written at once, alone, as before. Every join is committed before
+// CreateTicket returns; nothing is acknowledged from memory.
+const (
+	maxInserters = 2
+	maxBatch     = 512
+	// insertTimeout bounds one batch whatever the callers' contexts: a
+	// batch carries other callers' joins, so one caller giving up must not
+	// abort it.
+	insertTimeout = 10 * time.Second
+)
+
+// inserter is the group commit of CreateTicket. The goroutine of a waiting
+// join writes the next batch when its turn comes (leadership is handed from
+// one caller to the next), so no goroutine outlives the calls it serves.
+type inserter struct {
+	mu      sync.Mutex
+	pending []*insertReq
+	writers int // callers writing a batch now
+}
+
+type insertReq struct {
+	t     matcher.Ticket
+	attrs []byte
+	// done receives the outcome; lead, that this caller writes the next
+	// batch (once: leading records that it was told, under inserter.mu).
+	done    chan insertResult
+	lead    chan struct{}
+	leading bool
+}
+
+type insertResult struct {
+	t   matcher.Ticket
+	err error
+}
+
+// create records t through the group commit.
+func (l *Postgres) create(ctx context.Context, t matcher.Ticket, attrs []byte) (matcher.Ticket, error) {
+	req := &insertReq{t: t, attrs: attrs, done: make(chan insertResult, 1), lead: make(chan struct{}, 1)}
+	in := &l.ins
+	in.mu.Lock()
+	in.pending = append(in.pending, req)
+	if in.writers < maxInserters {
+		in.writers++
+		req.leading = true
+		req.lead <- struct{}{}
+	}
+	in.mu.Unlock()
+	for {
+		select {
+		case r := <-req.done:
+			return r.t, r.err
+		case <-req.lead:
+			l.writeBatch(context.WithoutCancel(ctx))
+		}
+	}
+}
+
+// writeBatch writes the pending joins (the caller's among them, unless an
+// earlier batch took it) and hands the turn to the next waiting join, if
+// any.
+func (l *Postgres) writeBatch(ctx context.Context) {
+	in := &l.ins
+	in.mu.Lock()
+	n := min(len(in.pending), maxBatch)
+	batch := in.pending[:n:n]
+	in.pending = in.pending[n:]
+	in.mu.Unlock()
+
+	if len(batch) > 0 {
+		ctx, cancel := context.WithTimeout(ctx, insertTimeout)
+		l.insertBatch(ctx, batch)
+		cancel()
+	}
+
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	for _, next := range in.pending {
+		if !next.leading {
+			next.leading = true
+			next.lead <- struct{}{}
+			return
+		}
+	}
+	// Nobody left to hand to (or the next is already told): one writer fewer.
+	in.writers--
+}
+
+// insertBatch writes a batch in one statement. Rows it could not insert
+// (the user already waits, or the id is taken) go through the single
+// insert, which tells which and reads the waiting ticket.
+func (l *Postgres) insertBatch(ctx context.Context, batch []*insertReq) {
+	if len(batch) == 1 {
+		r := batch[0]
+		t, err := l.insertOne(ctx, r.t, r.attrs)
+		r.done <- insertResult{t, err}
+		return
+	}
+	n := len(batch)
+	var (
+		ids                    = make([]uuid.UUID, n)
+		users, queues, regions = make([]string, n), make([]string, n), make([]string, n)
+		skills, activities     = make([]float64, n), make([]float64, n)
+		estimated              = make([]bool, n)
+		attrs                  = make([]*string, n)
+		enqueued, deadlines    = make([]time.Time, n), make([]time.Time, n)
+		updated                = make([]time.Time, n)
+		headStarts, versions   = make([]int64, n), make([]int64, n)
+	)
+	for i, r := range batch {
+		t := r.t
+		ids[i], users[i], queues[i], regions[i] = uuid.MustParse(t.ID), t.UserID, t.Queue, t.Region
+		skills[i], activities[i], estimated[i] = t.Skill, t.Activity, t.Estimated
+		if r.attrs != nil {
+			a := string(r.attrs)
+			attrs[i] = &a
+		}
+		enqueued[i], deadlines[i], updated[i] = t.EnqueuedAt, t.Deadline, t.UpdatedAt
+		headStarts[i], versions[i] = t.HeadStart.Milliseconds(), t.Version
+	}
+	rows, err := l.pool.Query(ctx, `INSERT INTO tickets (id, user_id, queue, region, status, skill,
+		estimated, activity, attributes, enqueued_at, head_start_ms, deadline, updated_at, version)
+		SELECT id, u, q, r, 'WAITING', s, e, a, at, enq, hs, dl, up, v
+		  FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::float8[], $6::bool[], $7::float8[],
+		              $8::jsonb[], $9::timestamptz[], $10::int8[], $11::timestamptz[], $12::timestamptz[], $13::int8[])
+		       AS x(id, u, q, r, s, e, a, at, enq, hs, dl, up, v)
+		ON CONFLICT DO NOTHING
+		RETURNING id::text`,
+		ids, users, queues, regions, skills, estimated, activities, attrs, enqueued, headStarts, deadlines, updated, versions)
+	inserted := make(map[string]bool, n)
+	if err == nil {
+		for rows.Next() {
+			var id string
+			if err = rows.Scan(&id); err != nil {
+				break
+			}
+			inserted[id] = true
+		}
+		rows.Close()
+		if err == nil {
+			err = rows.Err()
+		}
+	}
+	if err != nil {
+		// The statement is its own transaction: nothing of it was written.
+		for _, r := range batch {
+			r.done <- insertResult{err: fmt.Errorf("create ticket %s: %w", r.t.ID, err)}
+		}
+		return
+	}
+	for _, r := range batch {
+		if inserted[r.t.ID] {
+			r.done <- insertResult{t: r.t}
+			continue
+		}
+		t, err := l.insertOne(ctx, r.t, r.attrs)
+		r.done <- insertResult{t, err}
+	}
+}
+
+// marshalAttributes is the attributes column of t: nil for none.
+func marshalAttributes(t matcher.Ticket) ([]byte, error) {
+	if t.Attributes == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(t.Attributes)
+	if err != nil {
+		return nil, fmt.Errorf("create ticket %s: attributes: %w", t.ID, err)
+	}
+	return b, nil
+}
