@@ -174,7 +174,9 @@ type QueueConfig struct {
 	// Weights of the distance: skill (default 1) and activity (default 0).
 	Weights map[string]float64 `yaml:"weights"`
 	// ScanLimit is how many of the players closest in skill to an anchor are
-	// read as its candidates (those inside its window count). Default 40.
+	// read as its candidates (those inside its window count). Default four
+	// times the players a match needs, at least 8: every candidate read is a
+	// hash read in Redis, and the closest few are the ones a group takes.
 	ScanLimit int `yaml:"scanLimit"`
 }
 
@@ -296,12 +298,15 @@ func (q *QueueConfig) applyBuiltins() {
 	q.inherit(QueueConfig{
 		Kind: KindSkill, Players: 2, Deadline: 5 * time.Minute, Tick: 500 * time.Millisecond,
 		AnchorDepth: 10, HeartbeatTimeout: 30 * time.Second, PriorityCap: 30 * time.Second,
-		EstimatedMinWidth: 15, Coherence: 2, ScanLimit: 40, Regions: []string{"global"},
+		EstimatedMinWidth: 15, Coherence: 2, Regions: []string{"global"},
 		Window:          &Window{Points: []WindowPoint{{0, 5}, {time.Minute, 15}, {3 * time.Minute, 30}}},
 		DeclineCooldown: 30 * time.Second, Shards: 1, OverflowAfter: 30 * time.Second,
 	})
 	if q.MinPlayers == 0 {
 		q.MinPlayers = q.Players
+	}
+	if q.ScanLimit == 0 {
+		q.ScanLimit = max(8, 4*q.Players)
 	}
 	if len(q.Adjacent) > 0 && q.OfferAfter == 0 {
 		q.OfferAfter = time.Minute

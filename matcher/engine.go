@@ -350,7 +350,9 @@ func (p *pass) usable(group []pool.Entry, c pool.Entry) bool {
 // outlier at the head never blocks the players behind it. The candidates of
 // every anchor are read in one round trip and the groups claimed in one
 // more; a group that loses a player to a cancel meanwhile is left for the
-// next pass.
+// next pass. When every anchor of a full round formed a match (a backlog),
+// twice as many more are tried in the same pass, whose one commit then
+// carries them all.
 func (p *pass) skill(ctx context.Context) error {
 	q := p.e.q
 	anchors := p.oldest
@@ -358,6 +360,37 @@ func (p *pass) skill(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	for want := q.AnchorDepth; ; {
+		before := len(p.staged)
+		tried, err := p.skillRound(ctx, anchors, offered)
+		if err != nil {
+			return err
+		}
+		// A dense head (a full read of anchors, and every anchor tried
+		// formed a match): read on, twice as many each round, rather than
+		// pay a pass's fixed costs (the head, the commit, the publish)
+		// again, up to passMatches.
+		formed := len(p.staged) - before
+		if len(anchors) < want || tried == 0 || formed < tried || len(p.staged) >= passMatches {
+			return nil
+		}
+		want = min(2*want, passMatches-len(p.staged))
+		// The claimed players have left the pool: these are the next.
+		if anchors, err = p.e.cfg.Pool.Oldest(ctx, p.e.part, want); err != nil {
+			return fmt.Errorf("read anchors: %w", err)
+		}
+		offered = nil // considered in the first round
+	}
+}
+
+// passMatches bounds the matches of one pass that reads on through a dense
+// head: the first of them waits for the pass's commit.
+const passMatches = 64
+
+// skillRound tries anchors (and the offered players) once, and returns how
+// many anchors it tried.
+func (p *pass) skillRound(ctx context.Context, anchors, offered []pool.Entry) (int, error) {
+	q := p.e.q
 	if len(offered) > 0 {
 		// Offered players anchor too, in wait order with everyone else:
 		// their window is the widest, which is why they were offered.
@@ -373,13 +406,15 @@ func (p *pass) skill(ctx context.Context) error {
 	}
 	nears, err := p.e.cfg.Pool.ScanMany(ctx, p.e.part, scans)
 	if err != nil {
-		return fmt.Errorf("read the players near the anchors: %w", err)
+		return 0, fmt.Errorf("read the players near the anchors: %w", err)
 	}
 	var own [][]pool.Entry
+	tried := 0
 	for i, a := range anchors {
 		if !p.usable(nil, a) {
 			continue
 		}
+		tried++
 		w := p.window(a)
 		// The skill term alone bounds the scan: distance ≥ weight·|Δskill|.
 		reach := w
@@ -427,7 +462,7 @@ func (p *pass) skill(ctx context.Context) error {
 		if slices.ContainsFunc(group, func(g pool.Entry) bool { return g.Home != "" }) {
 			// Claims across partitions keep their order (see claim).
 			if err := p.form(ctx, group, FormedFilled, 0); err != nil {
-				return err
+				return tried, err
 			}
 			continue
 		}
@@ -436,7 +471,7 @@ func (p *pass) skill(ctx context.Context) error {
 		}
 		own = append(own, group)
 	}
-	return p.formMany(ctx, own, FormedFilled)
+	return tried, p.formMany(ctx, own, FormedFilled)
 }
 
 // rooms fills rooms of K from the oldest waiters; with fewer than K left, a

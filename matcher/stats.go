@@ -176,7 +176,9 @@ func (s *Service) explain(ctx context.Context, q *QueueConfig, t Ticket) (*Expla
 		if ws := q.weight("skill"); ws > 0 {
 			reach = w / ws
 		}
-		cands, err := s.cfg.Pool.Window(ctx, where, e.Skill-reach, e.Skill+reach, q.ScanLimit)
+		// An estimate for people, not a matching read: up to 40 however
+		// few a pass reads.
+		cands, err := s.cfg.Pool.Window(ctx, where, e.Skill-reach, e.Skill+reach, max(q.ScanLimit, 40))
 		if err != nil {
 			return nil, err
 		}

@@ -22,8 +22,9 @@ import (
 // the memory ledger (the ledger's commit is measured by the ledger's own
 // benchmarks). Skills are uniform in [0, 3000) and every window is ±50, so
 // each of the 10 anchors fills a match: a pass reads the ghosts, the due
-// tickets and the anchors, scans 10 windows (up to ScanLimit=200 entries
-// each), and claims and commits 10 matches. After each pass the matched
+// tickets and the anchors, reads the ScanLimit players closest to each
+// anchor (8, 16 and 40 for K = 2, 4, 10 by default), and claims and commits
+// 10 matches. After each pass the matched
 // players are replaced (off the clock), so the partition keeps its size.
 //
 // The 1M partition takes one to two minutes to load and ~1 GiB of Redis
