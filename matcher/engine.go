@@ -362,24 +362,24 @@ func (p *pass) skill(ctx context.Context) error {
 	}
 	for want := q.AnchorDepth; ; {
 		before := len(p.staged)
-		tried, err := p.skillRound(ctx, anchors, offered)
+		own, full, tried, err := p.skillRound(ctx, anchors, offered)
 		if err != nil {
 			return err
 		}
 		// A dense head (a full read of anchors, and every anchor tried
-		// formed a match): read on, twice as many each round, rather than
-		// pay a pass's fixed costs (the head, the commit, the publish)
-		// again, up to passMatches.
-		formed := len(p.staged) - before
-		if len(anchors) < want || tried == 0 || formed < tried || len(p.staged) >= passMatches {
-			return nil
+		// found its group): read on, twice as many each round, rather
+		// than pay a pass's fixed costs (the head, the commit, the
+		// publish) again, up to passMatches. The next anchors are read in
+		// the claims' round trip, after them.
+		next := 0
+		if dense := len(anchors) >= want && tried > 0 && full == tried; dense {
+			next = min(2*want, passMatches-len(p.staged)-len(own))
 		}
-		want = min(2*want, passMatches-len(p.staged))
-		// The claimed players have left the pool: these are the next.
-		if anchors, err = p.e.cfg.Pool.Oldest(ctx, p.e.part, want); err != nil {
-			return fmt.Errorf("read anchors: %w", err)
+		anchors, err = p.formMany(ctx, own, FormedFilled, next)
+		if err != nil || next <= 0 || len(p.staged)-before < full {
+			return err
 		}
-		offered = nil // considered in the first round
+		want, offered = next, nil // offers are considered in the first round
 	}
 }
 
@@ -387,9 +387,11 @@ func (p *pass) skill(ctx context.Context) error {
 // head: the first of them waits for the pass's commit.
 const passMatches = 64
 
-// skillRound tries anchors (and the offered players) once, and returns how
-// many anchors it tried.
-func (p *pass) skillRound(ctx context.Context, anchors, offered []pool.Entry) (int, error) {
+// skillRound tries anchors (and the offered players) once. It forms the
+// groups seating offered players and returns those of this partition's own
+// players for formMany, how many anchors found a full group, and how many it
+// tried.
+func (p *pass) skillRound(ctx context.Context, anchors, offered []pool.Entry) (own [][]pool.Entry, full, tried int, err error) {
 	q := p.e.q
 	if len(offered) > 0 {
 		// Offered players anchor too, in wait order with everyone else:
@@ -406,10 +408,8 @@ func (p *pass) skillRound(ctx context.Context, anchors, offered []pool.Entry) (i
 	}
 	nears, err := p.e.cfg.Pool.ScanMany(ctx, p.e.part, scans)
 	if err != nil {
-		return 0, fmt.Errorf("read the players near the anchors: %w", err)
+		return nil, 0, 0, fmt.Errorf("read the players near the anchors: %w", err)
 	}
-	var own [][]pool.Entry
-	tried := 0
 	for i, a := range anchors {
 		if !p.usable(nil, a) {
 			continue
@@ -459,10 +459,11 @@ func (p *pass) skillRound(ctx context.Context, anchors, offered []pool.Entry) (i
 		if len(group) < q.Players || !slices.ContainsFunc(group, func(g pool.Entry) bool { return g.Home == "" }) {
 			continue
 		}
+		full++
 		if slices.ContainsFunc(group, func(g pool.Entry) bool { return g.Home != "" }) {
 			// Claims across partitions keep their order (see claim).
 			if err := p.form(ctx, group, FormedFilled, 0); err != nil {
-				return tried, err
+				return nil, full, tried, err
 			}
 			continue
 		}
@@ -471,7 +472,7 @@ func (p *pass) skillRound(ctx context.Context, anchors, offered []pool.Entry) (i
 		}
 		own = append(own, group)
 	}
-	return tried, p.formMany(ctx, own, FormedFilled)
+	return own, full, tried, nil
 }
 
 // rooms fills rooms of K from the oldest waiters; with fewer than K left, a
@@ -494,7 +495,7 @@ func (p *pass) rooms(ctx context.Context) error {
 			group = nil
 		}
 	}
-	if err := p.formMany(ctx, full, FormedFilled); err != nil {
+	if _, err := p.formMany(ctx, full, FormedFilled, 0); err != nil {
 		return err
 	}
 	if q.FallbackAfter > 0 && len(group) >= q.MinPlayers && len(group) >= 2 &&
@@ -675,10 +676,16 @@ func (p *pass) form(ctx context.Context, group []pool.Entry, formedBy string, bo
 // formMany is form for groups of this partition's own players, claimed in
 // one round trip. A group that lost a player to a cancel (or another
 // matcher) since it was read is not formed; its other players wait for the
-// next pass. The groups' players are already marked used.
-func (p *pass) formMany(ctx context.Context, groups [][]pool.Entry, formedBy string) error {
-	if len(groups) == 0 {
-		return nil
+// next pass. The groups' players are already marked used. With next > 0 it
+// also returns the next oldest waiters, read after the claims in the same
+// round trip.
+func (p *pass) formMany(ctx context.Context, groups [][]pool.Entry, formedBy string, next int) ([]pool.Entry, error) {
+	var then []pool.Scan
+	if next > 0 {
+		then = append(then, pool.OldestScan(next))
+	}
+	if len(groups) == 0 && len(then) == 0 {
+		return nil, nil
 	}
 	ms := make([]Match, len(groups))
 	reqs := make([]pool.ClaimRequest, len(groups))
@@ -689,9 +696,9 @@ func (p *pass) formMany(ctx context.Context, groups [][]pool.Entry, formedBy str
 			reqs[i].TicketIDs[j] = g.TicketID
 		}
 	}
-	cs, err := p.e.cfg.Pool.ClaimMany(ctx, p.e.part, p.fence, reqs)
+	cs, read, err := p.e.cfg.Pool.ClaimMany(ctx, p.e.part, p.fence, reqs, then...)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var failed error
 	for i, c := range cs {
@@ -708,7 +715,10 @@ func (p *pass) formMany(ctx context.Context, groups [][]pool.Entry, formedBy str
 			p.stage(ctx, ms[i], groups[i])
 		}
 	}
-	return failed
+	if next > 0 {
+		return read[0], failed
+	}
+	return nil, failed
 }
 
 // newMatch is the match a group is to become.

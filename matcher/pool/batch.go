@@ -55,35 +55,50 @@ func (p *Pool) ScanMany(ctx context.Context, partition string, scans []Scan) (ou
 			return nil, fmt.Errorf("nearest: skill %v not finite", s.skill)
 		}
 	}
-	keys := append(p.setKeys(partition), p.ticketKey(partition, ""))
+	keys := p.scanKeys(partition)
 	cmds := p.pipelined(ctx, len(scans), func(pipe redis.Pipeliner, i int) *redis.Cmd {
-		s := scans[i]
-		args := make([]any, 0, 2+len(s.params))
-		args = append(args, s.mode, strconv.Itoa(max(s.n, 1)))
-		for _, x := range s.params {
-			args = append(args, x)
-		}
-		return scanScript.EvalSha(ctx, pipe, keys, args...)
+		return scans[i].call(ctx, pipe, keys)
 	})
 	out = make([][]Entry, len(scans))
 	for i, s := range scans {
-		if s.n <= 0 {
-			continue
+		if out[i], err = s.result(cmds[i]); err != nil {
+			return nil, err
 		}
-		vals, err := cmds[i].Slice()
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", s.mode, err)
-		}
-		es, err := parseEntries(vals)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", s.mode, err)
-		}
-		if s.mode == "nearest" {
-			es = closest(es, s.skill, s.n)
-		}
-		out[i] = es
 	}
 	return out, nil
+}
+
+func (p *Pool) scanKeys(partition string) []string {
+	return append(p.setKeys(partition), p.ticketKey(partition, ""))
+}
+
+// call queues the scan on pipe.
+func (s Scan) call(ctx context.Context, pipe redis.Pipeliner, keys []string) *redis.Cmd {
+	args := make([]any, 0, 2+len(s.params))
+	args = append(args, s.mode, strconv.Itoa(max(s.n, 1)))
+	for _, x := range s.params {
+		args = append(args, x)
+	}
+	return scanScript.EvalSha(ctx, pipe, keys, args...)
+}
+
+// result reads the scan's reply.
+func (s Scan) result(cmd *redis.Cmd) ([]Entry, error) {
+	if s.n <= 0 {
+		return nil, nil
+	}
+	vals, err := cmd.Slice()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", s.mode, err)
+	}
+	es, err := parseEntries(vals)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", s.mode, err)
+	}
+	if s.mode == "nearest" {
+		es = closest(es, s.skill, s.n)
+	}
+	return es, nil
 }
 
 // closest orders es by distance to skill, ties by enqueue time then ticket
@@ -121,13 +136,16 @@ type Claimed struct {
 
 // ClaimMany runs claims of one partition, each as Claim does (all or
 // nothing, fenced), in one round trip. The claims are independent: one
-// failing takes nothing from the others.
-func (p *Pool) ClaimMany(ctx context.Context, partition string, fence int64, reqs []ClaimRequest) ([]Claimed, error) {
+// failing takes nothing from the others. The scans of then run in the same
+// round trip after the claims, so they see the pool without the players
+// claimed (a pass reading its next anchors); a scan that failed reads as
+// nothing.
+func (p *Pool) ClaimMany(ctx context.Context, partition string, fence int64, reqs []ClaimRequest, then ...Scan) ([]Claimed, [][]Entry, error) {
 	if err := checkPartition(partition); err != nil {
-		return nil, fmt.Errorf("claim in %s: %w", partition, err)
+		return nil, nil, fmt.Errorf("claim in %s: %w", partition, err)
 	}
 	if fence < 0 {
-		return nil, fmt.Errorf("claim in %s: negative fence token %d", partition, fence)
+		return nil, nil, fmt.Errorf("claim in %s: negative fence token %d", partition, fence)
 	}
 	type call struct {
 		keys []string
@@ -137,11 +155,15 @@ func (p *Pool) ClaimMany(ctx context.Context, partition string, fence int64, req
 	for i, r := range reqs {
 		keys, args, err := p.claimCall(partition, fence, r.MatchID, r.TicketIDs)
 		if err != nil {
-			return nil, fmt.Errorf("claim %s in %s: %w", r.MatchID, partition, err)
+			return nil, nil, fmt.Errorf("claim %s in %s: %w", r.MatchID, partition, err)
 		}
 		calls[i] = call{keys, args}
 	}
-	cmds := p.pipelined(ctx, len(reqs), func(pipe redis.Pipeliner, i int) *redis.Cmd {
+	keys := p.scanKeys(partition)
+	cmds := p.pipelined(ctx, len(reqs)+len(then), func(pipe redis.Pipeliner, i int) *redis.Cmd {
+		if i >= len(reqs) {
+			return then[i-len(reqs)].call(ctx, pipe, keys)
+		}
 		return claimScript.EvalSha(ctx, pipe, calls[i].keys, calls[i].args...)
 	})
 	out := make([]Claimed, len(reqs))
@@ -157,7 +179,11 @@ func (p *Pool) ClaimMany(ctx context.Context, partition string, fence int64, req
 			out[i].Err = fmt.Errorf("claim %s in %s: %w", r.MatchID, partition, err)
 		}
 	}
-	return out, nil
+	read := make([][]Entry, len(then))
+	for i, s := range then {
+		read[i], _ = s.result(cmds[len(reqs)+i])
+	}
+	return out, read, nil
 }
 
 // pipelined sends n script calls in one pipeline and returns their

@@ -88,14 +88,18 @@ func TestBatches(t *testing.T) {
 			if err := p.rdb.Set(ctx, p.FenceKey(part), 3, 0).Err(); err != nil {
 				t.Fatal(err)
 			}
-			got, err := p.ClaimMany(ctx, part, 3, []ClaimRequest{
+			got, next, err := p.ClaimMany(ctx, part, 3, []ClaimRequest{
 				{MatchID: "m1", TicketIDs: []string{"a", "b"}},
 				{MatchID: "m2", TicketIDs: []string{"b", "c"}}, // b went to m1
 				{MatchID: "m3", TicketIDs: []string{"d", "e"}},
 				{MatchID: "m4", TicketIDs: []string{"c", "gone"}},
-			})
+			}, OldestScan(10))
 			if err != nil {
 				t.Fatal(err)
+			}
+			// The scan after the claims sees the pool without the claimed.
+			if len(next) != 1 || !reflect.DeepEqual(ids(next[0]), []string{"c"}) {
+				t.Errorf("oldest after the claims = %v, want [c]", next)
 			}
 			want := []ClaimResult{{OK: true}, {Missing: []string{"b"}}, {OK: true}, {Missing: []string{"gone"}}}
 			for i, w := range want {
@@ -112,11 +116,11 @@ func TestBatches(t *testing.T) {
 				t.Errorf("unclaimed c left the pool: %v", got)
 			}
 			// A stale fence refuses every claim, and takes nothing.
-			got, err = p.ClaimMany(ctx, part, 2, []ClaimRequest{{MatchID: "m5", TicketIDs: []string{"c"}}})
+			got, _, err = p.ClaimMany(ctx, part, 2, []ClaimRequest{{MatchID: "m5", TicketIDs: []string{"c"}}})
 			if err != nil || !errors.Is(got[0].Err, ErrStaleFence) {
 				t.Fatalf("stale claim = %+v, %v; want ErrStaleFence", got, err)
 			}
-			if _, err := p.ClaimMany(ctx, part, 3, []ClaimRequest{{MatchID: "m6", TicketIDs: []string{"c", "c"}}}); err == nil {
+			if _, _, err := p.ClaimMany(ctx, part, 3, []ClaimRequest{{MatchID: "m6", TicketIDs: []string{"c", "c"}}}); err == nil {
 				t.Fatal("a claim listing a ticket twice was sent")
 			}
 		})
@@ -139,7 +143,7 @@ func TestBatchScriptFallback(t *testing.T) {
 	if err := rdb.ScriptFlush(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	claims, err := p.ClaimMany(ctx, "fb:eu", 0, []ClaimRequest{{MatchID: "m", TicketIDs: []string{"a", "b"}}})
+	claims, _, err := p.ClaimMany(ctx, "fb:eu", 0, []ClaimRequest{{MatchID: "m", TicketIDs: []string{"a", "b"}}})
 	if err != nil || claims[0].Err != nil || !claims[0].OK {
 		t.Fatalf("claim after flush = %+v, %v", claims, err)
 	}
