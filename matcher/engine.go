@@ -351,8 +351,8 @@ func (p *pass) usable(group []pool.Entry, c pool.Entry) bool {
 // every anchor are read in one round trip and the groups claimed in one
 // more; a group that loses a player to a cancel meanwhile is left for the
 // next pass. When every anchor of a full round formed a match (a backlog),
-// twice as many more are tried in the same pass, whose one commit then
-// carries them all.
+// twice as many more are tried in the same pass (up to passSeats players),
+// whose one commit then carries them all.
 func (p *pass) skill(ctx context.Context) error {
 	q := p.e.q
 	anchors := p.oldest
@@ -369,11 +369,11 @@ func (p *pass) skill(ctx context.Context) error {
 		// A dense head (a full read of anchors, and every anchor tried
 		// found its group): read on, twice as many each round, rather
 		// than pay a pass's fixed costs (the head, the commit, the
-		// publish) again, up to passMatches. The next anchors are read in
+		// publish) again, up to passSeats. The next anchors are read in
 		// the claims' round trip, after them.
 		next := 0
 		if dense := len(anchors) >= want && tried > 0 && full == tried; dense {
-			next = min(2*want, passMatches-len(p.staged)-len(own))
+			next = min(2*want, (passSeats-p.seats()-len(own)*q.Players)/q.Players)
 		}
 		anchors, err = p.formMany(ctx, own, FormedFilled, next)
 		if err != nil || next <= 0 || len(p.staged)-before < full {
@@ -383,9 +383,19 @@ func (p *pass) skill(ctx context.Context) error {
 	}
 }
 
-// passMatches bounds the matches of one pass that reads on through a dense
-// head: the first of them waits for the pass's commit.
-const passMatches = 64
+// passSeats bounds the players one pass that reads on through a dense head
+// seats (64 pairs, 12 matches of 10): the first of them waits for the pass's
+// commit, and the work of a pass grows with its seats.
+const passSeats = 128
+
+// seats counts the players of the staged matches.
+func (p *pass) seats() int {
+	n := 0
+	for _, s := range p.staged {
+		n += len(s.group)
+	}
+	return n
+}
 
 // skillRound tries anchors (and the offered players) once. It forms the
 // groups seating offered players and returns those of this partition's own
