@@ -102,3 +102,23 @@ func BenchmarkCommitMatches_Postgres_K2_Batch10(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "commits/s")
 }
+
+// BenchmarkCreateTicket_Postgres_Parallel64: 64 joins in flight at once, as
+// a busy gateway has them; the group commit writes them in shared batches.
+func BenchmarkCreateTicket_Postgres_Parallel64(b *testing.B) {
+	l := ledger.NewPostgres(pgtest.New(b))
+	ctx := context.Background()
+	var next atomic.Int64
+	b.SetParallelism(32) // × GOMAXPROCS (2 here) goroutines
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := l.CreateTicket(ctx, ticketFor(fmt.Sprint("j", next.Add(1)), "ranked", "eu", t0)); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "joins/s")
+}
