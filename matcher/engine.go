@@ -362,7 +362,7 @@ func (p *pass) skill(ctx context.Context) error {
 	}
 	for want := q.AnchorDepth; ; {
 		before := len(p.staged)
-		own, full, tried, err := p.skillRound(ctx, anchors, offered)
+		own, full, tried, err := p.skillRound(ctx, anchors, offered, len(anchors) < want)
 		if err != nil {
 			return err
 		}
@@ -383,6 +383,23 @@ func (p *pass) skill(ctx context.Context) error {
 	}
 }
 
+// closest returns the n of es closest in skill to skill, as Pool.Nearest
+// orders them: by distance, then wait order, then ticket id.
+func closest(es []pool.Entry, skill float64, n int) []pool.Entry {
+	out := slices.Clone(es)
+	sort.SliceStable(out, func(i, j int) bool {
+		di, dj := math.Abs(out[i].Skill-skill), math.Abs(out[j].Skill-skill)
+		if di != dj {
+			return di < dj
+		}
+		if !out[i].Enqueue.Equal(out[j].Enqueue) {
+			return out[i].Enqueue.Before(out[j].Enqueue)
+		}
+		return out[i].TicketID < out[j].TicketID
+	})
+	return out[:min(n, len(out))]
+}
+
 // passSeats bounds the players one pass that reads on through a dense head
 // seats (64 pairs, 12 matches of 10): the first of them waits for the pass's
 // commit, and the work of a pass grows with its seats.
@@ -400,9 +417,11 @@ func (p *pass) seats() int {
 // skillRound tries anchors (and the offered players) once. It forms the
 // groups seating offered players and returns those of this partition's own
 // players for formMany, how many anchors found a full group, and how many it
-// tried.
-func (p *pass) skillRound(ctx context.Context, anchors, offered []pool.Entry) (own [][]pool.Entry, full, tried int, err error) {
+// tried. whole tells that anchors are the whole pool (the read asked for more
+// than there were).
+func (p *pass) skillRound(ctx context.Context, anchors, offered []pool.Entry, whole bool) (own [][]pool.Entry, full, tried int, err error) {
 	q := p.e.q
+	pooled := anchors
 	if len(offered) > 0 {
 		// Offered players anchor too, in wait order with everyone else:
 		// their window is the widest, which is why they were offered.
@@ -411,14 +430,21 @@ func (p *pass) skillRound(ctx context.Context, anchors, offered []pool.Entry) (o
 	}
 	// The ScanLimit players closest in skill to each anchor: in a dense
 	// pool this reads a few dozen entries instead of the whole window, and
-	// the closest are the best candidates anyway.
-	scans := make([]pool.Scan, 0, len(anchors))
-	for _, a := range anchors {
-		scans = append(scans, pool.NearestScan(a.Skill, q.ScanLimit))
-	}
-	nears, err := p.e.cfg.Pool.ScanMany(ctx, p.e.part, scans)
-	if err != nil {
-		return nil, 0, 0, fmt.Errorf("read the players near the anchors: %w", err)
+	// the closest are the best candidates anyway. When the anchors are the
+	// whole pool they are chosen from those, without a round trip.
+	var nears [][]pool.Entry
+	if whole {
+		for _, a := range anchors {
+			nears = append(nears, closest(pooled, a.Skill, q.ScanLimit))
+		}
+	} else {
+		scans := make([]pool.Scan, 0, len(anchors))
+		for _, a := range anchors {
+			scans = append(scans, pool.NearestScan(a.Skill, q.ScanLimit))
+		}
+		if nears, err = p.e.cfg.Pool.ScanMany(ctx, p.e.part, scans); err != nil {
+			return nil, 0, 0, fmt.Errorf("read the players near the anchors: %w", err)
+		}
 	}
 	for i, a := range anchors {
 		if !p.usable(nil, a) {
