@@ -383,23 +383,6 @@ func (p *pass) skill(ctx context.Context) error {
 	}
 }
 
-// closest returns the n of es closest in skill to skill, as Pool.Nearest
-// orders them: by distance, then wait order, then ticket id.
-func closest(es []pool.Entry, skill float64, n int) []pool.Entry {
-	out := slices.Clone(es)
-	sort.SliceStable(out, func(i, j int) bool {
-		di, dj := math.Abs(out[i].Skill-skill), math.Abs(out[j].Skill-skill)
-		if di != dj {
-			return di < dj
-		}
-		if !out[i].Enqueue.Equal(out[j].Enqueue) {
-			return out[i].Enqueue.Before(out[j].Enqueue)
-		}
-		return out[i].TicketID < out[j].TicketID
-	})
-	return out[:min(n, len(out))]
-}
-
 // passSeats bounds the players one pass that reads on through a dense head
 // seats (64 pairs, 12 matches of 10): the first of them waits for the pass's
 // commit, and the work of a pass grows with its seats.
@@ -435,7 +418,7 @@ func (p *pass) skillRound(ctx context.Context, anchors, offered []pool.Entry, wh
 	var nears [][]pool.Entry
 	if whole {
 		for _, a := range anchors {
-			nears = append(nears, closest(pooled, a.Skill, q.ScanLimit))
+			nears = append(nears, pool.Closest(pooled, a.Skill, q.ScanLimit))
 		}
 	} else {
 		scans := make([]pool.Scan, 0, len(anchors))

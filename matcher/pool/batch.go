@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -96,28 +97,27 @@ func (s Scan) result(cmd *redis.Cmd) ([]Entry, error) {
 		return nil, fmt.Errorf("%s: %w", s.mode, err)
 	}
 	if s.mode == "nearest" {
-		es = closest(es, s.skill, s.n)
+		es = Closest(es, s.skill, s.n)
 	}
 	return es, nil
 }
 
-// closest orders es by distance to skill, ties by enqueue time then ticket
-// id (a stable order), and keeps the first n.
-func closest(es []Entry, skill float64, n int) []Entry {
-	sort.SliceStable(es, func(i, j int) bool {
-		di, dj := math.Abs(es[i].Skill-skill), math.Abs(es[j].Skill-skill)
+// Closest returns the n of es closest in skill to skill, ordered by
+// distance, ties by enqueue time then ticket id (a stable order): the order
+// Nearest returns. es is not changed.
+func Closest(es []Entry, skill float64, n int) []Entry {
+	out := slices.Clone(es)
+	sort.SliceStable(out, func(i, j int) bool {
+		di, dj := math.Abs(out[i].Skill-skill), math.Abs(out[j].Skill-skill)
 		if di != dj {
 			return di < dj
 		}
-		if !es[i].Enqueue.Equal(es[j].Enqueue) {
-			return es[i].Enqueue.Before(es[j].Enqueue)
+		if !out[i].Enqueue.Equal(out[j].Enqueue) {
+			return out[i].Enqueue.Before(out[j].Enqueue)
 		}
-		return es[i].TicketID < es[j].TicketID
+		return out[i].TicketID < out[j].TicketID
 	})
-	if len(es) > n {
-		es = es[:n]
-	}
-	return es
+	return out[:min(n, len(out))]
 }
 
 // ClaimRequest is one group of a ClaimMany.

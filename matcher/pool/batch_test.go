@@ -71,7 +71,7 @@ func TestBatches(t *testing.T) {
 				if s.mode != "nearest" {
 					continue
 				}
-				want := closest(append([]Entry(nil), all...), s.skill, s.n)
+				want := Closest(all, s.skill, s.n)
 				if d, w := distances(got[i], s.skill), distances(want, s.skill); !reflect.DeepEqual(d, w) {
 					t.Errorf("nearest %v n=%d: distances %v, want %v", s.skill, s.n, d, w)
 				}

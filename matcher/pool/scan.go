@@ -51,7 +51,7 @@ func (p *Pool) Nearest(ctx context.Context, partition string, skill float64, n i
 	if err != nil {
 		return nil, err
 	}
-	return closest(es, skill, n), nil
+	return Closest(es, skill, n), nil
 }
 
 // scanFields is the number of strings scan.lua returns per entry.
