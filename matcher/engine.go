@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -155,12 +156,30 @@ type Presence interface {
 // that a claim in flight when the engine stops is committed or put back.
 const passTimeout = 15 * time.Second
 
-// Run passes every tick and on every wake until ctx ends. A pass under way
-// when ctx ends is finished first.
+// Run passes every tick and on every wake until ctx ends. A pass's commit
+// runs while the next pass reads and claims (one commit in flight at a
+// time, in pass order): the claims already keep the two passes' players
+// apart, and the pass no longer waits for PostgreSQL. A pass under way when
+// ctx ends is finished, its commit included, before Run returns.
 func (e *Engine) Run(ctx context.Context) error {
 	t := time.NewTicker(e.q.Tick)
 	defer t.Stop()
-	var lastErr time.Time
+	var (
+		mu       sync.Mutex
+		lastErr  time.Time
+		inflight = make(chan struct{})
+	)
+	close(inflight)
+	defer func() { <-inflight }()
+	logErr := func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		// A dependency outage would log every tick; once a second is enough.
+		if now := time.Now(); now.Sub(lastErr) > time.Second {
+			lastErr = now
+			e.log.Warn("matching pass failed", "err", err)
+		}
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -169,17 +188,28 @@ func (e *Engine) Run(ctx context.Context) error {
 		case <-e.wake:
 		}
 		passCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), passTimeout)
-		res, err := e.Tick(passCtx)
-		cancel()
+		start := time.Now()
+		p, err := e.begin(passCtx)
 		if err != nil && ctx.Err() == nil {
-			// A dependency outage would log every tick; once a second is enough.
-			if now := time.Now(); now.Sub(lastErr) > time.Second {
-				lastErr = now
-				e.log.Warn("matching pass failed", "err", err)
-			}
+			logErr(err)
+		}
+		if p == nil {
+			cancel()
 			continue
 		}
-		if res.Matches > 0 {
+		formed := len(p.staged) // before the commit takes them
+		<-inflight              // commits go in pass order, one at a time
+		done := make(chan struct{})
+		inflight = done
+		go func() {
+			defer close(done)
+			defer cancel()
+			if err := p.commit(passCtx); err != nil && ctx.Err() == nil {
+				logErr(err)
+			}
+			e.cfg.Metrics.observeTick(e.q.Name, e.cfg.Region, time.Since(start))
+		}()
+		if err == nil && formed > 0 {
 			// More may be formable (a burst of joins): go again at once.
 			e.Wake()
 		}
@@ -207,22 +237,31 @@ type TickResult struct {
 // overflow pool, anchors tried in wait order (with the offers of adjacent
 // regions), and this partition's long waiters offered to adjacent regions.
 func (e *Engine) Tick(ctx context.Context) (TickResult, error) {
-	fence := int64(0)
-	if e.cfg.Fence != nil {
-		if fence = e.cfg.Fence(); fence == 0 {
-			return TickResult{}, nil // not the owner (any more)
-		}
-	}
 	start := time.Now()
+	p, err := e.begin(ctx)
+	if p == nil {
+		return TickResult{}, err
+	}
 	defer func() { e.cfg.Metrics.observeTick(e.q.Name, e.cfg.Region, time.Since(start)) }()
-	p := &pass{e: e, now: e.cfg.Now(), fence: fence, used: map[string]bool{}}
-	err := p.steps(ctx)
-	// Whatever stopped the steps, the groups claimed so far are committed
-	// (or put back): a claim is never left to its TTL.
 	if cerr := p.commit(ctx); err == nil {
 		err = cerr
 	}
 	return p.res, err
+}
+
+// begin runs a pass up to its commit. Whatever stopped it, the groups it
+// claimed are in the pass, for the caller to commit (or put back): a claim
+// is never left to its TTL. It returns no pass when this engine does not
+// hold the partition's lease.
+func (e *Engine) begin(ctx context.Context) (*pass, error) {
+	fence := int64(0)
+	if e.cfg.Fence != nil {
+		if fence = e.cfg.Fence(); fence == 0 {
+			return nil, nil // not the owner (any more)
+		}
+	}
+	p := &pass{e: e, now: e.cfg.Now(), fence: fence, used: map[string]bool{}}
+	return p, p.steps(ctx)
 }
 
 // steps are the pass up to its commit.
