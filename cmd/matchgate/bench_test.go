@@ -9,6 +9,10 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/matchgate/matchgate/internal/redistest"
 )
 
 // BenchmarkJoinToMatchFound_Pair measures, through the whole server and real
@@ -24,7 +28,22 @@ func BenchmarkJoinToMatchFound_Pair(b *testing.B) {
 	addrs := make(chan net.Addr, 1)
 	args := []string{"serve", "--addr", "127.0.0.1:0", "--secret", testSecret, "--guests", "true", "--log-level", "error"}
 	if u := os.Getenv("MATCHGATE_BENCH_REDIS_URL"); u != "" {
-		args = append(args, "--redis-url", u, "--redis-prefix", fmt.Sprintf("mgbench%d", time.Now().UnixNano()))
+		prefix := fmt.Sprintf("mgbench%d", time.Now().UnixNano())
+		args = append(args, "--redis-url", u, "--redis-prefix", prefix)
+		// Fences and statistics have no TTL: the run's keys go with it.
+		// Cleanups run after the function, hence after the server stopped.
+		b.Cleanup(func() {
+			opts, err := redis.ParseURL(u)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			rdb := redis.NewClient(opts)
+			defer rdb.Close()
+			if err := redistest.DeletePrefix(context.Background(), rdb, prefix); err != nil {
+				b.Errorf("delete the run's keys: %v", err)
+			}
+		})
 	}
 	if u := os.Getenv("MATCHGATE_BENCH_POSTGRES_URL"); u != "" {
 		args = append(args, "--postgres-url", u)
