@@ -92,7 +92,7 @@ func (e *NotWaitingError) Error() string {
 	return "ticket " + e.Ticket.ID + " is " + string(e.Ticket.Status)
 }
 
-// ShortfallError is returned by Ledger.CommitMatch when not every ticket was
+// ShortfallError is returned by Ledger.CommitMatches when not every ticket was
 // still WAITING; nothing was written. Waiting lists the tickets that still are.
 type ShortfallError struct{ Waiting []string }
 

@@ -36,22 +36,18 @@ type Ledger interface {
 	// crash interrupted.
 	Resolve(ctx context.Context, id string, status TicketStatus, reason string, at time.Time) (Ticket, []Event, error)
 
-	// CommitMatch records a formed match in one transaction: the lease epoch is
-	// checked (epoch 0 skips the check), the match row inserted, every ticket
-	// moved WAITING→MATCHED (the count must equal len(m.Players) or nothing is
-	// written and *ShortfallError lists the still waiting tickets), and a
-	// match.found event written for every player. It returns the written
-	// outbox events with their IDs (see Resolve).
-	CommitMatch(ctx context.Context, m Match, epoch int64) ([]Event, error)
-
-	// CommitMatches commits several matches in one transaction (one round
-	// trip and one log flush on PostgreSQL): each is checked and written as
-	// CommitMatch would, in order, and results[i] tells what became of ms[i]
-	// (its events, or *ShortfallError or ErrStaleEpoch for it alone, in
-	// which case nothing of it was written). A ticket named by two matches
-	// of the batch goes to the first. An error for the batch as a whole
-	// (invalid input, a reused match id, the record unreachable) means
-	// nothing of it was written.
+	// CommitMatches records formed matches in one transaction (one round
+	// trip and one log flush on PostgreSQL), each in order: the lease epoch
+	// is checked (epoch 0 skips the check), the match row inserted, every
+	// ticket moved WAITING→MATCHED, and a match.found event written for
+	// every player. results[i] tells what became of ms[i]: its written
+	// outbox events (with their IDs, see Resolve; none for a retry of a
+	// commit already made), or *ShortfallError (not every ticket WAITING;
+	// it lists those that are) or ErrStaleEpoch, in which case nothing of
+	// that match was written. A ticket named by two matches of the batch
+	// goes to the first. An error for the batch as a whole (invalid input,
+	// a reused match id, the record unreachable) means nothing of it was
+	// written.
 	CommitMatches(ctx context.Context, ms []Match, epoch int64) ([]CommitResult, error)
 
 	// Accept records userID's acceptance of a PENDING_ACCEPT match: a
@@ -97,7 +93,7 @@ type Ledger interface {
 	LeaseEpoch(ctx context.Context, partition string) (int64, error)
 
 	// SetLeaseEpoch records the epoch (fencing token) of the partition's new
-	// owner; CommitMatch then refuses every other epoch. It never moves
+	// owner; CommitMatches then refuses every other epoch. It never moves
 	// back: a lower epoch is refused with an error wrapping ErrStaleEpoch.
 	// It waits for commits holding the old epoch to finish.
 	SetLeaseEpoch(ctx context.Context, partition string, epoch int64) error

@@ -77,13 +77,6 @@ type staller struct {
 	before func()
 }
 
-func (s *staller) CommitMatch(ctx context.Context, m matcher.Match, epoch int64) ([]matcher.Event, error) {
-	if s.before != nil {
-		s.before()
-	}
-	return s.Ledger.CommitMatch(ctx, m, epoch)
-}
-
 func (s *staller) CommitMatches(ctx context.Context, ms []matcher.Match, epoch int64) ([]matcher.CommitResult, error) {
 	if s.before != nil {
 		s.before()

@@ -169,11 +169,14 @@ func committedMatch(t *testing.T, led matcher.Ledger, users ...string) []matcher
 		}
 		m.Players = append(m.Players, matcher.Player{TicketID: tk.ID, UserID: u})
 	}
-	events, err := led.CommitMatch(ctx, m, 0)
+	rs, err := led.CommitMatches(ctx, []matcher.Match{m}, 0)
+	if err == nil {
+		err = rs[0].Err
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	return events
+	return rs[0].Events
 }
 
 func pending(t *testing.T, led matcher.Ledger) int {

@@ -24,7 +24,7 @@ func pendingMatch(t *testing.T, l matcher.Ledger, tickets ...matcher.Ticket) mat
 	by := m.CreatedAt.Add(10 * time.Second)
 	m.State, m.AcceptBy = matcher.MatchPendingAccept, &by
 	m.Server = &matcher.Server{Address: "10.0.0.9:7777", Session: m.ID}
-	if _, err := l.CommitMatch(ctx, m, 0); err != nil {
+	if _, err := commitMatch(ctx, l, m, 0); err != nil {
 		t.Fatal(err)
 	}
 	stored, err := l.Match(ctx, m.ID)
@@ -136,7 +136,7 @@ func testAcceptWindow(t *testing.T, newLedger func(t *testing.T) matcher.Ledger)
 			t.Fatalf("accept at the deadline = %v, want MatchStateError", err)
 		}
 		ready := matchOf(t0, mustCreate(t, l, ticketFor("ed", "ranked", "eu", t0)), mustCreate(t, l, ticketFor("flo", "ranked", "eu", t0)))
-		if _, err := l.CommitMatch(ctx, ready, 0); err != nil {
+		if _, err := commitMatch(ctx, l, ready, 0); err != nil {
 			t.Fatal(err)
 		}
 		if _, _, err := l.Accept(ctx, ready.ID, "ed", t0); !errors.As(err, &se) || se.Match.State != matcher.MatchReady {
@@ -213,7 +213,7 @@ func testAcceptWindow(t *testing.T, newLedger func(t *testing.T) matcher.Ledger)
 		// The requeued tickets can be matched again (and cancelled).
 		mustResolve(t, l, seats[2].ID, matcher.StatusCancelled, matcher.ReasonUser, at.Add(time.Second))
 		again := matchOf(at.Add(2*time.Second), back(seats[0]), mustCreate(t, l, ticketFor("jo", "ranked", "eu", at)))
-		if _, err := l.CommitMatch(ctx, again, 0); err != nil {
+		if _, err := commitMatch(ctx, l, again, 0); err != nil {
 			t.Fatalf("match after dissolve: %v", err)
 		}
 	})
@@ -298,11 +298,11 @@ func testAcceptWindow(t *testing.T, newLedger func(t *testing.T) matcher.Ledger)
 			t.Fatal(err)
 		}
 		m := matchOf(t0, mustCreate(t, l, ticketFor("tam", "ranked", "eu", t0)), mustCreate(t, l, ticketFor("uma", "ranked", "eu", t0)))
-		if _, err := l.CommitMatch(ctx, m, 4); !errors.Is(err, matcher.ErrStaleEpoch) {
+		if _, err := commitMatch(ctx, l, m, 4); !errors.Is(err, matcher.ErrStaleEpoch) {
 			t.Fatalf("commit without the shard = %v, want ErrStaleEpoch", err)
 		}
 		m.Shard = "s1"
-		if _, err := l.CommitMatch(ctx, m, 4); err != nil {
+		if _, err := commitMatch(ctx, l, m, 4); err != nil {
 			t.Fatal(err)
 		}
 		if read, _ := l.Match(ctx, m.ID); read.Shard != "" {

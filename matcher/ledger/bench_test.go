@@ -52,7 +52,7 @@ func benchmarkCommitMatch(b *testing.B, l matcher.Ledger, k, workers int) {
 	b.ResetTimer()
 	if workers == 0 {
 		for i := range b.N {
-			if _, err := l.CommitMatch(ctx, matches[i], 0); err != nil {
+			if _, err := commitMatch(ctx, l, matches[i], 0); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -61,7 +61,7 @@ func benchmarkCommitMatch(b *testing.B, l matcher.Ledger, k, workers int) {
 		for range workers {
 			wg.Go(func() {
 				for i := int(next.Add(1) - 1); i < b.N; i = int(next.Add(1) - 1) {
-					if _, err := l.CommitMatch(ctx, matches[i], 0); err != nil {
+					if _, err := commitMatch(ctx, l, matches[i], 0); err != nil {
 						b.Error(err)
 						return
 					}

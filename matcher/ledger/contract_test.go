@@ -225,7 +225,7 @@ func testLedger(t *testing.T, newLedger func(t *testing.T) matcher.Ledger) {
 		m.State, m.AcceptBy, m.Spread, m.Bots = matcher.MatchPendingAccept, &acceptBy, 0.1+0.2, 1
 		m.Server = &matcher.Server{Address: "10.0.0.7:7777", Session: "s-1"}
 		m.Players[0].Skill = 1e21 // jsonb must hand back the same float64
-		events, err := l.CommitMatch(ctx, m, 0)
+		events, err := commitMatch(ctx, l, m, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -262,7 +262,7 @@ func testLedger(t *testing.T, newLedger func(t *testing.T) matcher.Ledger) {
 		}
 
 		// A retry of a commit whose reply was lost succeeds and writes nothing.
-		if events, err := l.CommitMatch(ctx, m, 0); err != nil || events != nil {
+		if events, err := commitMatch(ctx, l, m, 0); err != nil || events != nil {
 			t.Fatalf("retried commit = %v, %v; want success without events", events, err)
 		}
 		if n := len(drainAll(t, l)); n != 0 {
@@ -283,7 +283,7 @@ func testLedger(t *testing.T, newLedger func(t *testing.T) matcher.Ledger) {
 			"infinite skew": func() matcher.Match { m := matchOf(t0, a, b); m.Spread = math.Inf(1); return m }(),
 		}
 		for name, m := range bad {
-			if _, err := l.CommitMatch(ctx, m, 0); err == nil {
+			if _, err := commitMatch(ctx, l, m, 0); err == nil {
 				t.Errorf("%s: CommitMatch succeeded", name)
 			}
 		}
@@ -303,7 +303,7 @@ func testLedger(t *testing.T, newLedger func(t *testing.T) matcher.Ledger) {
 		cancelEvent := drainAll(t, l)
 		m := matchOf(t0.Add(2*time.Minute), seats...)
 		m.Players = append(m.Players, matcher.Player{TicketID: uuid.NewString(), UserID: "ghost"}) // never existed
-		events, err := l.CommitMatch(ctx, m, 0)
+		events, err := commitMatch(ctx, l, m, 0)
 		var sf *matcher.ShortfallError
 		if !errors.As(err, &sf) || events != nil {
 			t.Fatalf("commit = %v, %v; want ShortfallError and no events", events, err)
@@ -323,7 +323,7 @@ func testLedger(t *testing.T, newLedger func(t *testing.T) matcher.Ledger) {
 
 		// Every seat gone: an empty list, still a shortfall.
 		mustResolve(t, l, seats[0].ID, matcher.StatusExpired, "", t0.Add(time.Minute))
-		_, err = l.CommitMatch(ctx, matchOf(t0.Add(time.Hour), seats[0], seats[1]), 0)
+		_, err = commitMatch(ctx, l, matchOf(t0.Add(time.Hour), seats[0], seats[1]), 0)
 		if !errors.As(err, &sf) || sf.Waiting == nil || len(sf.Waiting) != 0 {
 			t.Fatalf("commit of resolved tickets = %v, want ShortfallError with an empty list", err)
 		}
@@ -340,7 +340,7 @@ func testLedger(t *testing.T, newLedger func(t *testing.T) matcher.Ledger) {
 		m := matchOf(t0.Add(time.Second), a, b)
 
 		// No owner recorded yet: any epoch is stale.
-		if _, err := l.CommitMatch(ctx, m, 1); !errors.Is(err, matcher.ErrStaleEpoch) {
+		if _, err := commitMatch(ctx, l, m, 1); !errors.Is(err, matcher.ErrStaleEpoch) {
 			t.Fatalf("commit without a lease = %v, want ErrStaleEpoch", err)
 		}
 		if e, err := l.LeaseEpoch(ctx, "ranked:eu"); err != nil || e != 0 {
@@ -358,14 +358,14 @@ func testLedger(t *testing.T, newLedger func(t *testing.T) matcher.Ledger) {
 		if err := ls.SetLeaseEpoch(ctx, "ranked:eu", 0); err == nil {
 			t.Fatal("epoch 0 accepted")
 		}
-		if _, err := l.CommitMatch(ctx, m, 1); !errors.Is(err, matcher.ErrStaleEpoch) {
+		if _, err := commitMatch(ctx, l, m, 1); !errors.Is(err, matcher.ErrStaleEpoch) {
 			t.Fatalf("commit with epoch 1 = %v, want ErrStaleEpoch", err)
 		}
 		// Another partition's lease does not count.
 		if err := ls.SetLeaseEpoch(ctx, "ranked:us", 7); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := l.CommitMatch(ctx, m, 7); !errors.Is(err, matcher.ErrStaleEpoch) {
+		if _, err := commitMatch(ctx, l, m, 7); !errors.Is(err, matcher.ErrStaleEpoch) {
 			t.Fatalf("commit with another partition's epoch = %v, want ErrStaleEpoch", err)
 		}
 		waitingIs(t, l, part("ranked", "eu"), a, b)
@@ -376,7 +376,7 @@ func testLedger(t *testing.T, newLedger func(t *testing.T) matcher.Ledger) {
 			t.Fatalf("stale commits wrote %d events", n)
 		}
 
-		if _, err := l.CommitMatch(ctx, m, 2); err != nil {
+		if _, err := commitMatch(ctx, l, m, 2); err != nil {
 			t.Fatalf("commit with the current epoch: %v", err)
 		}
 		waitingIs(t, l, part("ranked", "eu"))
@@ -530,7 +530,7 @@ func testLedger(t *testing.T, newLedger func(t *testing.T) matcher.Ledger) {
 		matched := mustCreate(t, l, ticketFor("olga", "ranked", "eu", t0.Add(2*time.Second)))
 		partner := mustCreate(t, l, ticketFor("pete", "ranked", "eu", t0.Add(2*time.Second)))
 		m := matchOf(t0.Add(3*time.Second), matched, partner)
-		if _, err := l.CommitMatch(ctx, m, 0); err != nil {
+		if _, err := commitMatch(ctx, l, m, 0); err != nil {
 			t.Fatal(err)
 		}
 		matched, _ = l.Ticket(ctx, matched.ID)
@@ -728,7 +728,7 @@ func testLedger(t *testing.T, newLedger func(t *testing.T) matcher.Ledger) {
 					group[i] = tickets[p]
 				}
 				m := matchOf(t0.Add(time.Second), group...)
-				evs, err := l.CommitMatch(ctx, m, 3)
+				evs, err := commitMatch(ctx, l, m, 3)
 				var sf *matcher.ShortfallError
 				switch {
 				case err == nil:
@@ -833,6 +833,15 @@ func matchOf(at time.Time, tickets ...matcher.Ticket) matcher.Match {
 		m.Players = append(m.Players, matcher.Player{TicketID: tk.ID, UserID: tk.UserID, Skill: tk.Skill})
 	}
 	return m
+}
+
+// commitMatch commits one match, as the engine commits a pass of one.
+func commitMatch(ctx context.Context, l matcher.Ledger, m matcher.Match, epoch int64) ([]matcher.Event, error) {
+	rs, err := l.CommitMatches(ctx, []matcher.Match{m}, epoch)
+	if err != nil {
+		return nil, err
+	}
+	return rs[0].Events, rs[0].Err
 }
 
 func part(queue, region string) matcher.Partition {

@@ -16,7 +16,7 @@
 //
 // Every method is safe for concurrent use, by goroutines and (Postgres) by
 // processes. Each method is atomic: one transaction, or one critical section
-// in Memory. Resolve and CommitMatch are compare-and-set on WAITING, so of a
+// in Memory. Resolve and CommitMatches are compare-and-set on WAITING, so of a
 // cancel and a claim racing for a ticket exactly one wins and the other is
 // told so (NotWaitingError, ShortfallError). A ticket returns to WAITING only
 // when its PENDING_ACCEPT match dissolves (Dissolve, which locks the match

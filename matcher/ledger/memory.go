@@ -186,36 +186,11 @@ func (l *Memory) appendEvent(e matcher.Event) matcher.Event {
 	return cloneEvent(e)
 }
 
-// CommitMatch implements matcher.Ledger. It checks in the order Postgres
-// does (epoch, tickets, match id) so that both report the same error when
-// several apply.
-func (l *Memory) CommitMatch(ctx context.Context, m matcher.Match, epoch int64) ([]matcher.Event, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("commit match %s: %w", m.ID, err)
-	}
-	m, err := newMatch(m)
-	if err != nil {
-		return nil, err
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if err := l.checkEpoch(m, epoch); err != nil {
-		return nil, err
-	}
-	if err := l.checkSeats(m); errors.Is(err, errAlreadyCommitted) {
-		return nil, nil
-	} else if err != nil {
-		return nil, err
-	}
-	if _, ok := l.matches[m.ID]; ok {
-		return nil, fmt.Errorf("commit match %s: %w", m.ID, errIDInUse)
-	}
-	return l.commit(m), nil
-}
-
 // CommitMatches implements matcher.Ledger: the whole batch under one lock,
 // the batch refused before anything is written when any match is invalid or
-// reuses an id, as the PostgreSQL transaction would roll back.
+// reuses an id, as the PostgreSQL transaction would roll back. Each match is
+// checked in the order PostgreSQL checks (epoch, tickets, match id) so that
+// both report the same error when several apply.
 func (l *Memory) CommitMatches(ctx context.Context, ms []matcher.Match, epoch int64) ([]matcher.CommitResult, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("commit %d matches: %w", len(ms), err)
@@ -527,7 +502,7 @@ func (l *Memory) LeaseEpoch(ctx context.Context, partition string) (int64, error
 }
 
 // SetLeaseEpoch records the fencing epoch of the partition's new owner;
-// CommitMatch then refuses every other epoch. An epoch lower than the
+// CommitMatches then refuses every other epoch. An epoch lower than the
 // recorded one is refused with an error wrapping matcher.ErrStaleEpoch: the
 // caller lost a race for the lease.
 func (l *Memory) SetLeaseEpoch(ctx context.Context, partition string, epoch int64) error {

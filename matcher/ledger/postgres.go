@@ -17,7 +17,7 @@ import (
 )
 
 // Postgres is the matcher.Ledger of a PostgreSQL database migrated by
-// Migrate. Each method is one transaction; CommitMatch is one round trip.
+// Migrate. Each method is one transaction; CommitMatches is one round trip.
 type Postgres struct {
 	pool *pgxpool.Pool
 	ins  inserter
@@ -277,18 +277,6 @@ func (l *Postgres) Resolve(ctx context.Context, id string, status matcher.Ticket
 	}
 	e.CreatedAt = e.CreatedAt.UTC()
 	return t, []matcher.Event{e}, nil
-}
-
-// CommitMatch implements matcher.Ledger with the commit_match function of
-// migration 0001: the lease check, the claim of every ticket, the match row
-// and the outbox event in one statement, hence one round trip and one
-// implicit transaction.
-func (l *Postgres) CommitMatch(ctx context.Context, m matcher.Match, epoch int64) ([]matcher.Event, error) {
-	rs, err := l.CommitMatches(ctx, []matcher.Match{m}, epoch)
-	if err != nil {
-		return nil, err
-	}
-	return rs[0].Events, rs[0].Err
 }
 
 // CommitMatches implements matcher.Ledger with the commit_matches function
@@ -679,7 +667,7 @@ func (l *Postgres) LeaseEpoch(ctx context.Context, partition string) (int64, err
 }
 
 // SetLeaseEpoch records the fencing epoch of the partition's new owner;
-// CommitMatch then refuses every other epoch. The epoch never moves back: a
+// CommitMatches then refuses every other epoch. The epoch never moves back: a
 // lower one is refused with an error wrapping matcher.ErrStaleEpoch, because
 // its holder lost a race for the lease. The update waits for commits holding
 // the old epoch (they lock the row FOR SHARE) to finish.
