@@ -73,14 +73,19 @@ func (p *Pool) scanKeys(partition string) []string {
 	return append(p.setKeys(partition), p.ticketKey(partition, ""))
 }
 
-// call queues the scan on pipe.
-func (s Scan) call(ctx context.Context, pipe redis.Pipeliner, keys []string) *redis.Cmd {
+// args are scan.lua's arguments.
+func (s Scan) args() []any {
 	args := make([]any, 0, 2+len(s.params))
 	args = append(args, s.mode, strconv.Itoa(max(s.n, 1)))
 	for _, x := range s.params {
 		args = append(args, x)
 	}
-	return scanScript.EvalSha(ctx, pipe, keys, args...)
+	return args
+}
+
+// call queues the scan on pipe.
+func (s Scan) call(ctx context.Context, pipe redis.Pipeliner, keys []string) *redis.Cmd {
+	return scanScript.EvalSha(ctx, pipe, keys, s.args()...)
 }
 
 // result reads the scan's reply.

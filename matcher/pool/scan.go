@@ -12,20 +12,20 @@ import (
 // Oldest returns up to n entries in wait order (effective enqueue time), the
 // anchors of a tick.
 func (p *Pool) Oldest(ctx context.Context, partition string, n int) ([]Entry, error) {
-	return p.scan(ctx, partition, n, "oldest")
+	return p.scan(ctx, partition, OldestScan(n))
 }
 
 // Due returns up to n entries whose deadline is at or before now, soonest
 // first, whatever their place in the wait order.
 func (p *Pool) Due(ctx context.Context, partition string, now time.Time, n int) ([]Entry, error) {
-	return p.scan(ctx, partition, n, "due", msTime(now))
+	return p.scan(ctx, partition, DueScan(now, n))
 }
 
 // Stale returns up to n entries with no sign of life (heartbeat, else the
 // enqueue) since before, the longest silent first: the candidates for ghost
 // eviction.
 func (p *Pool) Stale(ctx context.Context, partition string, before time.Time, n int) ([]Entry, error) {
-	return p.scan(ctx, partition, n, "stale", msTime(before))
+	return p.scan(ctx, partition, StaleScan(before, n))
 }
 
 // Window returns up to n entries with lo <= skill <= hi in ascending skill.
@@ -34,7 +34,7 @@ func (p *Pool) Window(ctx context.Context, partition string, lo, hi float64, n i
 	if math.IsNaN(lo) || math.IsNaN(hi) {
 		return nil, fmt.Errorf("scan window of %s: NaN bound", partition)
 	}
-	return p.scan(ctx, partition, n, "window", score(lo), score(hi))
+	return p.scan(ctx, partition, Scan{mode: "window", n: n, params: []string{score(lo), score(hi)}})
 }
 
 // Nearest returns the n entries closest in skill to skill, sorted by distance,
@@ -47,39 +47,27 @@ func (p *Pool) Nearest(ctx context.Context, partition string, skill float64, n i
 	if math.IsNaN(skill) || math.IsInf(skill, 0) {
 		return nil, fmt.Errorf("scan nearest of %s: skill %v not finite", partition, skill)
 	}
-	es, err := p.scan(ctx, partition, n, "nearest", score(skill))
-	if err != nil {
-		return nil, err
+	return p.scan(ctx, partition, NearestScan(skill, n))
+}
+
+// scan runs one scan by itself (EVALSHA, falling back to EVAL when Redis
+// lost the script).
+func (p *Pool) scan(ctx context.Context, partition string, s Scan) ([]Entry, error) {
+	if err := checkPartition(partition); err != nil {
+		return nil, fmt.Errorf("scan %s of %s: %w", s.mode, partition, err)
 	}
-	return Closest(es, skill, n), nil
+	if s.n <= 0 {
+		return nil, nil
+	}
+	es, err := s.result(scanScript.Run(ctx, p.rdb, p.scanKeys(partition), s.args()...))
+	if err != nil {
+		return nil, fmt.Errorf("scan of %s: %w", partition, err)
+	}
+	return es, nil
 }
 
 // scanFields is the number of strings scan.lua returns per entry.
 const scanFields = 8
-
-func (p *Pool) scan(ctx context.Context, partition string, n int, mode string, params ...string) ([]Entry, error) {
-	if err := checkPartition(partition); err != nil {
-		return nil, fmt.Errorf("scan %s of %s: %w", mode, partition, err)
-	}
-	if n <= 0 {
-		return nil, nil
-	}
-	keys := append(p.setKeys(partition), p.ticketKey(partition, ""))
-	args := make([]any, 0, 2+len(params))
-	args = append(args, mode, strconv.Itoa(n))
-	for _, s := range params {
-		args = append(args, s)
-	}
-	vals, err := scanScript.Run(ctx, p.rdb, keys, args...).Slice()
-	if err != nil {
-		return nil, fmt.Errorf("scan %s of %s: %w", mode, partition, err)
-	}
-	es, err := parseEntries(vals)
-	if err != nil {
-		return nil, fmt.Errorf("scan %s of %s: %w", mode, partition, err)
-	}
-	return es, nil
-}
 
 func parseEntries(vals []any) ([]Entry, error) {
 	if len(vals)%scanFields != 0 {
