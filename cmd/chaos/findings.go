@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"sort"
 )
 
 // Violation kinds. Each names one broken promise; the report counts them.
@@ -76,13 +75,4 @@ func (f *findings) total() int {
 		n += c
 	}
 	return n
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
 }

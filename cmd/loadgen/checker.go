@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -261,7 +263,7 @@ func (c *Checker) Check() []string {
 	defer c.mu.Unlock()
 	var v []string
 	seatOf := map[string]string{} // ticket → match
-	for _, mid := range sortedKeys(c.obs.Matches) {
+	for _, mid := range slices.Sorted(maps.Keys(c.obs.Matches)) {
 		m := c.obs.Matches[mid]
 		if m.Changed {
 			v = append(v, fmt.Sprintf("match %s was seen with different players by different clients", mid))
@@ -281,7 +283,7 @@ func (c *Checker) Check() []string {
 			seatOf[s.Ticket] = mid
 		}
 	}
-	for _, tid := range sortedKeys(c.obs.Tickets) {
+	for _, tid := range slices.Sorted(maps.Keys(c.obs.Tickets)) {
 		t := c.obs.Tickets[tid]
 		v = append(v, checkTicket(tid, t, seatOf[tid], c.obs.Matches, c.obs.Cutoff)...)
 	}
@@ -369,13 +371,4 @@ func describe(ts []Told) string {
 		s += " (" + t.Source + ")"
 	}
 	return s
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
 }

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -221,7 +223,7 @@ func (r *Report) PrintTable(w io.Writer) {
 	printCounts(w, "errors", r.Errors)
 	printCounts(w, "closes", r.Closes)
 	printCounts(w, "dial errors", r.DialErrors)
-	for _, k := range sortedKeys(r.DialErrorSamples) {
+	for _, k := range slices.Sorted(maps.Keys(r.DialErrorSamples)) {
 		fmt.Fprintf(w, "    %s, e.g.: %s\n", k, r.DialErrorSamples[k])
 	}
 	if r.ClientRSS > 0 && r.Counters["sockets_open"]+r.Counters["connects"] > 0 {
