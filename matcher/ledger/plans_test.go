@@ -1,0 +1,109 @@
+package ledger_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/matchgate/matchgate/internal/pgtest"
+	"github.com/matchgate/matchgate/matcher"
+	"github.com/matchgate/matchgate/matcher/ledger"
+)
+
+// A connection caches the plans of commit_match and commit_matches the first
+// time it commits, which on a new deployment is while tickets is nearly
+// empty. Once the table has grown, a commit must still lock and update its
+// tickets through the primary key rather than reading the whole table.
+func TestPostgresCommitsReadTicketsByKey(t *testing.T) {
+	pgtest.Require(t)
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(pgtest.NewURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 1 // one backend: the plans warmed below are the ones measured
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if err := ledger.Migrate(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	l := ledger.NewPostgres(pool)
+
+	user := 0
+	pairs := func(n int) []matcher.Match {
+		ms := make([]matcher.Match, n)
+		for i := range ms {
+			a := mustCreate(t, l, ticketFor(fmt.Sprintf("plan-%d", user), "ranked", "eu", t0))
+			b := mustCreate(t, l, ticketFor(fmt.Sprintf("plan-%d", user+1), "ranked", "eu", t0))
+			user += 2
+			ms[i] = matchOf(t0, a, b)
+		}
+		return ms
+	}
+	commit := func(ms []matcher.Match) {
+		t.Helper()
+		rs, err := l.CommitMatches(ctx, ms, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rs {
+			if r.Err != nil {
+				t.Fatal(r.Err)
+			}
+		}
+	}
+	// Past the five custom plans PL/pgSQL makes before it settles on a
+	// generic one, on both paths: a batch of one and a batch of several.
+	for range 8 {
+		commit(pairs(1))
+		commit(pairs(2))
+	}
+	const grown = 3000
+	if _, err := pool.Exec(ctx, `
+		INSERT INTO tickets (id, user_id, queue, region, status, skill, enqueued_at, deadline, updated_at, version)
+		SELECT gen_random_uuid(), 'filler-' || g, 'ranked', 'eu', 'WAITING', 1500,
+		       now(), now() + interval '5 minutes', now(), 1
+		  FROM generate_series(1, $1) g`, grown); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, n := range []int{1, 10} {
+		ms := pairs(n)
+		before := ticketScans(t, pool)
+		commit(ms)
+		after := ticketScans(t, pool)
+		seq, read := after.seq-before.seq, after.read-before.read
+		t.Logf("batch of %d: %d sequential scans, %d tuples read from tickets", n, seq, read)
+		if seq != 0 || read > 10*int64(2*n)+50 {
+			t.Errorf("committing %d matches over %d tickets: %d sequential scans, %d tuples read; want the %d seats looked up by key",
+				n, grown, seq, read, 2*n)
+		}
+	}
+}
+
+type scans struct{ seq, read int64 }
+
+// ticketScans reads the statistics of tickets after making this backend
+// publish what it has counted so far (PostgreSQL 15 holds them back up to a
+// second otherwise).
+func ticketScans(t *testing.T, pool *pgxpool.Pool) scans {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := pool.Exec(ctx, `SELECT pg_stat_force_next_flush()`); err != nil {
+		t.Fatal(err)
+	}
+	var s scans
+	if err := pool.QueryRow(ctx, `
+		SELECT coalesce(seq_scan, 0), coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0)
+		  FROM pg_stat_user_tables WHERE relid = 'tickets'::regclass`).Scan(&s.seq, &s.read); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
