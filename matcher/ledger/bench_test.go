@@ -74,33 +74,36 @@ func benchmarkCommitMatch(b *testing.B, l matcher.Ledger, k, workers int) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "commits/s")
 }
 
-// BenchmarkCommitMatches_Postgres_K2_Batch10 commits the matches ten to a
-// batch, as one matching pass of a busy partition does: one round trip and
-// one log flush per ten matches.
-func BenchmarkCommitMatches_Postgres_K2_Batch10(b *testing.B) {
-	l := ledger.NewPostgres(pgtest.New(b))
-	ctx := context.Background()
-	const per = 10
-	matches := make([]matcher.Match, b.N)
-	for i := range matches { // setup, not measured
-		a := mustCreate(b, l, ticketFor(fmt.Sprintf("b%d-a", i), "ranked", "eu", t0))
-		c := mustCreate(b, l, ticketFor(fmt.Sprintf("b%d-b", i), "ranked", "eu", t0))
-		matches[i] = matchOf(t0.Add(time.Second), a, c)
-	}
-	b.ResetTimer()
-	for lo := 0; lo < b.N; lo += per {
-		rs, err := l.CommitMatches(ctx, matches[lo:min(lo+per, b.N)], 0)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, r := range rs {
-			if r.Err != nil {
-				b.Fatal(r.Err)
+// BenchmarkCommitMatches_Postgres_K2 commits pair matches in batches of
+// one, two and ten, as matching passes of a quiet, a steady and a busy
+// partition do: one round trip and one log flush per batch.
+func BenchmarkCommitMatches_Postgres_K2(b *testing.B) {
+	for _, per := range []int{1, 2, 10} {
+		b.Run(fmt.Sprintf("batch=%d", per), func(b *testing.B) {
+			l := ledger.NewPostgres(pgtest.New(b))
+			ctx := context.Background()
+			matches := make([]matcher.Match, b.N)
+			for i := range matches { // setup, not measured
+				a := mustCreate(b, l, ticketFor(fmt.Sprintf("b%d-a", i), "ranked", "eu", t0))
+				c := mustCreate(b, l, ticketFor(fmt.Sprintf("b%d-b", i), "ranked", "eu", t0))
+				matches[i] = matchOf(t0.Add(time.Second), a, c)
 			}
-		}
+			b.ResetTimer()
+			for lo := 0; lo < b.N; lo += per {
+				rs, err := l.CommitMatches(ctx, matches[lo:min(lo+per, b.N)], 0)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for _, r := range rs {
+					if r.Err != nil {
+						b.Fatal(r.Err)
+					}
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "commits/s")
+		})
 	}
-	b.StopTimer()
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "commits/s")
 }
 
 // BenchmarkCreateTicket_Postgres_Parallel64: 64 joins in flight at once, as

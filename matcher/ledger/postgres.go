@@ -280,7 +280,7 @@ func (l *Postgres) Resolve(ctx context.Context, id string, status matcher.Ticket
 }
 
 // CommitMatches implements matcher.Ledger with the commit_matches function
-// of migration 0010 (commit_match of 0001 for a single match): the whole
+// of migration 0010, for a batch of one as for many: the whole
 // batch in one statement, hence one round trip and one implicit transaction,
 // and a fixed number of statements inside it however many matches.
 func (l *Postgres) CommitMatches(ctx context.Context, ms []matcher.Match, epoch int64) ([]matcher.CommitResult, error) {
@@ -332,24 +332,10 @@ func (l *Postgres) CommitMatches(ctx context.Context, ms []matcher.Match, epoch 
 		}
 		payloads[i] = events[i].Payload
 	}
-	var (
-		rows pgx.Rows
-		err  error
-	)
-	if n == 1 {
-		// One match: commit_match is the shorter path (half the time).
-		m := ms[0]
-		rows, err = l.pool.Query(ctx, `SELECT outcome, still_waiting::text[], event_id, event_at FROM commit_match(
-			$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
-			ids[0], m.Queue, m.Region, m.State, m.FormedBy, players[0], m.Bots, m.Spread,
-			addresses[0], sessions[0], m.AcceptBy, m.CreatedAt, m.Version,
-			parts[0], epoch, seats, users, payloads[0])
-	} else {
-		rows, err = l.pool.Query(ctx, `SELECT outcome, still_waiting, event_id, event_at FROM commit_matches(
-			$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)`,
-			ids, queues, regions, states, formedBy, players, bots, spreads, addresses, sessions, acceptBy, created,
-			versions, parts, epoch, seatMatch, seats, userMatch, users, payloads)
-	}
+	rows, err := l.pool.Query(ctx, `SELECT outcome, still_waiting, event_id, event_at FROM commit_matches(
+		$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)`,
+		ids, queues, regions, states, formedBy, players, bots, spreads, addresses, sessions, acceptBy, created,
+		versions, parts, epoch, seatMatch, seats, userMatch, users, payloads)
 	if err != nil {
 		return nil, fmt.Errorf("commit %d matches: %w", n, err)
 	}
