@@ -4,46 +4,31 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/matchgate/matchgate/internal/group"
 	"github.com/matchgate/matchgate/matcher"
 )
 
-// Joins are group-committed. A join arriving while maxInserters batches are
-// being written waits and goes into the next batch: under load, a batch of
-// joins costs one statement and one log flush instead of one each (the
-// flush, not the row, was the bound), and a join that finds nobody writing
-// is written at once, alone, as before. Every join is committed before
-// CreateTicket returns; nothing is acknowledged from memory.
+// Joins are group-committed (internal/group): a join arriving while
+// maxInserters batches are being written waits and goes into the next
+// batch. Under load a batch of joins costs one statement and one log flush
+// instead of one each (the flush, not the row, was the bound), and a join
+// that finds nobody writing is written at once, alone, as before. Every
+// join is committed before CreateTicket returns; nothing is acknowledged
+// from memory.
 const (
 	maxInserters = 2
 	maxBatch     = 512
-	// insertTimeout bounds one batch whatever the callers' contexts: a
-	// batch carries other callers' joins, so one caller giving up must not
-	// abort it.
+	// insertTimeout bounds one batch whatever the callers' contexts.
 	insertTimeout = 10 * time.Second
 )
-
-// inserter is the group commit of CreateTicket. The goroutine of a waiting
-// join writes the next batch when its turn comes (leadership is handed from
-// one caller to the next), so no goroutine outlives the calls it serves.
-type inserter struct {
-	mu      sync.Mutex
-	pending []*insertReq
-	writers int // callers writing a batch now
-}
 
 type insertReq struct {
 	t     matcher.Ticket
 	attrs []byte
-	// done receives the outcome; lead, that this caller writes the next
-	// batch (once: leading records that it was told, under inserter.mu).
-	done    chan insertResult
-	lead    chan struct{}
-	leading bool
 }
 
 type insertResult struct {
@@ -51,67 +36,25 @@ type insertResult struct {
 	err error
 }
 
-// create records t through the group commit.
-func (l *Postgres) create(ctx context.Context, t matcher.Ticket, attrs []byte) (matcher.Ticket, error) {
-	req := &insertReq{t: t, attrs: attrs, done: make(chan insertResult, 1), lead: make(chan struct{}, 1)}
-	in := &l.ins
-	in.mu.Lock()
-	in.pending = append(in.pending, req)
-	if in.writers < maxInserters {
-		in.writers++
-		req.leading = true
-		req.lead <- struct{}{}
-	}
-	in.mu.Unlock()
-	for {
-		select {
-		case r := <-req.done:
-			return r.t, r.err
-		case <-req.lead:
-			l.writeBatch(context.WithoutCancel(ctx))
-		}
-	}
+func newInserter(l *Postgres) *group.Group[insertReq, insertResult] {
+	return group.New(maxInserters, maxBatch, insertTimeout, l.insertBatch)
 }
 
-// writeBatch writes the pending joins (the caller's among them, unless an
-// earlier batch took it) and hands the turn to the next waiting join, if
-// any.
-func (l *Postgres) writeBatch(ctx context.Context) {
-	in := &l.ins
-	in.mu.Lock()
-	n := min(len(in.pending), maxBatch)
-	batch := in.pending[:n:n]
-	in.pending = in.pending[n:]
-	in.mu.Unlock()
-
-	if len(batch) > 0 {
-		ctx, cancel := context.WithTimeout(ctx, insertTimeout)
-		l.insertBatch(ctx, batch)
-		cancel()
-	}
-
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	for _, next := range in.pending {
-		if !next.leading {
-			next.leading = true
-			next.lead <- struct{}{}
-			return
-		}
-	}
-	// Nobody left to hand to (or the next is already told): one writer fewer.
-	in.writers--
+// create records t through the group commit.
+func (l *Postgres) create(ctx context.Context, t matcher.Ticket, attrs []byte) (matcher.Ticket, error) {
+	r := l.ins.Do(ctx, insertReq{t: t, attrs: attrs})
+	return r.t, r.err
 }
 
 // insertBatch writes a batch in one statement. Rows it could not insert
 // (the user already waits, or the id is taken) go through the single
 // insert, which tells which and reads the waiting ticket.
-func (l *Postgres) insertBatch(ctx context.Context, batch []*insertReq) {
+func (l *Postgres) insertBatch(ctx context.Context, batch []insertReq) []insertResult {
+	out := make([]insertResult, len(batch))
 	if len(batch) == 1 {
 		r := batch[0]
-		t, err := l.insertOne(ctx, r.t, r.attrs)
-		r.done <- insertResult{t, err}
-		return
+		out[0].t, out[0].err = l.insertOne(ctx, r.t, r.attrs)
+		return out
 	}
 	n := len(batch)
 	var (
@@ -160,19 +103,19 @@ func (l *Postgres) insertBatch(ctx context.Context, batch []*insertReq) {
 	}
 	if err != nil {
 		// The statement is its own transaction: nothing of it was written.
-		for _, r := range batch {
-			r.done <- insertResult{err: fmt.Errorf("create ticket %s: %w", r.t.ID, err)}
+		for i, r := range batch {
+			out[i].err = fmt.Errorf("create ticket %s: %w", r.t.ID, err)
 		}
-		return
+		return out
 	}
-	for _, r := range batch {
+	for i, r := range batch {
 		if inserted[r.t.ID] {
-			r.done <- insertResult{t: r.t}
+			out[i].t = r.t
 			continue
 		}
-		t, err := l.insertOne(ctx, r.t, r.attrs)
-		r.done <- insertResult{t, err}
+		out[i].t, out[i].err = l.insertOne(ctx, r.t, r.attrs)
 	}
+	return out
 }
 
 // marshalAttributes is the attributes column of t: nil for none.

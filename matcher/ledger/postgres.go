@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/matchgate/matchgate/internal/group"
 	"github.com/matchgate/matchgate/matcher"
 )
 
@@ -20,12 +21,16 @@ import (
 // Migrate. Each method is one transaction; CommitMatches is one round trip.
 type Postgres struct {
 	pool *pgxpool.Pool
-	ins  inserter
+	ins  *group.Group[insertReq, insertResult]
 }
 
 // NewPostgres returns a ledger over pool. The caller owns the pool and
 // closes it after the last call.
-func NewPostgres(pool *pgxpool.Pool) *Postgres { return &Postgres{pool: pool} }
+func NewPostgres(pool *pgxpool.Pool) *Postgres {
+	l := &Postgres{pool: pool}
+	l.ins = newInserter(l)
+	return l
+}
 
 var _ matcher.Ledger = (*Postgres)(nil)
 
