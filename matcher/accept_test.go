@@ -239,3 +239,31 @@ func TestPendingIndexRebuilt(t *testing.T) {
 		t.Fatalf("reconcile of a stale entry = %+v, %v", res, err)
 	}
 }
+
+// Only a queue with an accept step and a cooldown refuses a join for one: a
+// cooldown left over from an earlier configuration of the queue is not read.
+func TestCooldownOnlyWithAcceptStep(t *testing.T) {
+	ctx := context.Background()
+	noCooldown := acceptQueue(2)
+	noCooldown.DeclineCooldown = -1
+	for _, c := range []struct {
+		name    string
+		q       matcher.QueueConfig
+		refused bool
+	}{
+		{"no accept step", matcher.QueueConfig{Name: "arena", Players: 2}, false},
+		{"accept step, cooldown off", noCooldown, false},
+		{"accept step and cooldown", acceptQueue(2), true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t, c.q)
+			if err := h.pool.SetCooldown(ctx, "arena", "zoe", 30*time.Second); err != nil {
+				t.Fatal(err)
+			}
+			_, err := h.svc.Join(ctx, matcher.JoinRequest{UserID: "zoe", Queue: "arena"})
+			if got := codeOf(err) == matcher.CodeCooldown; got != c.refused {
+				t.Fatalf("join with a cooldown set = %v; refused %v, want %v", err, got, c.refused)
+			}
+		})
+	}
+}

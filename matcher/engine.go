@@ -899,8 +899,9 @@ func (p *pass) commit(ctx context.Context) error {
 		matched = append(matched, p.now)
 		events = append(events, rs[i].Events...)
 	}
-	p.record(ctx, matched, outs)
+	// The players first: the outcome counts only feed statistics.
 	p.deliver(ctx, events)
+	p.record(ctx, matched, outs)
 	return failed
 }
 

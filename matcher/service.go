@@ -153,12 +153,16 @@ func (s *Service) Join(ctx context.Context, req JoinRequest) (Ticket, error) {
 	if (req.Skill != nil && (math.IsNaN(*req.Skill) || math.IsInf(*req.Skill, 0))) || math.IsNaN(activity) || math.IsInf(activity, 0) {
 		return Ticket{}, Errorf(CodeBadRequest, "skill and activity must be finite numbers")
 	}
-	if wait, err := s.cfg.Pool.Cooldown(ctx, q.Name, req.UserID); err != nil {
-		// A cooldown is a penalty, not a safety property: unknown is none.
-		s.log.Warn("read join cooldown", "user", req.UserID, "err", err)
-	} else if wait > 0 {
-		return Ticket{}, &Error{Code: CodeCooldown, Retry: wait,
-			Message: fmt.Sprintf("a match of %s was declined or not accepted; join again in %ds", q.Name, int(math.Ceil(wait.Seconds())))}
+	// Only a queue with an accept step hands out cooldowns; the others skip
+	// the read, a Redis round trip on every join.
+	if q.AcceptWindow > 0 && q.DeclineCooldown > 0 {
+		if wait, err := s.cfg.Pool.Cooldown(ctx, q.Name, req.UserID); err != nil {
+			// A cooldown is a penalty, not a safety property: unknown is none.
+			s.log.Warn("read join cooldown", "user", req.UserID, "err", err)
+		} else if wait > 0 {
+			return Ticket{}, &Error{Code: CodeCooldown, Retry: wait,
+				Message: fmt.Sprintf("a match of %s was declined or not accepted; join again in %ds", q.Name, int(math.Ceil(wait.Seconds())))}
+		}
 	}
 	skill, estimated := s.cfg.DefaultSkill, true
 	if req.Skill != nil {
