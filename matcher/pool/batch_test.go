@@ -7,6 +7,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,6 +26,53 @@ func TestBatches(t *testing.T) {
 		if err := p.Load(ctx); err != nil {
 			t.Fatal(err)
 		}
+
+		t.Run("ConcurrentEnqueuesAreEachEnqueue", func(t *testing.T) {
+			// A client of its own, to count the pipelines it sends.
+			pipelines := &pipelineCounter{}
+			crdb := redis.NewClient(rdb.Options())
+			defer crdb.Close()
+			crdb.AddHook(pipelines)
+			cp := New(crdb, prefix)
+			const n = 300
+			es := make([]Entry, n)
+			for i := range es {
+				es[i] = entry(fmt.Sprint("c", i), float64(i%37), time.Duration(i)*time.Millisecond, time.Hour)
+			}
+			// Every entry twice at once, as a retried join: one is added, the
+			// other finds the ticket there.
+			var wg sync.WaitGroup
+			added := make([]atomic.Int32, n)
+			for w := range 32 {
+				wg.Go(func() {
+					for i := w; i < 2*n; i += 32 {
+						k := i % n
+						ok, err := cp.Enqueue(ctx, "conc:eu", es[k], hashTTL)
+						if err != nil {
+							t.Error(err)
+						}
+						if ok {
+							added[k].Add(1)
+						}
+					}
+				})
+			}
+			wg.Wait()
+			for i := range added {
+				if got := added[i].Load(); got != 1 {
+					t.Fatalf("entry %d added %d times, want once", i, got)
+				}
+			}
+			mustEnqueue(t, p, "seq:eu", es...)
+			ticketIDs := ids(es)
+			if got, want := contents(t, p, "conc:eu", ticketIDs...), contents(t, p, "seq:eu", ticketIDs...); !reflect.DeepEqual(got, want) {
+				t.Fatal("concurrent enqueues left another pool than the same enqueues one by one")
+			}
+			t.Logf("%d enqueues in %d pipelines", 2*n, pipelines.n.Load())
+			if pipelines.n.Load() == 0 {
+				t.Error("no enqueues shared a round trip")
+			}
+		})
 
 		t.Run("ScanManyIsEachScan", func(t *testing.T) {
 			const part = "many:eu"
@@ -146,6 +195,34 @@ func TestBatchScriptFallback(t *testing.T) {
 	claims, _, err := p.ClaimMany(ctx, "fb:eu", 0, []ClaimRequest{{MatchID: "m", TicketIDs: []string{"a", "b"}}})
 	if err != nil || claims[0].Err != nil || !claims[0].OK {
 		t.Fatalf("claim after flush = %+v, %v", claims, err)
+	}
+	// Enqueues sharing a pipeline: the batch of a group, sent by hand.
+	if err := rdb.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	var calls []enqueueCall
+	for _, id := range []string{"x", "y", "z"} {
+		calls = append(calls, enqueueCall{
+			keys: append(p.setKeys("fb:eu"), p.ticketKey("fb:eu", id)),
+			args: append(entryArgs(entry(id, 3, 0, time.Hour)), ms(hashTTL)),
+		})
+	}
+	for i, r := range p.enqueueBatch(ctx, calls) {
+		if r.err != nil || !r.added {
+			t.Fatalf("enqueue %d after flush = %+v", i, r)
+		}
+	}
+}
+
+// pipelineCounter counts the pipelines a client sends.
+type pipelineCounter struct{ n atomic.Int64 }
+
+func (*pipelineCounter) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (*pipelineCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (c *pipelineCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		c.n.Add(1)
+		return next(ctx, cmds)
 	}
 }
 

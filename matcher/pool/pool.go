@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/matchgate/matchgate/internal/group"
 )
 
 var (
@@ -91,6 +93,7 @@ type Pool struct {
 	rdb      redis.UniversalClient
 	prefix   string
 	claimTTL time.Duration
+	enqueues *group.Group[enqueueCall, enqueueResult]
 }
 
 // Option tunes a Pool at construction.
@@ -116,6 +119,7 @@ func New(rdb redis.UniversalClient, prefix string, opts ...Option) *Pool {
 	for _, o := range opts {
 		o(p)
 	}
+	p.enqueues = group.New(maxEnqueuers, maxEnqueueBatch, enqueueTimeout, p.enqueueBatch)
 	return p
 }
 
@@ -211,13 +215,47 @@ func (p *Pool) Enqueue(ctx context.Context, partition string, e Entry, ttl time.
 	if ttl < time.Millisecond {
 		return false, fmt.Errorf("ttl %v below 1ms", ttl)
 	}
-	keys := append(p.setKeys(partition), p.ticketKey(partition, e.TicketID))
-	args := append(entryArgs(e), ms(ttl))
-	n, err := enqueueScript.Run(ctx, p.rdb, keys, args...).Int()
-	if err != nil {
-		return false, err
+	r := p.enqueues.Do(ctx, enqueueCall{
+		keys: append(p.setKeys(partition), p.ticketKey(partition, e.TicketID)),
+		args: append(entryArgs(e), ms(ttl)),
+	})
+	return r.added, r.err
+}
+
+// Enqueues of concurrent joins share round trips (internal/group): one
+// arriving while maxEnqueuers pipelines are out goes into the next.
+const (
+	maxEnqueuers    = 2
+	maxEnqueueBatch = 256
+	enqueueTimeout  = 10 * time.Second
+)
+
+type enqueueCall struct {
+	keys []string
+	args []any
+}
+
+type enqueueResult struct {
+	added bool
+	err   error
+}
+
+// enqueueBatch runs the enqueue script once per call, all in one pipeline.
+func (p *Pool) enqueueBatch(ctx context.Context, calls []enqueueCall) []enqueueResult {
+	out := make([]enqueueResult, len(calls))
+	if len(calls) == 1 {
+		n, err := enqueueScript.Run(ctx, p.rdb, calls[0].keys, calls[0].args...).Int()
+		out[0] = enqueueResult{n == 1, err}
+		return out
 	}
-	return n == 1, nil
+	cmds := p.pipelined(ctx, len(calls), func(pipe redis.Pipeliner, i int) *redis.Cmd {
+		return enqueueScript.EvalSha(ctx, pipe, calls[i].keys, calls[i].args...)
+	})
+	for i, c := range cmds {
+		n, err := c.Int()
+		out[i] = enqueueResult{n == 1, err}
+	}
+	return out
 }
 
 // Claim removes ticketIDs from the pool for match matchID, all of them or none.
