@@ -120,7 +120,7 @@ func parseConfig(args []string, stderr io.Writer) (Config, string, error) {
 	fs.IntVar(&c.RestPlayers, "rest-players", 0, "players that use REST only: join, poll GET and heartbeat")
 	fs.DurationVar(&c.PollInterval, "poll-interval", 500*time.Millisecond, "REST players' GET period")
 	fs.DurationVar(&c.HeartbeatInterval, "heartbeat-interval", 5*time.Second, "REST players' heartbeat period")
-	fs.DurationVar(&c.PingInterval, "ping-interval", 5*time.Second, "application ping period per socket (0: none)")
+	fs.DurationVar(&c.PingInterval, "ping-interval", 20*time.Second, "application ping period per socket, as the server's own pings (0: none)")
 	fs.BoolVar(&c.ReconnectOnClose, "reconnect-on-close", true, "reconnect (with jittered backoff) when the server closes a socket")
 	fs.Float64Var(&c.PushRate, "push-rate", 1000, "push mode: frames per second published to connected users' channels")
 	fs.StringVar(&c.RedisURL, "redis-url", "redis://127.0.0.1:6379/0", "push mode: the servers' Redis")

@@ -55,13 +55,13 @@ type request struct {
 
 // inFrame is any server→client frame the load tester reads.
 type inFrame struct {
-	Type    string           `json:"type"`
-	Re      string           `json:"re"`
-	UserID  string           `json:"userId"`
-	Ticket  *matcher.Ticket  `json:"ticket"`
-	Match   *matcher.Match   `json:"match"`
-	Tickets []matcher.Ticket `json:"tickets"`
-	Matches []matcher.Match  `json:"matches"`
+	Type    string       `json:"type"`
+	Re      string       `json:"re"`
+	UserID  string       `json:"userId"`
+	Ticket  *wireTicket  `json:"ticket"`
+	Match   *wireMatch   `json:"match"`
+	Tickets []wireTicket `json:"tickets"`
+	Matches []wireMatch  `json:"matches"`
 	Error   *struct {
 		Code     string `json:"code"`
 		TicketID string `json:"ticketId"`
@@ -167,11 +167,11 @@ func (p *player) connect(ctx context.Context, due time.Time) (*websocket.Conn, e
 // lost with the old connection.
 func (p *player) helloLocked(f *inFrame) {
 	for _, m := range f.Matches {
-		if p.r.check.Match(m.ID, seatsOf(m), m.CreatedAt) {
+		if p.r.check.Match(m.ID, seatsOf(m.Players), m.CreatedAt) {
 			p.r.stats.inc(cMatches)
 		}
 	}
-	var newest *matcher.Ticket
+	var newest *wireTicket
 	for i := range f.Tickets {
 		t := &f.Tickets[i]
 		p.r.check.Tell(t.ID, p.user, string(t.Status), t.MatchID, srcHello, time.Now())
@@ -322,9 +322,9 @@ func (p *player) cancelReply(f *inFrame, req request, recv time.Time) {
 }
 
 // matchFound records a pushed match and ends the attempt it answers.
-func (p *player) matchFound(m *matcher.Match, recv time.Time) {
+func (p *player) matchFound(m *wireMatch, recv time.Time) {
 	st := p.r.stats
-	if p.r.check.Match(m.ID, seatsOf(*m), m.CreatedAt) {
+	if p.r.check.Match(m.ID, seatsOf(m.Players), m.CreatedAt) {
 		st.inc(cMatches)
 	}
 	ticket := ""
@@ -552,12 +552,4 @@ func (p *player) closeSocket(timeout time.Duration) {
 	t := time.AfterFunc(timeout, func() { _ = conn.CloseNow() })
 	_ = conn.Close(websocket.StatusNormalClosure, "load test over")
 	t.Stop()
-}
-
-func seatsOf(m matcher.Match) []Seat {
-	s := make([]Seat, len(m.Players))
-	for i, pl := range m.Players {
-		s[i] = Seat{Ticket: pl.TicketID, User: pl.UserID}
-	}
-	return s
 }

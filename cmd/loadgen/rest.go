@@ -130,7 +130,7 @@ func (p *player) restOutcome(a *attempt, v matcher.TicketView, source string) {
 	r := p.r
 	r.check.Tell(v.Ticket.ID, p.user, string(v.Ticket.Status), v.Ticket.MatchID, source, time.Now())
 	if v.Match != nil {
-		if r.check.Match(v.Match.ID, seatsOf(*v.Match), v.Match.CreatedAt) {
+		if r.check.Match(v.Match.ID, seatsOf(v.Match.Players), v.Match.CreatedAt) {
 			r.stats.inc(cMatches)
 		}
 	}

@@ -340,7 +340,7 @@ func (r *runner) verifyPhase(ctx context.Context) int {
 				r.check.Tell(s.Ticket, s.User, string(v.Ticket.Status), v.Ticket.MatchID, srcVerify, sent)
 				if m := v.Match; m != nil {
 					// The record's seats must be the ones the clients saw.
-					r.check.Match(m.ID, seatsOf(*m), m.CreatedAt)
+					r.check.Match(m.ID, seatsOf(m.Players), m.CreatedAt)
 				}
 				verified.Add(1)
 			}
