@@ -162,3 +162,28 @@ func BenchmarkSocketPingPong(b *testing.B) {
 		}
 	}
 }
+
+// frameType reads the type of every pushed frame, from its opening where
+// matchgate puts it, and of any other JSON object by decoding it.
+func TestFrameType(t *testing.T) {
+	m := matcher.Match{ID: "m1", Queue: "ranked", Region: "eu", State: matcher.MatchReady, FormedBy: matcher.FormedFilled,
+		Players: []matcher.Player{{TicketID: "t1", UserID: "u1"}}, CreatedAt: time.Now(), Version: 1}
+	for _, c := range []struct {
+		frame []byte
+		want  string
+	}{
+		{matcher.MatchFoundEvent(m).Payload, matcher.FrameMatchFound},
+		{matcher.MatchReadyEvent(m).Payload, matcher.FrameMatchReady},
+		{matcher.MatchDissolvedEvent(m, "declined").Payload, matcher.FrameMatchDissolved},
+		{matcher.TicketEvent(matcher.Ticket{ID: "t1", Status: matcher.StatusCancelled}).Payload, matcher.FrameTicketUpdate},
+		{[]byte(`{ "type" : "spaced", "x": 1}`), "spaced"},
+		{[]byte(`{"re":"1","type":"later"}`), "later"},
+		{[]byte(`{"type":"esc\"aped"}`), `esc"aped`},
+		{[]byte(`{"type":"unterminated`), ""},
+		{[]byte(`not json`), ""},
+	} {
+		if got := frameType(c.frame); got != c.want {
+			t.Errorf("frameType(%s) = %q, want %q", c.frame, got, c.want)
+		}
+	}
+}
