@@ -19,8 +19,12 @@ import (
 // that finds nobody writing is written at once, alone, as before. Every
 // join is committed before CreateTicket returns; nothing is acknowledged
 // from memory.
+//
+// One batch at a time: side by side at 2,000 joins/s (three runs each)
+// against two, the database used 5.0 instead of 5.5 CPU-seconds in ten, and
+// join→match.found p99 was 55-68 ms instead of 72-137.
 const (
-	maxInserters = 2
+	maxInserters = 1
 	maxBatch     = 512
 	// insertTimeout bounds one batch whatever the callers' contexts.
 	insertTimeout = 10 * time.Second

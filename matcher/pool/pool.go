@@ -225,7 +225,7 @@ func (p *Pool) Enqueue(ctx context.Context, partition string, e Entry, ttl time.
 // Enqueues of concurrent joins share round trips (internal/group): one
 // arriving while maxEnqueuers pipelines are out goes into the next.
 const (
-	maxEnqueuers    = 2
+	maxEnqueuers    = 1
 	maxEnqueueBatch = 256
 	enqueueTimeout  = 10 * time.Second
 )
