@@ -204,6 +204,8 @@ type RemoveResult struct {
 // which case the pool is left as it is and added is false: a retried join keeps
 // its original place. ttl bounds the hash's life (choose more than the time to
 // the deadline) so that nothing leaks if the ticket is never matched.
+// Concurrent calls share a round trip: a call returns once its batch has run,
+// whatever ctx does, within enqueueTimeout.
 func (p *Pool) Enqueue(ctx context.Context, partition string, e Entry, ttl time.Duration) (added bool, err error) {
 	defer wrap(&err, "enqueue %s in %s", e.TicketID, partition)
 	if err := checkPartition(partition); err != nil {
