@@ -158,8 +158,8 @@ func (c *checker) checkToldTicket(r *playerRec, wt wireTicket, via, at string) {
 	if wt.Status == statusWaiting {
 		return
 	}
-	if wt.Status != t.Status || wt.matchID() != t.MatchID {
-		c.f.addf(vToldTicketState, wt.ID, wt.matchID(), r.User, "%s at %s says %s (match %q); record says %s", via, at, wt.Status, wt.matchID(), describe(t))
+	if wt.Status != t.Status || wt.MatchID != t.MatchID {
+		c.f.addf(vToldTicketState, wt.ID, wt.MatchID, r.User, "%s at %s says %s (match %q); record says %s", via, at, wt.Status, wt.MatchID, describe(t))
 	}
 }
 

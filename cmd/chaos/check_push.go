@@ -28,8 +28,8 @@ func seenBy(r *playerRec) seen {
 				s.inState[m.ID] = true
 			}
 			for _, t := range f.Tickets {
-				if t.matchID() != "" {
-					s.inState[t.matchID()] = true
+				if t.MatchID != "" {
+					s.inState[t.MatchID] = true
 				}
 				if t.Status != statusWaiting {
 					s.outcome[t.ID] = true

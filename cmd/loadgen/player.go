@@ -53,23 +53,6 @@ type request struct {
 	att  *attempt
 }
 
-// inFrame is any server→client frame the load tester reads.
-type inFrame struct {
-	Type    string       `json:"type"`
-	Re      string       `json:"re"`
-	UserID  string       `json:"userId"`
-	Ticket  *wireTicket  `json:"ticket"`
-	Match   *wireMatch   `json:"match"`
-	Tickets []wireTicket `json:"tickets"`
-	Matches []wireMatch  `json:"matches"`
-	Error   *struct {
-		Code     string `json:"code"`
-		TicketID string `json:"ticketId"`
-		MatchID  string `json:"matchId"`
-	} `json:"error"`
-	SentAt int64 `json:"sentAt"` // loadgen.push
-}
-
 // pushFrameType is what push mode publishes on users' channels.
 const pushFrameType = "loadgen.push"
 
@@ -174,7 +157,7 @@ func (p *player) helloLocked(f *inFrame) {
 	var newest *wireTicket
 	for i := range f.Tickets {
 		t := &f.Tickets[i]
-		p.r.check.Tell(t.ID, p.user, string(t.Status), t.MatchID, srcHello, time.Now())
+		p.r.check.Tell(t.ID, p.user, t.Status, t.MatchID, srcHello, time.Now())
 		if newest == nil || t.EnqueuedAt.After(newest.EnqueuedAt) {
 			newest = t
 		}
@@ -194,8 +177,8 @@ func (p *player) helloLocked(f *inFrame) {
 		p.r.check.Joined(a.ticket, p.user, false)
 	}
 	for _, t := range f.Tickets {
-		if t.ID == a.ticket && t.Status != matcher.StatusWaiting {
-			if t.Status == matcher.StatusMatched {
+		if t.ID == a.ticket && t.Status != statusWaiting {
+			if t.Status == statusMatched {
 				p.finishLocked(a)
 			} else {
 				p.endLocked(a)
@@ -236,10 +219,10 @@ func (p *player) handle(f *inFrame, recv time.Time) {
 		}
 		return
 	case "ticket.update":
-		if t := f.Ticket; t != nil && t.Status != matcher.StatusWaiting {
-			p.r.check.Tell(t.ID, p.user, string(t.Status), t.MatchID, srcPush, recv)
+		if t := f.Ticket; t != nil && t.Status != statusWaiting {
+			p.r.check.Tell(t.ID, p.user, t.Status, t.MatchID, srcPush, recv)
 			p.mu.Lock()
-			if a := p.att; a != nil && a.ticket == t.ID && t.Status != matcher.StatusMatched {
+			if a := p.att; a != nil && a.ticket == t.ID && t.Status != statusMatched {
 				p.endLocked(a)
 			}
 			p.mu.Unlock()
@@ -302,7 +285,7 @@ func (p *player) cancelReply(f *inFrame, req request, recv time.Time) {
 	switch {
 	case f.Type == "cancelled" && f.Ticket != nil:
 		st.inc(cCancelled)
-		p.r.check.Tell(f.Ticket.ID, p.user, string(f.Ticket.Status), "", srcReply, recv)
+		p.r.check.Tell(f.Ticket.ID, p.user, f.Ticket.Status, "", srcReply, recv)
 	case f.Type == "error" && f.Error != nil && f.Error.Code == string(matcher.CodeAlreadyMatched):
 		st.inc(cAlreadyMatched)
 		p.r.check.Tell(f.Error.TicketID, p.user, string(matcher.StatusMatched), f.Error.MatchID, srcReply, recv)

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/matchgate/matchgate/internal/clientwire"
 	"github.com/matchgate/matchgate/matcher"
 )
 
@@ -69,7 +70,7 @@ func (p *player) restJoin() bool {
 func (p *player) restAttempt(a *attempt) {
 	r := p.r
 	var body struct {
-		Ticket matcher.Ticket `json:"ticket"`
+		Ticket clientwire.Ticket `json:"ticket"`
 	}
 	err := r.restCall(r.ctx, http.MethodPost, p.base, "/v1/queues/"+url.PathEscape(a.queue)+"/tickets", p.token,
 		map[string]string{"region": a.region}, &body)
@@ -104,14 +105,14 @@ func (p *player) restAttempt(a *attempt) {
 		if done || r.closing.Load() {
 			return
 		}
-		var v matcher.TicketView
+		var v clientwire.TicketView
 		err := r.restCall(r.ctx, http.MethodGet, p.base, "/v1/tickets/"+a.ticket, p.token, nil, &v)
 		r.stats.inc(cRestPolls)
 		if err != nil {
 			r.restError(err)
 			continue
 		}
-		if v.Ticket.Status != matcher.StatusWaiting {
+		if v.Ticket.Status != statusWaiting {
 			p.restOutcome(a, v, srcPoll)
 			return
 		}
@@ -126,9 +127,9 @@ func (p *player) restAttempt(a *attempt) {
 }
 
 // restOutcome records a resolved ticket seen through REST.
-func (p *player) restOutcome(a *attempt, v matcher.TicketView, source string) {
+func (p *player) restOutcome(a *attempt, v clientwire.TicketView, source string) {
 	r := p.r
-	r.check.Tell(v.Ticket.ID, p.user, string(v.Ticket.Status), v.Ticket.MatchID, source, time.Now())
+	r.check.Tell(v.Ticket.ID, p.user, v.Ticket.Status, v.Ticket.MatchID, source, time.Now())
 	if v.Match != nil {
 		if r.check.Match(v.Match.ID, seatsOf(v.Match.Players), v.Match.CreatedAt) {
 			r.stats.inc(cMatches)
@@ -139,7 +140,7 @@ func (p *player) restOutcome(a *attempt, v matcher.TicketView, source string) {
 	if a.done {
 		return
 	}
-	if v.Ticket.Status == matcher.StatusMatched {
+	if v.Ticket.Status == statusMatched {
 		r.stats.inc(cFound)
 		r.stats.hist(hRestFound).Record(time.Since(a.sent))
 		p.finishLocked(a)
@@ -152,7 +153,7 @@ func (p *player) restOutcome(a *attempt, v matcher.TicketView, source string) {
 func (p *player) restCancel(a *attempt, ticket string) {
 	r := p.r
 	var body struct {
-		Ticket matcher.Ticket `json:"ticket"`
+		Ticket clientwire.Ticket `json:"ticket"`
 	}
 	err := r.restCall(r.ctx, http.MethodDelete, p.base, "/v1/tickets/"+ticket, p.token, nil, &body)
 	var he *httpError

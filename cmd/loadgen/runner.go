@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/matchgate/matchgate/matcher"
+	"github.com/matchgate/matchgate/internal/clientwire"
 )
 
 // Phases of a run, in order.
@@ -331,13 +331,13 @@ func (r *runner) verifyPhase(ctx context.Context) int {
 					continue
 				}
 				_, token := p.identity()
-				var v matcher.TicketView
+				var v clientwire.TicketView
 				sent := time.Now()
 				if err := r.restCall(vctx, "GET", p.base, "/v1/tickets/"+s.Ticket, token, nil, &v); err != nil {
 					r.restError(err)
 					continue
 				}
-				r.check.Tell(s.Ticket, s.User, string(v.Ticket.Status), v.Ticket.MatchID, srcVerify, sent)
+				r.check.Tell(s.Ticket, s.User, v.Ticket.Status, v.Ticket.MatchID, srcVerify, sent)
 				if m := v.Match; m != nil {
 					// The record's seats must be the ones the clients saw.
 					r.check.Match(m.ID, seatsOf(m.Players), m.CreatedAt)

@@ -1,0 +1,52 @@
+package clientwire_test
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/matchgate/matchgate/internal/clientwire"
+	"github.com/matchgate/matchgate/matcher"
+)
+
+// The client's view reads what the server sends: every field it has, with
+// the server's values, from the server's own encoding.
+func TestDecodesTheServersFrames(t *testing.T) {
+	at := time.Date(2031, 3, 4, 5, 6, 7, 8_000_000, time.UTC)
+	m := matcher.Match{ID: "m1", Queue: "ranked", Region: "eu", State: matcher.MatchReady, FormedBy: matcher.FormedFilled,
+		Players: []matcher.Player{{TicketID: "t1", UserID: "u1", Skill: 1500}, {TicketID: "t2", UserID: "u2", Skill: 1510.5}},
+		Bots:    1, CreatedAt: at, Version: 1}
+	var found clientwire.Frame
+	if err := json.Unmarshal(matcher.MatchFoundEvent(m).Payload, &found); err != nil {
+		t.Fatal(err)
+	}
+	got := found.Match
+	if found.Type != matcher.FrameMatchFound || got == nil || got.ID != "m1" || got.Queue != "ranked" || got.Region != "eu" ||
+		got.State != matcher.MatchReady || got.FormedBy != matcher.FormedFilled || got.Bots != 1 || !got.CreatedAt.Equal(at) ||
+		len(got.Players) != 2 || got.Players[1] != (clientwire.Seat{TicketID: "t2", UserID: "u2", Skill: 1510.5}) {
+		t.Fatalf("match.found read as %+v", found)
+	}
+
+	for _, tk := range []matcher.Ticket{
+		{ID: "t1", UserID: "u1", Queue: "ranked", Region: "eu", Status: matcher.StatusMatched, MatchID: "m1",
+			EnqueuedAt: at, Deadline: at.Add(time.Minute), UpdatedAt: at, Version: 2},
+		{ID: "t2", UserID: "u2", Queue: "ranked", Region: "eu", Status: matcher.StatusCancelled, CancelReason: "user",
+			EnqueuedAt: at, Deadline: at.Add(time.Minute), UpdatedAt: at, Version: 3},
+	} {
+		var f clientwire.Frame
+		if err := json.Unmarshal(matcher.TicketEvent(tk).Payload, &f); err != nil {
+			t.Fatal(err)
+		}
+		want := clientwire.Ticket{ID: tk.ID, UserID: tk.UserID, Queue: tk.Queue, Region: tk.Region, Status: string(tk.Status),
+			EnqueuedAt: at, Deadline: at.Add(time.Minute), MatchID: tk.MatchID, CancelReason: tk.CancelReason, Version: tk.Version}
+		if f.Type != matcher.FrameTicketUpdate || f.Ticket == nil || !f.Ticket.EnqueuedAt.Equal(want.EnqueuedAt) ||
+			!f.Ticket.Deadline.Equal(want.Deadline) {
+			t.Fatalf("ticket.update read as %+v", f)
+		}
+		got := *f.Ticket
+		got.EnqueuedAt, got.Deadline = want.EnqueuedAt, want.Deadline
+		if got != want {
+			t.Fatalf("ticket read as %+v, want %+v", got, want)
+		}
+	}
+}
