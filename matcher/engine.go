@@ -426,7 +426,7 @@ func (p *pass) skill(ctx context.Context) error {
 // seats (256 pairs, 51 matches of 10): the first of them waits for the
 // pass's commit, and the work of a pass grows with its seats. Under a
 // backlog the pass rate, not the machine, bounded the matching at 128
-// (≈ 4,300 players a second, offered 5,000 joins/s on two cores).
+// (≈ 4,600 players a second, offered 5,000 joins/s on two cores).
 const passSeats = 512
 
 // seats counts the players of the staged matches.
