@@ -455,13 +455,12 @@ func (p *pass) skillRound(ctx context.Context, anchors, offered []pool.Entry, wh
 	// The ScanLimit players closest in skill to each anchor: in a dense
 	// pool this reads a few dozen entries instead of the whole window, and
 	// the closest are the best candidates anyway. When the anchors are the
-	// whole pool they are chosen from those, without a round trip.
+	// whole pool they are chosen from those, without a round trip, and
+	// as each anchor's turn comes: the players earlier groups took are not
+	// among them (with equal skills, every anchor's closest would otherwise
+	// be the same first few).
 	var nears [][]pool.Entry
-	if whole {
-		for _, a := range anchors {
-			nears = append(nears, pool.Closest(pooled, a.Skill, q.ScanLimit))
-		}
-	} else {
+	if !whole {
 		scans := make([]pool.Scan, 0, len(anchors))
 		for _, a := range anchors {
 			scans = append(scans, pool.NearestScan(a.Skill, q.ScanLimit))
@@ -483,8 +482,15 @@ func (p *pass) skillRound(ctx context.Context, anchors, offered []pool.Entry, wh
 		} else {
 			reach = math.Inf(1)
 		}
+		var near []pool.Entry
+		if whole {
+			free := slices.DeleteFunc(slices.Clone(pooled), func(c pool.Entry) bool { return p.used[c.TicketID] })
+			near = pool.Closest(free, a.Skill, q.ScanLimit)
+		} else {
+			near = nears[i]
+		}
 		var cands []pool.Entry
-		for _, c := range nears[i] {
+		for _, c := range near {
 			if c.Skill >= a.Skill-reach && c.Skill <= a.Skill+reach {
 				cands = append(cands, c)
 			}
