@@ -3,6 +3,8 @@ package main
 import (
 	"slices"
 	"time"
+
+	"github.com/matchgate/matchgate/internal/clientwire"
 )
 
 // checker holds the record, the players' records and the findings.
@@ -120,7 +122,7 @@ func (c *checker) checkMatches() {
 			case t == nil:
 				c.f.addf(vSeatNotMatched, s.TicketID, m.ID, s.UserID, "seat's ticket is not in the record")
 				continue
-			case t.Status != statusMatched || t.MatchID != m.ID:
+			case t.Status != clientwire.StatusMatched || t.MatchID != m.ID:
 				c.f.addf(vSeatNotMatched, t.ID, m.ID, t.UserID, "seat's ticket is %s (match %q, reason %q)", t.Status, t.MatchID, t.CancelReason)
 			case t.UserID != s.UserID:
 				c.f.addf(vSeatNotMatched, t.ID, m.ID, s.UserID, "seat says user %s, ticket says %s", s.UserID, t.UserID)
@@ -191,7 +193,7 @@ func (c *checker) checkTickets() {
 	}
 	for _, t := range c.tickets {
 		switch t.Status {
-		case statusWaiting:
+		case clientwire.StatusWaiting:
 			detail := ""
 			if c.redisView != nil && c.f.byKind[vStillWaiting] < maxExamples {
 				detail = "; Redis: " + c.redisView(t)
@@ -199,12 +201,12 @@ func (c *checker) checkTickets() {
 			c.f.addf(vStillWaiting, t.ID, "", t.UserID, "%s ticket still WAITING %s after its deadline %s%s",
 				t.Queue, c.end.Sub(t.Deadline).Round(time.Millisecond), t.Deadline.Format(time.RFC3339Nano), detail)
 			continue
-		case statusMatched:
+		case clientwire.StatusMatched:
 			m := c.matchByID[t.MatchID]
 			if m == nil || !slices.ContainsFunc(m.Players, func(s wireSeat) bool { return s.TicketID == t.ID }) {
 				c.f.addf(vMatchedNotSeated, t.ID, t.MatchID, t.UserID, "MATCHED but not seated in its match")
 			}
-		case statusCancelled, statusExpired:
+		case clientwire.StatusCancelled, clientwire.StatusExpired:
 			if t.MatchID != "" {
 				c.f.addf(vBadOutcome, t.ID, t.MatchID, t.UserID, "%s with a match id", t.Status)
 			}
@@ -227,10 +229,10 @@ func (c *checker) checkTickets() {
 					t.UpdatedAt.Format(time.RFC3339Nano), late.Round(time.Millisecond), c.o.LateLimit)
 			}
 		}
-		if t.Status == statusExpired && late < 0 {
+		if t.Status == clientwire.StatusExpired && late < 0 {
 			c.f.addf(vExpiredEarly, t.ID, "", t.UserID, "EXPIRED %s before its deadline", (-late).Round(time.Millisecond))
 		}
-		if t.Status == statusCancelled {
+		if t.Status == clientwire.StatusCancelled {
 			switch t.CancelReason {
 			case "user":
 				if !cancelSent[t.ID] {

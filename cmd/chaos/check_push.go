@@ -1,6 +1,10 @@
 package main
 
-import "time"
+import (
+	"time"
+
+	"github.com/matchgate/matchgate/internal/clientwire"
+)
 
 // seen is what one player learned about matches and tickets.
 type seen struct {
@@ -31,12 +35,12 @@ func seenBy(r *playerRec) seen {
 				if t.MatchID != "" {
 					s.inState[t.MatchID] = true
 				}
-				if t.Status != statusWaiting {
+				if t.Status != clientwire.StatusWaiting {
 					s.outcome[t.ID] = true
 				}
 			}
 		case frameTicketUpdate, frameCancelled:
-			if f.Ticket != nil && f.Ticket.Status != statusWaiting {
+			if f.Ticket != nil && f.Ticket.Status != clientwire.StatusWaiting {
 				s.outcome[f.Ticket.ID] = true
 			}
 		}
@@ -88,7 +92,7 @@ func (c *checker) checkPushes() {
 		}
 	}
 	for _, t := range c.tickets {
-		if t.Status == statusExpired {
+		if t.Status == clientwire.StatusExpired {
 			if s, ok := seens[t.UserID]; ok && !s.outcome[t.ID] {
 				c.st.ExpiredUnseen++
 			}

@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"time"
+
+	"github.com/matchgate/matchgate/internal/clientwire"
 )
 
 // receive records a frame and updates what the player believes.
@@ -17,7 +19,7 @@ func (p *player) receive(rx rxFrame) inFrame {
 	case frameHello, frameStatus:
 		waiting := ""
 		for _, t := range f.Tickets {
-			if t.Status == statusWaiting {
+			if t.Status == clientwire.StatusWaiting {
 				waiting = t.ID
 			}
 		}
@@ -53,7 +55,7 @@ func (p *player) receive(rx rxFrame) inFrame {
 			}
 		}
 	case frameTicketUpdate:
-		if f.Ticket != nil && f.Ticket.ID == p.current && f.Ticket.Status != statusWaiting {
+		if f.Ticket != nil && f.Ticket.ID == p.current && f.Ticket.Status != clientwire.StatusWaiting {
 			p.resolved(now)
 		}
 	case frameError:

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/matchgate/matchgate/internal/clientwire"
 )
 
 // dur is a duration that reads well in JSON ("1.5s").
@@ -98,7 +100,7 @@ func (r *report) fillRecord(tickets map[string]*dbTicket, matches []*dbMatch) {
 	for _, t := range tickets {
 		r.Tickets.ByStatus[t.Status]++
 		r.Tickets.ByQueue[t.Queue]++
-		if t.Status == statusCancelled {
+		if t.Status == clientwire.StatusCancelled {
 			r.Tickets.CancelReasons[t.CancelReason]++
 		}
 	}

@@ -45,9 +45,4 @@ const (
 	codeAlreadyMatched   = "ALREADY_MATCHED"
 	codeAlreadyCancelled = "ALREADY_CANCELLED"
 	codeNotFound         = "NOT_FOUND"
-
-	statusWaiting   = "WAITING"
-	statusMatched   = "MATCHED"
-	statusCancelled = "CANCELLED"
-	statusExpired   = "EXPIRED"
 )

@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -264,10 +263,4 @@ func raiseFileLimit() (uint64, error) {
 		}
 	}
 	return rl.Cur, nil
-}
-
-// exitf prints an error and exits: only main uses it.
-func exitf(code int, format string, a ...any) {
-	fmt.Fprintf(os.Stderr, "loadgen: "+format+"\n", a...)
-	os.Exit(code)
 }

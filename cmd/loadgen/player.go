@@ -10,6 +10,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/matchgate/matchgate/internal/clientwire"
 	"github.com/matchgate/matchgate/matcher"
 )
 
@@ -177,8 +178,8 @@ func (p *player) helloLocked(f *inFrame) {
 		p.r.check.Joined(a.ticket, p.user, false)
 	}
 	for _, t := range f.Tickets {
-		if t.ID == a.ticket && t.Status != statusWaiting {
-			if t.Status == statusMatched {
+		if t.ID == a.ticket && t.Status != clientwire.StatusWaiting {
+			if t.Status == clientwire.StatusMatched {
 				p.finishLocked(a)
 			} else {
 				p.endLocked(a)
@@ -219,10 +220,10 @@ func (p *player) handle(f *inFrame, recv time.Time) {
 		}
 		return
 	case "ticket.update":
-		if t := f.Ticket; t != nil && t.Status != statusWaiting {
+		if t := f.Ticket; t != nil && t.Status != clientwire.StatusWaiting {
 			p.r.check.Tell(t.ID, p.user, t.Status, t.MatchID, srcPush, recv)
 			p.mu.Lock()
-			if a := p.att; a != nil && a.ticket == t.ID && t.Status != statusMatched {
+			if a := p.att; a != nil && a.ticket == t.ID && t.Status != clientwire.StatusMatched {
 				p.endLocked(a)
 			}
 			p.mu.Unlock()

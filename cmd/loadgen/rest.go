@@ -112,7 +112,7 @@ func (p *player) restAttempt(a *attempt) {
 			r.restError(err)
 			continue
 		}
-		if v.Ticket.Status != statusWaiting {
+		if v.Ticket.Status != clientwire.StatusWaiting {
 			p.restOutcome(a, v, srcPoll)
 			return
 		}
@@ -140,7 +140,7 @@ func (p *player) restOutcome(a *attempt, v clientwire.TicketView, source string)
 	if a.done {
 		return
 	}
-	if v.Ticket.Status == statusMatched {
+	if v.Ticket.Status == clientwire.StatusMatched {
 		r.stats.inc(cFound)
 		r.stats.hist(hRestFound).Record(time.Since(a.sent))
 		p.finishLocked(a)

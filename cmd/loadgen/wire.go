@@ -1,21 +1,12 @@
 package main
 
-import (
-	"github.com/matchgate/matchgate/internal/clientwire"
-	"github.com/matchgate/matchgate/matcher"
-)
+import "github.com/matchgate/matchgate/internal/clientwire"
 
 // What the server sends, as a client decodes it (internal/clientwire).
 type (
 	wireTicket = clientwire.Ticket
 	wireMatch  = clientwire.Match
 	inFrame    = clientwire.Frame
-)
-
-// The statuses as the wire spells them.
-const (
-	statusWaiting = string(matcher.StatusWaiting)
-	statusMatched = string(matcher.StatusMatched)
 )
 
 func seatsOf(players []clientwire.Seat) []Seat {

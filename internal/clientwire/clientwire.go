@@ -9,6 +9,14 @@ package clientwire
 
 import "time"
 
+// The statuses of a ticket, as the wire spells them.
+const (
+	StatusWaiting   = "WAITING"
+	StatusMatched   = "MATCHED"
+	StatusCancelled = "CANCELLED"
+	StatusExpired   = "EXPIRED"
+)
+
 // Ticket is a ticket as sent in joined, cancelled, ticket.update, hello and
 // status frames, and by GET /v1/tickets/{id}.
 type Ticket struct {

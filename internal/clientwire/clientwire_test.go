@@ -50,3 +50,15 @@ func TestDecodesTheServersFrames(t *testing.T) {
 		}
 	}
 }
+
+// The client's statuses are the server's.
+func TestStatusesAreTheServers(t *testing.T) {
+	for got, want := range map[string]matcher.TicketStatus{
+		clientwire.StatusWaiting: matcher.StatusWaiting, clientwire.StatusMatched: matcher.StatusMatched,
+		clientwire.StatusCancelled: matcher.StatusCancelled, clientwire.StatusExpired: matcher.StatusExpired,
+	} {
+		if got != string(want) {
+			t.Errorf("client status %q, server %q", got, want)
+		}
+	}
+}

@@ -245,11 +245,6 @@ type enqueueResult struct {
 // enqueueBatch runs the enqueue script once per call, all in one pipeline.
 func (p *Pool) enqueueBatch(ctx context.Context, calls []enqueueCall) []enqueueResult {
 	out := make([]enqueueResult, len(calls))
-	if len(calls) == 1 {
-		n, err := enqueueScript.Run(ctx, p.rdb, calls[0].keys, calls[0].args...).Int()
-		out[0] = enqueueResult{n == 1, err}
-		return out
-	}
 	cmds := p.pipelined(ctx, len(calls), func(pipe redis.Pipeliner, i int) *redis.Cmd {
 		return enqueueScript.EvalSha(ctx, pipe, calls[i].keys, calls[i].args...)
 	})
