@@ -2,6 +2,7 @@ package pool
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -152,41 +153,47 @@ func (p *Pool) ClaimMany(ctx context.Context, partition string, fence int64, req
 	if fence < 0 {
 		return nil, nil, fmt.Errorf("claim in %s: negative fence token %d", partition, fence)
 	}
-	type call struct {
-		keys []string
-		args []any
-	}
-	calls := make([]call, len(reqs))
-	for i, r := range reqs {
-		keys, args, err := p.claimCall(partition, fence, r.MatchID, r.TicketIDs)
-		if err != nil {
-			return nil, nil, fmt.Errorf("claim %s in %s: %w", r.MatchID, partition, err)
+	var ckeys []string
+	var cargs []any
+	if len(reqs) > 0 {
+		var err error
+		if ckeys, cargs, err = p.claimCall(partition, fence, reqs); err != nil {
+			return nil, nil, fmt.Errorf("claim in %s: %w", partition, err)
 		}
-		calls[i] = call{keys, args}
+	}
+	// The claims are one call, first; the scans follow it.
+	calls := len(then)
+	if len(reqs) > 0 {
+		calls++
 	}
 	keys := p.scanKeys(partition)
-	cmds := p.pipelined(ctx, len(reqs)+len(then), func(pipe redis.Pipeliner, i int) *redis.Cmd {
-		if i >= len(reqs) {
-			return then[i-len(reqs)].call(ctx, pipe, keys)
+	cmds := p.pipelined(ctx, calls, func(pipe redis.Pipeliner, i int) *redis.Cmd {
+		if len(reqs) == 0 {
+			return then[i].call(ctx, pipe, keys)
 		}
-		return claimScript.EvalSha(ctx, pipe, calls[i].keys, calls[i].args...)
+		if i == 0 {
+			return claimScript.EvalSha(ctx, pipe, ckeys, cargs...)
+		}
+		return then[i-1].call(ctx, pipe, keys)
 	})
 	out := make([]Claimed, len(reqs))
-	for i, r := range reqs {
-		vals, err := cmds[i].Slice()
-		if err == nil {
-			out[i].ClaimResult, err = claimResult(vals)
+	if len(reqs) > 0 {
+		rs, err := claimResults(cmds[0], len(reqs))
+		for i, r := range reqs {
+			switch {
+			case errors.Is(err, ErrStaleFence):
+				out[i].Err = ErrStaleFence
+			case err != nil:
+				out[i].Err = fmt.Errorf("claim %s in %s: %w", r.MatchID, partition, err)
+			default:
+				out[i].ClaimResult = rs[i]
+			}
 		}
-		if isStaleFence(err) {
-			err = ErrStaleFence
-		}
-		if err != nil {
-			out[i].Err = fmt.Errorf("claim %s in %s: %w", r.MatchID, partition, err)
-		}
+		cmds = cmds[1:]
 	}
 	read := make([][]Entry, len(then))
 	for i, s := range then {
-		read[i], _ = s.result(cmds[len(reqs)+i])
+		read[i], _ = s.result(cmds[i])
 	}
 	return out, read, nil
 }

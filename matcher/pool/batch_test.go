@@ -133,7 +133,8 @@ func TestBatches(t *testing.T) {
 		t.Run("ClaimManyIsEachClaim", func(t *testing.T) {
 			const part = "claims:eu"
 			mustEnqueue(t, p, part, entry("a", 1, 0, time.Hour), entry("b", 2, 0, time.Hour),
-				entry("c", 3, 0, time.Hour), entry("d", 4, 0, time.Hour), entry("e", 5, 0, time.Hour))
+				entry("c", 3, 0, time.Hour), entry("d", 4, 0, time.Hour), entry("e", 5, 0, time.Hour),
+				entry("f", 6, 0, time.Hour), entry("g", 7, 0, time.Hour))
 			if err := p.rdb.Set(ctx, p.FenceKey(part), 3, 0).Err(); err != nil {
 				t.Fatal(err)
 			}
@@ -142,6 +143,8 @@ func TestBatches(t *testing.T) {
 				{MatchID: "m2", TicketIDs: []string{"b", "c"}}, // b went to m1
 				{MatchID: "m3", TicketIDs: []string{"d", "e"}},
 				{MatchID: "m4", TicketIDs: []string{"c", "gone"}},
+				{MatchID: "m5", TicketIDs: []string{"f", "gone"}},
+				{MatchID: "m6", TicketIDs: []string{"g", "f"}}, // m5 took nothing
 			}, OldestScan(10))
 			if err != nil {
 				t.Fatal(err)
@@ -150,13 +153,13 @@ func TestBatches(t *testing.T) {
 			if len(next) != 1 || !reflect.DeepEqual(ids(next[0]), []string{"c"}) {
 				t.Errorf("oldest after the claims = %v, want [c]", next)
 			}
-			want := []ClaimResult{{OK: true}, {Missing: []string{"b"}}, {OK: true}, {Missing: []string{"gone"}}}
+			want := []ClaimResult{{OK: true}, {Missing: []string{"b"}}, {OK: true}, {Missing: []string{"gone"}}, {Missing: []string{"gone"}}, {OK: true}}
 			for i, w := range want {
 				if got[i].Err != nil || !reflect.DeepEqual(got[i].ClaimResult, w) {
 					t.Errorf("claim %d = %+v, want %+v", i, got[i], w)
 				}
 			}
-			for id, m := range map[string]string{"a": "m1", "b": "m1", "d": "m3", "e": "m3", "c": ""} {
+			for id, m := range map[string]string{"a": "m1", "b": "m1", "d": "m3", "e": "m3", "c": "", "f": "m6", "g": "m6"} {
 				if h := hash(t, p, part, id); h["match"] != m {
 					t.Errorf("ticket %s claimed by %q, want %q", id, h["match"], m)
 				}

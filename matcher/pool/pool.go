@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -265,51 +266,76 @@ func (p *Pool) Claim(ctx context.Context, partition string, fence int64, matchID
 	if err := checkPartition(partition); err != nil {
 		return ClaimResult{}, err
 	}
-	keys, args, err := p.claimCall(partition, fence, matchID, ticketIDs)
+	keys, args, err := p.claimCall(partition, fence, []ClaimRequest{{MatchID: matchID, TicketIDs: ticketIDs}})
 	if err != nil {
 		return ClaimResult{}, err
 	}
-	vals, err := claimScript.Run(ctx, p.rdb, keys, args...).Slice()
+	rs, err := claimResults(claimScript.Run(ctx, p.rdb, keys, args...), 1)
 	if err != nil {
-		if isStaleFence(err) {
-			return ClaimResult{}, ErrStaleFence
-		}
 		return ClaimResult{}, err
 	}
-	return claimResult(vals)
+	return rs[0], nil
 }
 
-// claimCall is the keys and arguments of claim.lua.
-func (p *Pool) claimCall(partition string, fence int64, matchID string, ticketIDs []string) ([]string, []any, error) {
-	if matchID == "" {
-		return nil, nil, errors.New("empty match id")
-	}
+// claimCall is the keys and arguments of claim.lua for reqs.
+func (p *Pool) claimCall(partition string, fence int64, reqs []ClaimRequest) ([]string, []any, error) {
 	if fence < 0 {
 		return nil, nil, fmt.Errorf("negative fence token %d", fence)
 	}
-	if len(ticketIDs) == 0 {
-		return nil, nil, errors.New("no tickets")
+	n := 0
+	for _, r := range reqs {
+		n += len(r.TicketIDs)
 	}
-	keys := make([]string, 0, 5+len(ticketIDs))
+	keys := make([]string, 0, 5+n)
 	keys = append(keys, p.FenceKey(partition))
 	keys = append(keys, p.setKeys(partition)...)
-	args := make([]any, 0, 3+len(ticketIDs))
-	args = append(args, strconv.FormatInt(fence, 10), matchID, ms(p.claimTTL))
-	seen := make(map[string]struct{}, len(ticketIDs))
-	for _, id := range ticketIDs {
-		if id == "" {
-			return nil, nil, errors.New("empty ticket id")
+	args := make([]any, 0, 2+2*len(reqs)+n)
+	args = append(args, strconv.FormatInt(fence, 10), ms(p.claimTTL))
+	for _, r := range reqs {
+		if r.MatchID == "" {
+			return nil, nil, errors.New("empty match id")
 		}
-		// A duplicate would pass the membership check twice and claim a
-		// group one player short.
-		if _, dup := seen[id]; dup {
-			return nil, nil, fmt.Errorf("ticket %s listed twice", id)
+		if len(r.TicketIDs) == 0 {
+			return nil, nil, fmt.Errorf("match %s: no tickets", r.MatchID)
 		}
-		seen[id] = struct{}{}
-		keys = append(keys, p.ticketKey(partition, id))
-		args = append(args, id)
+		args = append(args, r.MatchID, strconv.Itoa(len(r.TicketIDs)))
+		for i, id := range r.TicketIDs {
+			if id == "" {
+				return nil, nil, fmt.Errorf("match %s: empty ticket id", r.MatchID)
+			}
+			// A duplicate would pass the membership check twice and claim
+			// a group one player short.
+			if slices.Contains(r.TicketIDs[:i], id) {
+				return nil, nil, fmt.Errorf("match %s: ticket %s listed twice", r.MatchID, id)
+			}
+			keys = append(keys, p.ticketKey(partition, id))
+			args = append(args, id)
+		}
 	}
 	return keys, args, nil
+}
+
+// claimResults reads claim.lua's reply for n groups; a refused fence is
+// ErrStaleFence.
+func claimResults(cmd *redis.Cmd, n int) ([]ClaimResult, error) {
+	vals, err := cmd.Slice()
+	if isStaleFence(err) {
+		return nil, ErrStaleFence
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(vals) != n {
+		return nil, fmt.Errorf("%d replies for %d groups", len(vals), n)
+	}
+	out := make([]ClaimResult, n)
+	for i, v := range vals {
+		g, _ := v.([]any)
+		if out[i], err = claimResult(g); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // claimResult reads claim.lua's reply.

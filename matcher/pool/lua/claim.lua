@@ -1,25 +1,31 @@
--- claim.lua: take a group of tickets out of the pool for one match, fenced and
--- all-or-nothing.
+-- claim.lua: take groups of tickets out of the pool, each group for one match,
+-- fenced, each group all-or-nothing.
 --
 -- The fence check comes first so that an owner whose lease was taken over
--- cannot change anything, not even a partial read-modify-write; the membership
--- check comes before any removal so that a cancel (or another claim) that won
--- one ticket leaves the whole group in place.
+-- cannot change anything, not even a partial read-modify-write; every group's
+-- membership check comes before any removal so that a cancel (or another
+-- claim) that won one ticket leaves that whole group in place. Groups are
+-- decided in order: a ticket listed by two groups goes to the first.
+--
+-- One call claims a whole round of a pass: each set is read once (ZMSCORE)
+-- and written once (ZREM of every claimed ticket), so a group costs its
+-- tickets' hash writes and little else.
 --
 -- KEYS[1]      fence key (INTEGER, the partition lease's fencing counter)
 -- KEYS[2]      pool ZSET
 -- KEYS[3]      enq ZSET
 -- KEYS[4]      due ZSET
 -- KEYS[5]      hb ZSET
--- KEYS[5+i]    ticket HASH of the i-th ticket (i = 1..N)
+-- KEYS[5+j]    ticket HASH of the j-th ticket listed, over all groups in order
 -- ARGV[1]      fence token; "0" skips the check (unfenced callers, tests)
--- ARGV[2]      match id, stored in each ticket hash
--- ARGV[3]      ticket hash TTL after the claim, ms (> 0)
--- ARGV[3+i]    ticket id of the i-th ticket, in the same order as KEYS[5+i]
+-- ARGV[2]      ticket hash TTL after the claim, ms (> 0)
+-- ARGV[3..]    the groups, each as: match id, ticket count n, then its n
+--              ticket ids (in the same order as their KEYS)
 --
 -- Returns the error reply "STALE_FENCE ..." when the token is not exactly the
--- fence key's value (nothing touched); {0, missing ids...} when any ticket is
--- no longer in the pool (nothing touched); {1} when every ticket was claimed.
+-- fence key's value (nothing touched); else one reply per group: {0, missing
+-- ids...} when any of its tickets is no longer in the pool (that group
+-- untouched), {1} when every ticket of it was claimed.
 
 if ARGV[1] ~= '0' then
   local current = redis.call('GET', KEYS[1])
@@ -28,24 +34,73 @@ if ARGV[1] ~= '0' then
   end
 end
 
-local n = #KEYS - 5
-local missing = {0}
-for i = 1, n do
-  if not redis.call('ZSCORE', KEYS[2], ARGV[3 + i]) then
-    missing[#missing + 1] = ARGV[3 + i]
+-- The groups: where each starts in ARGV, its size, and its first KEYS index.
+local groups, ids = {}, {}
+local a, k = 3, 6
+while a <= #ARGV do
+  local n = tonumber(ARGV[a + 1])
+  groups[#groups + 1] = {a, n, k}
+  for i = 1, n do
+    ids[#ids + 1] = ARGV[a + 1 + i]
   end
+  a, k = a + 2 + n, k + n
 end
-if #missing > 1 then
-  return missing
+if #ids == 0 then
+  return {}
 end
 
-for i = 1, n do
-  local id = ARGV[3 + i]
-  redis.call('ZREM', KEYS[2], id)
-  redis.call('ZREM', KEYS[3], id)
-  redis.call('ZREM', KEYS[4], id)
-  redis.call('ZREM', KEYS[5], id)
-  redis.call('HSET', KEYS[5 + i], 'state', 'claimed', 'match', ARGV[2])
-  redis.call('PEXPIRE', KEYS[5 + i], ARGV[3])
+-- Redis's Lua takes a few thousand arguments to one call at most.
+local function chunked(cmd, key, list)
+  local out = {}
+  for lo = 1, #list, 1000 do
+    local part = redis.call(cmd, key, unpack(list, lo, math.min(lo + 999, #list)))
+    if type(part) == 'table' then
+      for _, v in ipairs(part) do
+        out[#out + 1] = v
+      end
+    end
+  end
+  return out
 end
-return {1}
+
+local score = chunked('ZMSCORE', KEYS[2], ids)
+local present, taken = {}, {}
+for j, id in ipairs(ids) do
+  if score[j] then
+    present[id] = true
+  end
+end
+
+local replies, claimed, hashes = {}, {}, {}
+for g, grp in ipairs(groups) do
+  local a, n, k = grp[1], grp[2], grp[3]
+  local missing = {0}
+  for i = 1, n do
+    local id = ARGV[a + 1 + i]
+    if not present[id] or taken[id] then
+      missing[#missing + 1] = id
+    end
+  end
+  if #missing > 1 then
+    replies[g] = missing
+  else
+    for i = 1, n do
+      local id = ARGV[a + 1 + i]
+      taken[id] = true
+      claimed[#claimed + 1] = id
+      hashes[#hashes + 1] = {KEYS[k + i - 1], ARGV[a]}
+    end
+    replies[g] = {1}
+  end
+end
+
+if #claimed > 0 then
+  for s = 2, 5 do
+    chunked('ZREM', KEYS[s], claimed)
+  end
+  for _, h in ipairs(hashes) do
+    redis.call('HSET', h[1], 'state', 'claimed', 'match', h[2])
+    redis.call('PEXPIRE', h[1], ARGV[2])
+  end
+end
+return replies
