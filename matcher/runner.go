@@ -440,12 +440,6 @@ func (r *Runner) listen(ctx context.Context) {
 	}
 }
 
-// PublishWake tells every matcher process that a partition has news; its
-// owner, wherever it runs, passes at once.
-func PublishWake(ctx context.Context, rdb redis.UniversalClient, prefix string, p Partition) error {
-	return rdb.Publish(ctx, WakeChannel(prefix), p.String()).Err()
-}
-
 func (r *Runner) reconcileLoop(ctx context.Context) {
 	t := time.NewTicker(r.cfg.ReconcileEvery)
 	defer t.Stop()

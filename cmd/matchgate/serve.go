@@ -293,6 +293,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		"redis":  func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
 		"record": led.Ping,
 	})
+	wakes := matcher.NewWakes(rdb, f.prefix, log)
 	svc, err := matcher.NewService(matcher.ServiceConfig{
 		Queues: queues, Pool: pl, Ledger: led, Notifier: publisher, Logger: log, Metrics: mmetrics,
 		Allocator: alloc, Skill: skills,
@@ -303,11 +304,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 				// per join would cost a round trip for nothing.
 				return
 			}
-			// The matcher holding it is in another process; losing this
-			// only costs a tick.
-			if err := matcher.PublishWake(ctx, rdb, f.prefix, p); err != nil {
-				log.Debug("publish wake", "err", err)
-			}
+			// The matcher holding it is in another process.
+			wakes.Wake(p)
 		},
 	})
 	if err != nil {
@@ -329,6 +327,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	deps.check(ctx)
 	start("health", deps.Run)
 	start("publisher", publisher.Run)
+	start("wakes", wakes.Run)
 	onQueues = applyQueues(log, svc, runner)
 	reg.MustRegister(matcher.NewPoolCollector(pl, svc.QueueList))
 	sec.start(start)
