@@ -57,55 +57,60 @@ func (p *Pool) ScanMany(ctx context.Context, partition string, scans []Scan) (ou
 			return nil, fmt.Errorf("nearest: skill %v not finite", s.skill)
 		}
 	}
-	keys := p.scanKeys(partition)
-	cmds := p.pipelined(ctx, len(scans), func(pipe redis.Pipeliner, i int) *redis.Cmd {
-		return scans[i].call(ctx, pipe, keys)
-	})
-	out = make([][]Entry, len(scans))
-	for i, s := range scans {
-		if out[i], err = s.result(cmds[i]); err != nil {
-			return nil, err
-		}
+	if len(scans) == 0 {
+		return nil, nil
 	}
-	return out, nil
+	cmds := p.pipelined(ctx, 1, func(pipe redis.Pipeliner, _ int) *redis.Cmd {
+		return scanCall(ctx, pipe, p.scanKeys(partition), scans)
+	})
+	return scanResults(cmds[0], scans)
 }
 
 func (p *Pool) scanKeys(partition string) []string {
 	return append(p.setKeys(partition), p.ticketKey(partition, ""))
 }
 
-// args are scan.lua's arguments.
-func (s Scan) args() []any {
-	args := make([]any, 0, 2+len(s.params))
-	args = append(args, s.mode, strconv.Itoa(max(s.n, 1)))
-	for _, x := range s.params {
-		args = append(args, x)
+// scanCall queues scans as one call of scan.lua on pipe.
+func scanCall(ctx context.Context, pipe redis.Pipeliner, keys []string, scans []Scan) *redis.Cmd {
+	args := make([]any, 0, 4*len(scans))
+	for _, s := range scans {
+		p1, p2 := "", ""
+		if len(s.params) > 0 {
+			p1 = s.params[0]
+		}
+		if len(s.params) > 1 {
+			p2 = s.params[1]
+		}
+		args = append(args, s.mode, strconv.Itoa(max(s.n, 1)), p1, p2)
 	}
-	return args
+	return scanScript.EvalSha(ctx, pipe, keys, args...)
 }
 
-// call queues the scan on pipe.
-func (s Scan) call(ctx context.Context, pipe redis.Pipeliner, keys []string) *redis.Cmd {
-	return scanScript.EvalSha(ctx, pipe, keys, s.args()...)
-}
-
-// result reads the scan's reply.
-func (s Scan) result(cmd *redis.Cmd) ([]Entry, error) {
-	if s.n <= 0 {
-		return nil, nil
-	}
+// scanResults reads the reply of scanCall: out[i] is what scans[i] read.
+func scanResults(cmd *redis.Cmd, scans []Scan) ([][]Entry, error) {
 	vals, err := cmd.Slice()
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", s.mode, err)
+		return nil, err
 	}
-	es, err := parseEntries(vals)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", s.mode, err)
+	if len(vals) != len(scans) {
+		return nil, fmt.Errorf("%d replies for %d scans", len(vals), len(scans))
 	}
-	if s.mode == "nearest" {
-		es = Closest(es, s.skill, s.n)
+	out := make([][]Entry, len(scans))
+	for i, s := range scans {
+		if s.n <= 0 {
+			continue
+		}
+		rows, _ := vals[i].([]any)
+		es, err := parseEntries(rows)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", s.mode, err)
+		}
+		if s.mode == "nearest" {
+			es = Closest(es, s.skill, s.n)
+		}
+		out[i] = es
 	}
-	return es, nil
+	return out, nil
 }
 
 // Closest returns the n of es closest in skill to skill, ordered by
@@ -161,21 +166,18 @@ func (p *Pool) ClaimMany(ctx context.Context, partition string, fence int64, req
 			return nil, nil, fmt.Errorf("claim in %s: %w", partition, err)
 		}
 	}
-	// The claims are one call, first; the scans follow it.
-	calls := len(then)
+	// The claims are one call, the scans another after it.
+	var calls []func(pipe redis.Pipeliner) *redis.Cmd
 	if len(reqs) > 0 {
-		calls++
-	}
-	keys := p.scanKeys(partition)
-	cmds := p.pipelined(ctx, calls, func(pipe redis.Pipeliner, i int) *redis.Cmd {
-		if len(reqs) == 0 {
-			return then[i].call(ctx, pipe, keys)
-		}
-		if i == 0 {
+		calls = append(calls, func(pipe redis.Pipeliner) *redis.Cmd {
 			return claimScript.EvalSha(ctx, pipe, ckeys, cargs...)
-		}
-		return then[i-1].call(ctx, pipe, keys)
-	})
+		})
+	}
+	if len(then) > 0 {
+		keys := p.scanKeys(partition)
+		calls = append(calls, func(pipe redis.Pipeliner) *redis.Cmd { return scanCall(ctx, pipe, keys, then) })
+	}
+	cmds := p.pipelined(ctx, len(calls), func(pipe redis.Pipeliner, i int) *redis.Cmd { return calls[i](pipe) })
 	out := make([]Claimed, len(reqs))
 	if len(reqs) > 0 {
 		rs, err := claimResults(cmds[0], len(reqs))
@@ -191,9 +193,12 @@ func (p *Pool) ClaimMany(ctx context.Context, partition string, fence int64, req
 		}
 		cmds = cmds[1:]
 	}
+	// A failed read reads as nothing.
 	read := make([][]Entry, len(then))
-	for i, s := range then {
-		read[i], _ = s.result(cmds[i])
+	if len(then) > 0 {
+		if got, err := scanResults(cmds[0], then); err == nil {
+			read = got
+		}
 	}
 	return out, read, nil
 }

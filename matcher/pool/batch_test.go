@@ -125,6 +125,22 @@ func TestBatches(t *testing.T) {
 					t.Errorf("nearest %v n=%d: distances %v, want %v", s.skill, s.n, d, w)
 				}
 			}
+			// Scans of one call that read the same entries (their hashes are
+			// read once) each get every field.
+			again, err := p.ScanMany(ctx, part, []Scan{OldestScan(300), NearestScan(30, 300), OldestScan(300)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			byID := func(es []Entry) map[string]Entry {
+				m := map[string]Entry{}
+				for _, e := range es {
+					m[e.TicketID] = e
+				}
+				return m
+			}
+			if len(again[0]) != 300 || !reflect.DeepEqual(byID(again[0]), byID(again[1])) || !reflect.DeepEqual(again[0], again[2]) {
+				t.Error("scans of one call reading the same entries disagree")
+			}
 			if _, err := p.ScanMany(ctx, part, []Scan{NearestScan(0, 2), {mode: "nearest", n: 2, skill: nan()}}); err == nil {
 				t.Error("a NaN skill was scanned")
 			}

@@ -59,11 +59,11 @@ func (p *Pool) scan(ctx context.Context, partition string, s Scan) ([]Entry, err
 	if s.n <= 0 {
 		return nil, nil
 	}
-	es, err := s.result(scanScript.Run(ctx, p.rdb, p.scanKeys(partition), s.args()...))
+	out, err := p.ScanMany(ctx, partition, []Scan{s})
 	if err != nil {
-		return nil, fmt.Errorf("scan of %s: %w", partition, err)
+		return nil, err
 	}
-	return es, nil
+	return out[0], nil
 }
 
 // scanFields is the number of strings scan.lua returns per entry.

@@ -1,5 +1,5 @@
--- scan.lua: read pool entries with their ticket fields in one round trip.
--- Read-only.
+-- scan.lua: read pool entries with their ticket fields, for several scans of
+-- one partition in one call. Read-only.
 --
 -- The members are only known once the ZSET has been read, so the ticket hashes
 -- cannot be passed in KEYS like in the other scripts: KEYS[5] is instead the
@@ -12,92 +12,105 @@
 -- KEYS[3]  due ZSET
 -- KEYS[4]  hb ZSET
 -- KEYS[5]  ticket HASH key prefix ("<prefix>:{<partition>}:t:")
--- ARGV[1]  mode:
---            "oldest"   first ARGV[2] members of enq by rank (wait order)
---            "due"      members of due with score <= ARGV[3], soonest first,
---                       at most ARGV[2]
---            "window"   members of pool with ARGV[3] <= skill <= ARGV[4],
---                       ascending skill, at most ARGV[2]
---            "nearest"  the ARGV[2] members of pool closest in skill to
---                       ARGV[3], and any as close as the farthest of them
---                       (ties at the edge); the caller orders them
---            "stale"    members of hb with score <= ARGV[3] (no sign of life
---                       since then), oldest first, at most ARGV[2]
--- ARGV[2]  n (> 0)
--- ARGV[3]  mode parameter: now ms (due), lo (window), skill (nearest),
---          cutoff ms (stale)
--- ARGV[4]  hi (window only)
+-- ARGV     the scans, four arguments each: mode, n (> 0), and two mode
+--          parameters ("" when unused). Modes:
+--            "oldest"   first n members of enq by rank (wait order)
+--            "due"      members of due with score <= p1 (now ms), soonest
+--                       first, at most n
+--            "window"   members of pool with p1 <= skill <= p2, ascending
+--                       skill, at most n
+--            "nearest"  the n members of pool closest in skill to p1, and
+--                       any as close as the farthest of them (ties at the
+--                       edge); the caller orders them
+--            "stale"    members of hb with score <= p1 (cutoff ms: no sign of
+--                       life since then), oldest first, at most n
 --
--- Returns a flat array, 8 strings per entry:
+-- Returns one reply per scan, each a flat array of 8 strings per entry:
 --   id, user, skill, enq ms, deadline ms, estimated, activity, heartbeat ms
 -- Missing values are "". The score of the scanned set comes with the range;
 -- the other two are read from the hash, which holds copies written by the same
 -- scripts, so an entry costs one HMGET (a few ZSCOREs more per entry made a
--- 100-entry window ~40% slower). A member whose hash has vanished is
--- still returned, with an empty user and its scores read from the sets, for
--- the caller to repair.
+-- 100-entry window ~40% slower), and an entry several scans of the call read
+-- costs one. A member whose hash has vanished is still returned, with an
+-- empty user and its scores read from the sets, for the caller to repair.
 
-local mode, n = ARGV[1], tonumber(ARGV[2])
-local rows, primary
-
-if mode == 'oldest' then
-  rows, primary = redis.call('ZRANGE', KEYS[2], 0, n - 1, 'WITHSCORES'), 3
-elseif mode == 'due' then
-  rows, primary = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', ARGV[3], 'WITHSCORES', 'LIMIT', 0, n), 4
-elseif mode == 'window' then
-  rows, primary = redis.call('ZRANGEBYSCORE', KEYS[1], ARGV[3], ARGV[4], 'WITHSCORES', 'LIMIT', 0, n), 2
-elseif mode == 'nearest' then
-  -- Rank of the first member above skill; the n ranks below it are <= skill.
-  local c = redis.call('ZCOUNT', KEYS[1], '-inf', ARGV[3])
-  local start = c - n
-  if start < 0 then start = 0 end
-  local r = redis.call('ZRANGE', KEYS[1], start, c + n - 1, 'WITHSCORES')
-  -- Of the n on each side keep the n closest, and any tied with the n-th
-  -- (the caller breaks ties by wait order): every entry kept costs a hash
-  -- read, and the far half is never wanted. lo walks down from the last
-  -- entry <= skill, hi up from the first above it (entry indices, 1-based).
-  local s, m = tonumber(ARGV[3]), #r / 2
-  local lo, hi, cut = c - start, c - start + 1, nil
-  for _ = 1, n do
-    local dl = lo >= 1 and s - tonumber(r[2 * lo]) or math.huge
-    local dh = hi <= m and tonumber(r[2 * hi]) - s or math.huge
-    if dl == math.huge and dh == math.huge then break end
-    if dl <= dh then cut, lo = dl, lo - 1 else cut, hi = dh, hi + 1 end
-  end
-  if cut then
-    while lo >= 1 and s - tonumber(r[2 * lo]) <= cut do lo = lo - 1 end
-    while hi <= m and tonumber(r[2 * hi]) - s <= cut do hi = hi + 1 end
-  end
-  rows = {}
-  for i = lo + 1, hi - 1 do
-    rows[#rows + 1], rows[#rows + 2] = r[2 * i - 1], r[2 * i]
-  end
-  primary = 2
-elseif mode == 'stale' then
-  -- f[7] is the heartbeat: the hb score is the last sign of life, also for a
-  -- ticket that never heartbeated (its enqueue time).
-  rows, primary = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', ARGV[3], 'WITHSCORES', 'LIMIT', 0, n), 7
-else
-  return redis.error_reply('ERR scan: unknown mode ' .. tostring(mode))
-end
-
-local out, o = {}, 0
-for i = 1, #rows, 2 do
-  local id = rows[i]
-  -- f[2], f[3], f[4] are skill, enq, dl: the same positions as KEYS[1..3] + 1;
-  -- f[7] is hb, the score of KEYS[4].
-  local f = redis.call('HMGET', KEYS[5] .. id, 'user', 'skill', 'enq', 'dl', 'est', 'act', 'hb')
-  f[primary] = rows[i + 1]
-  -- est is always written, so its absence means the hash is gone.
-  if not f[5] then
-    for k = 2, 4 do
-      if k ~= primary then f[k] = redis.call('ZSCORE', KEYS[k - 1], id) end
+-- rows reads one scan's members with their scores, and which field of an
+-- entry that score is.
+local function rows(mode, n, p1, p2)
+  if mode == 'oldest' then
+    return redis.call('ZRANGE', KEYS[2], 0, n - 1, 'WITHSCORES'), 3
+  elseif mode == 'due' then
+    return redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', p1, 'WITHSCORES', 'LIMIT', 0, n), 4
+  elseif mode == 'window' then
+    return redis.call('ZRANGEBYSCORE', KEYS[1], p1, p2, 'WITHSCORES', 'LIMIT', 0, n), 2
+  elseif mode == 'nearest' then
+    -- Rank of the first member above skill; the n ranks below it are <= skill.
+    local c = redis.call('ZCOUNT', KEYS[1], '-inf', p1)
+    local start = c - n
+    if start < 0 then start = 0 end
+    local r = redis.call('ZRANGE', KEYS[1], start, c + n - 1, 'WITHSCORES')
+    -- Of the n on each side keep the n closest, and any tied with the n-th
+    -- (the caller breaks ties by wait order): every entry kept costs a hash
+    -- read, and the far half is never wanted. lo walks down from the last
+    -- entry <= skill, hi up from the first above it (entry indices, 1-based).
+    local s, m = tonumber(p1), #r / 2
+    local lo, hi, cut = c - start, c - start + 1, nil
+    for _ = 1, n do
+      local dl = lo >= 1 and s - tonumber(r[2 * lo]) or math.huge
+      local dh = hi <= m and tonumber(r[2 * hi]) - s or math.huge
+      if dl == math.huge and dh == math.huge then break end
+      if dl <= dh then cut, lo = dl, lo - 1 else cut, hi = dh, hi + 1 end
     end
+    if cut then
+      while lo >= 1 and s - tonumber(r[2 * lo]) <= cut do lo = lo - 1 end
+      while hi <= m and tonumber(r[2 * hi]) - s <= cut do hi = hi + 1 end
+    end
+    local out = {}
+    for i = lo + 1, hi - 1 do
+      out[#out + 1], out[#out + 2] = r[2 * i - 1], r[2 * i]
+    end
+    return out, 2
+  elseif mode == 'stale' then
+    -- f[7] is the heartbeat: the hb score is the last sign of life, also for
+    -- a ticket that never heartbeated (its enqueue time).
+    return redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', p1, 'WITHSCORES', 'LIMIT', 0, n), 7
   end
-  out[o + 1] = id
-  for k = 1, 7 do
-    out[o + 1 + k] = f[k] or ''
-  end
-  o = o + 8
+  return nil
 end
-return out
+
+-- The hash fields of the entries read so far in this call.
+local fields = {}
+
+local replies = {}
+for a = 1, #ARGV, 4 do
+  local mode = ARGV[a]
+  local rs, primary = rows(mode, tonumber(ARGV[a + 1]), ARGV[a + 2], ARGV[a + 3])
+  if not rs then
+    return redis.error_reply('ERR scan: unknown mode ' .. tostring(mode))
+  end
+  local out, o = {}, 0
+  for i = 1, #rs, 2 do
+    local id = rs[i]
+    -- f[2], f[3], f[4] are skill, enq, dl: the same positions as KEYS[1..3]
+    -- + 1; f[7] is hb, the score of KEYS[4].
+    local f = fields[id]
+    if not f then
+      f = redis.call('HMGET', KEYS[5] .. id, 'user', 'skill', 'enq', 'dl', 'est', 'act', 'hb')
+      fields[id] = f
+    end
+    out[o + 1] = id
+    for k = 1, 7 do
+      out[o + 1 + k] = f[k] or ''
+    end
+    out[o + 1 + primary] = rs[i + 1]
+    -- est is always written, so its absence means the hash is gone.
+    if not f[5] then
+      for k = 2, 4 do
+        if k ~= primary then out[o + 1 + k] = redis.call('ZSCORE', KEYS[k - 1], id) or '' end
+      end
+    end
+    o = o + 8
+  end
+  replies[#replies + 1] = out
+end
+return replies
