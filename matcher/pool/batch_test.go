@@ -74,6 +74,43 @@ func TestBatches(t *testing.T) {
 			}
 		})
 
+		t.Run("EnqueueBatch", func(t *testing.T) {
+			// One call per partition; a ticket listed twice is added once,
+			// by its first listing.
+			hb := entry("h", 4, 0, time.Hour)
+			hb.Heartbeat = t0.Add(3 * time.Second)
+			calls := []enqueueCall{}
+			for _, c := range []struct {
+				part string
+				e    Entry
+			}{
+				{"eb1:eu", entry("a", 1, 0, time.Hour)}, {"eb2:eu", entry("b", 2, 0, time.Hour)},
+				{"eb1:eu", entry("a", 9, time.Second, time.Hour)}, {"eb1:eu", hb},
+			} {
+				calls = append(calls, enqueueCall{partition: c.part, key: p.ticketKey(c.part, c.e.TicketID), args: append(entryArgs(c.e), ms(hashTTL))})
+			}
+			var added []bool
+			for _, r := range p.enqueueBatch(ctx, calls) {
+				if r.err != nil {
+					t.Fatal(r.err)
+				}
+				added = append(added, r.added)
+			}
+			if want := []bool{true, true, false, true}; !reflect.DeepEqual(added, want) {
+				t.Fatalf("added %v, want %v", added, want)
+			}
+			got, err := p.Oldest(ctx, "eb1:eu", 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != 2 || got[0].TicketID != "a" || got[0].Skill != 1 || got[1].TicketID != "h" || !got[1].Heartbeat.Equal(hb.Heartbeat) {
+				t.Fatalf("eb1 holds %+v", got)
+			}
+			if got := inSets(t, p, "eb2:eu", "b"); got != [3]bool{true, true, true} {
+				t.Errorf("b in eb2's sets: %v", got)
+			}
+		})
+
 		t.Run("ScanManyIsEachScan", func(t *testing.T) {
 			const part = "many:eu"
 			rng := rand.New(rand.NewPCG(7, 11))
@@ -222,8 +259,9 @@ func TestBatchScriptFallback(t *testing.T) {
 	var calls []enqueueCall
 	for _, id := range []string{"x", "y", "z"} {
 		calls = append(calls, enqueueCall{
-			keys: append(p.setKeys("fb:eu"), p.ticketKey("fb:eu", id)),
-			args: append(entryArgs(entry(id, 3, 0, time.Hour)), ms(hashTTL)),
+			partition: "fb:eu",
+			key:       p.ticketKey("fb:eu", id),
+			args:      append(entryArgs(entry(id, 3, 0, time.Hour)), ms(hashTTL)),
 		})
 	}
 	for i, r := range p.enqueueBatch(ctx, calls) {

@@ -219,8 +219,9 @@ func (p *Pool) Enqueue(ctx context.Context, partition string, e Entry, ttl time.
 		return false, fmt.Errorf("ttl %v below 1ms", ttl)
 	}
 	r := p.enqueues.Do(ctx, enqueueCall{
-		keys: append(p.setKeys(partition), p.ticketKey(partition, e.TicketID)),
-		args: append(entryArgs(e), ms(ttl)),
+		partition: partition,
+		key:       p.ticketKey(partition, e.TicketID),
+		args:      append(entryArgs(e), ms(ttl)),
 	})
 	return r.added, r.err
 }
@@ -233,9 +234,12 @@ const (
 	enqueueTimeout  = 10 * time.Second
 )
 
+// enqueueCall is one ticket of enqueue.lua: its hash key and its nine
+// arguments.
 type enqueueCall struct {
-	keys []string
-	args []any
+	partition string
+	key       string
+	args      []any
 }
 
 type enqueueResult struct {
@@ -243,15 +247,42 @@ type enqueueResult struct {
 	err   error
 }
 
-// enqueueBatch runs the enqueue script once per call, all in one pipeline.
+// enqueueBatch runs the enqueue script once per partition of the calls,
+// all in one pipeline.
 func (p *Pool) enqueueBatch(ctx context.Context, calls []enqueueCall) []enqueueResult {
-	out := make([]enqueueResult, len(calls))
-	cmds := p.pipelined(ctx, len(calls), func(pipe redis.Pipeliner, i int) *redis.Cmd {
-		return enqueueScript.EvalSha(ctx, pipe, calls[i].keys, calls[i].args...)
+	var parts []string
+	of := map[string][]int{} // partition → indices of its calls
+	for i, c := range calls {
+		if _, ok := of[c.partition]; !ok {
+			parts = append(parts, c.partition)
+		}
+		of[c.partition] = append(of[c.partition], i)
+	}
+	cmds := p.pipelined(ctx, len(parts), func(pipe redis.Pipeliner, j int) *redis.Cmd {
+		idx := of[parts[j]]
+		keys := append(p.setKeys(parts[j]), make([]string, 0, len(idx))...)
+		args := make([]any, 0, 9*len(idx))
+		for _, i := range idx {
+			keys = append(keys, calls[i].key)
+			args = append(args, calls[i].args...)
+		}
+		return enqueueScript.EvalSha(ctx, pipe, keys, args...)
 	})
-	for i, c := range cmds {
-		n, err := c.Int()
-		out[i] = enqueueResult{n == 1, err}
+	out := make([]enqueueResult, len(calls))
+	for j, part := range parts {
+		idx := of[part]
+		vals, err := cmds[j].Slice()
+		if err == nil && len(vals) != len(idx) {
+			err = fmt.Errorf("%d replies for %d tickets", len(vals), len(idx))
+		}
+		for k, i := range idx {
+			if err != nil {
+				out[i].err = err
+				continue
+			}
+			n, _ := vals[k].(int64)
+			out[i].added = n == 1
+		}
 	}
 	return out
 }

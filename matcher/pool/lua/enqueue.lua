@@ -1,49 +1,61 @@
--- enqueue.lua: add one waiting ticket to a partition, idempotently.
+-- enqueue.lua: add waiting tickets to a partition, idempotently.
 --
 -- A retry of a join must not move the player in the wait order or the skill
 -- scan, so an existing ticket hash wins over the caller's values: the first
--- write's scores stay.
+-- write's scores stay. The joins of a burst share one call: each ticket costs
+-- its hash writes, and each sorted set takes every new member in one ZADD.
 --
--- KEYS[1]  pool ZSET   (score = skill)
--- KEYS[2]  enq ZSET    (score = effective enqueue time, unix ms)
--- KEYS[3]  due ZSET    (score = deadline, unix ms)
--- KEYS[4]  hb ZSET     (score = last sign of life, unix ms: heartbeat, else
---                       the enqueue time)
--- KEYS[5]  ticket HASH
--- ARGV[1]  ticket id (the member name in the three ZSETs)
--- ARGV[2]  user id
--- ARGV[3]  skill (float, shortest round-trip decimal)
--- ARGV[4]  activity (float)
--- ARGV[5]  estimated skill: "1" or "0"
--- ARGV[6]  effective enqueue time, unix ms
--- ARGV[7]  deadline, unix ms
--- ARGV[8]  last heartbeat, unix ms ("0" = none yet)
--- ARGV[9]  ticket hash TTL, ms (> 0)
+-- KEYS[1]    pool ZSET   (score = skill)
+-- KEYS[2]    enq ZSET    (score = effective enqueue time, unix ms)
+-- KEYS[3]    due ZSET    (score = deadline, unix ms)
+-- KEYS[4]    hb ZSET     (score = last sign of life, unix ms: heartbeat, else
+--                         the enqueue time)
+-- KEYS[4+i]  ticket HASH of the i-th ticket
+-- ARGV       nine arguments per ticket, in KEYS order:
+--   1 ticket id (the member name in the four ZSETs)
+--   2 user id
+--   3 skill (float, shortest round-trip decimal)
+--   4 activity (float)
+--   5 estimated skill: "1" or "0"
+--   6 effective enqueue time, unix ms
+--   7 deadline, unix ms
+--   8 last heartbeat, unix ms ("0" = none yet)
+--   9 ticket hash TTL, ms (> 0)
 --
--- Returns 1 when the ticket was added, 0 when its hash already existed (the
--- pool is left untouched, whatever state the hash is in).
+-- Returns, per ticket, 1 when it was added, 0 when its hash already existed
+-- (the pool is left untouched for it, whatever state the hash is in; a ticket
+-- listed twice is added by the first).
 
-if redis.call('EXISTS', KEYS[5]) == 1 then
-  return 0
+local out = {}
+local adds = {{}, {}, {}, {}} -- per sorted set: score, member, ...
+for i = 1, #KEYS - 4 do
+  local a, key = (i - 1) * 9, KEYS[4 + i]
+  if redis.call('EXISTS', key) == 1 then
+    out[i] = 0
+  else
+    local id, hb = ARGV[a + 1], ARGV[a + 6]
+    if ARGV[a + 8] ~= '0' then
+      hb = ARGV[a + 8]
+      redis.call('HSET', key, 'user', ARGV[a + 2], 'skill', ARGV[a + 3], 'act', ARGV[a + 4], 'est', ARGV[a + 5],
+        'enq', ARGV[a + 6], 'dl', ARGV[a + 7], 'state', 'waiting', 'hb', hb)
+    else
+      redis.call('HSET', key, 'user', ARGV[a + 2], 'skill', ARGV[a + 3], 'act', ARGV[a + 4], 'est', ARGV[a + 5],
+        'enq', ARGV[a + 6], 'dl', ARGV[a + 7], 'state', 'waiting')
+    end
+    redis.call('PEXPIRE', key, ARGV[a + 9])
+    for s, score in ipairs({ARGV[a + 3], ARGV[a + 6], ARGV[a + 7], hb}) do
+      local l = adds[s]
+      l[#l + 1], l[#l + 2] = score, id
+    end
+    out[i] = 1
+  end
 end
 
-local id = ARGV[1]
-redis.call('HSET', KEYS[5],
-  'user', ARGV[2],
-  'skill', ARGV[3],
-  'act', ARGV[4],
-  'est', ARGV[5],
-  'enq', ARGV[6],
-  'dl', ARGV[7],
-  'state', 'waiting')
-local hb = ARGV[6]
-if ARGV[8] ~= '0' then
-  redis.call('HSET', KEYS[5], 'hb', ARGV[8])
-  hb = ARGV[8]
+-- Redis's Lua takes a few thousand arguments to one call at most.
+for s = 1, 4 do
+  local l = adds[s]
+  for lo = 1, #l, 2000 do
+    redis.call('ZADD', KEYS[s], unpack(l, lo, math.min(lo + 1999, #l)))
+  end
 end
-redis.call('PEXPIRE', KEYS[5], ARGV[9])
-redis.call('ZADD', KEYS[4], hb, id)
-redis.call('ZADD', KEYS[1], ARGV[3], id)
-redis.call('ZADD', KEYS[2], ARGV[6], id)
-redis.call('ZADD', KEYS[3], ARGV[7], id)
-return 1
+return out
