@@ -260,7 +260,7 @@ func (p *Pool) enqueueBatch(ctx context.Context, calls []enqueueCall) []enqueueR
 	}
 	cmds := p.pipelined(ctx, len(parts), func(pipe redis.Pipeliner, j int) *redis.Cmd {
 		idx := of[parts[j]]
-		keys := append(p.setKeys(parts[j]), make([]string, 0, len(idx))...)
+		keys := append(make([]string, 0, 4+len(idx)), p.setKeys(parts[j])...)
 		args := make([]any, 0, 9*len(idx))
 		for _, i := range idx {
 			keys = append(keys, calls[i].key)
