@@ -58,6 +58,10 @@ type matchObs struct {
 type Observations struct {
 	Tickets map[string]*ticketObs `json:"tickets"`
 	Matches map[string]*matchObs  `json:"matches"`
+	// Dissolved are the matches a client was told will not be played (an
+	// accept window that ended without everyone's accept): no longer live,
+	// so their players may be seated again.
+	Dissolved map[string]bool `json:"dissolved,omitempty"`
 	// Cutoff: a match formed before it should have reached every connected
 	// player by the end of the run (the start of the drain).
 	Cutoff time.Time `json:"cutoff"`
@@ -72,7 +76,7 @@ type Checker struct {
 
 // NewChecker returns an empty checker.
 func NewChecker() *Checker {
-	return &Checker{obs: Observations{Tickets: map[string]*ticketObs{}, Matches: map[string]*matchObs{}}}
+	return &Checker{obs: Observations{Tickets: map[string]*ticketObs{}, Matches: map[string]*matchObs{}, Dissolved: map[string]bool{}}}
 }
 
 func (c *Checker) ticketLocked(id, user string) *ticketObs {
@@ -140,6 +144,21 @@ func (c *Checker) Match(id string, seats []Seat, createdAt time.Time) bool {
 	return true
 }
 
+// Dissolve records that a client was told match id was dissolved. It
+// reports whether that was new.
+func (c *Checker) Dissolve(id string) bool {
+	if id == "" {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.obs.Dissolved[id] {
+		return false
+	}
+	c.obs.Dissolved[id] = true
+	return true
+}
+
 func sameSeats(a, b []Seat) bool {
 	if len(a) != len(b) {
 		return false
@@ -170,7 +189,7 @@ func (c *Checker) Snapshot() *Observations {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	o := &Observations{Tickets: make(map[string]*ticketObs, len(c.obs.Tickets)),
-		Matches: make(map[string]*matchObs, len(c.obs.Matches)), Cutoff: c.obs.Cutoff}
+		Matches: make(map[string]*matchObs, len(c.obs.Matches)), Dissolved: maps.Clone(c.obs.Dissolved), Cutoff: c.obs.Cutoff}
 	for id, t := range c.obs.Tickets {
 		cp := *t
 		cp.Told = append([]Told(nil), t.Told...)
@@ -206,6 +225,9 @@ func (c *Checker) Merge(o *Observations) {
 		cp := *m
 		cp.Seats = append([]Seat(nil), m.Seats...)
 		c.obs.Matches[id] = &cp
+	}
+	for id := range o.Dissolved {
+		c.obs.Dissolved[id] = true
 	}
 	if o.Cutoff.After(c.obs.Cutoff) {
 		c.obs.Cutoff = o.Cutoff
@@ -251,9 +273,10 @@ func (c *Checker) Counts() (tickets, matches int) {
 // Check returns every violation, sorted:
 //   - a user twice in one match, or a ticket twice;
 //   - a match seen with different players by different clients;
-//   - a ticket seated in two matches;
+//   - a ticket seated in two live matches (a dissolved match is not live);
 //   - a ticket told two different outcomes (or two different matches), or
-//     told an outcome that the end-of-run GET contradicts;
+//     told an outcome that the end-of-run GET contradicts (being told
+//     MATCHED in a match later dissolved is not an outcome);
 //   - a ticket told MATCHED m while m's seats do not hold it, or told
 //     CANCELLED/EXPIRED while a match seats it;
 //   - a ticket of a socket player that GET shows MATCHED in a match formed
@@ -277,6 +300,9 @@ func (c *Checker) Check() []string {
 				v = append(v, fmt.Sprintf("ticket %s is seated twice in match %s", s.Ticket, mid))
 			}
 			users[s.User], tickets[s.Ticket] = true, true
+			if c.obs.Dissolved[mid] {
+				continue
+			}
 			if other, ok := seatOf[s.Ticket]; ok && other != mid {
 				v = append(v, fmt.Sprintf("ticket %s is in two matches: %s and %s", s.Ticket, other, mid))
 			}
@@ -285,23 +311,24 @@ func (c *Checker) Check() []string {
 	}
 	for _, tid := range slices.Sorted(maps.Keys(c.obs.Tickets)) {
 		t := c.obs.Tickets[tid]
-		v = append(v, checkTicket(tid, t, seatOf[tid], c.obs.Matches, c.obs.Cutoff)...)
+		v = append(v, checkTicket(tid, t, seatOf[tid], c.obs.Matches, c.obs.Dissolved, c.obs.Cutoff)...)
 	}
 	return v
 }
 
 // checkTicket applies the per-ticket rules of Check.
-func checkTicket(tid string, t *ticketObs, seated string, matches map[string]*matchObs, cutoff time.Time) []string {
+func checkTicket(tid string, t *ticketObs, seated string, matches map[string]*matchObs, dissolved map[string]bool, cutoff time.Time) []string {
 	var v []string
 	var outcome *Told // the first terminal outcome told
 	announced := false
+	superseded := func(x Told) bool { return x.Status == "MATCHED" && dissolved[x.MatchID] }
 	for i := range t.Told {
 		x := &t.Told[i]
+		if x.Status == "WAITING" || superseded(*x) {
+			continue
+		}
 		if x.Source != srcVerify {
 			announced = true
-		}
-		if x.Status == "WAITING" {
-			continue
 		}
 		if outcome == nil {
 			outcome = x
@@ -322,7 +349,7 @@ func checkTicket(tid string, t *ticketObs, seated string, matches map[string]*ma
 		// The GET was sent at w.At: an outcome told before then was
 		// committed before then.
 		for _, x := range t.Told {
-			if x.Status != "WAITING" && x.At < w.At {
+			if x.Status != "WAITING" && !superseded(x) && x.At < w.At {
 				v = append(v, fmt.Sprintf("ticket %s of %s: GET says WAITING after the client was told %s", tid, t.User, describe(t.Told)))
 				return v
 			}

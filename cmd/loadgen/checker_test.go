@@ -146,3 +146,46 @@ func TestCheckerPushAfterTheGETIsNotAContradiction(t *testing.T) {
 		t.Fatalf("violations: %v", v)
 	}
 }
+
+// An accept window: a match dissolved (one player declined) is not live, so
+// the accepter is seated again and the decliner is cancelled; the same
+// observations without the dissolve are violations.
+func TestCheckerDissolvedMatchIsNotLive(t *testing.T) {
+	observe := func(dissolve bool) *Checker {
+		c := NewChecker()
+		c.SetCutoff(tm0.Add(time.Minute))
+		for _, t := range []struct{ ticket, user string }{{"t1", "a"}, {"t2", "b"}, {"t3", "c"}} {
+			c.Joined(t.ticket, t.user, false)
+		}
+		c.Match("m1", []Seat{{"t1", "a"}, {"t2", "b"}}, tm0)
+		c.Tell("t1", "a", "MATCHED", "m1", srcPush, at())
+		c.Tell("t2", "b", "MATCHED", "m1", srcPush, at())
+		if dissolve {
+			if !c.Dissolve("m1") || c.Dissolve("m1") {
+				t.Fatal("Dissolve did not report the first record only")
+			}
+		}
+		c.Tell("t2", "b", "CANCELLED", "", srcPush, at()) // b declined
+		c.Tell("t1", "a", "WAITING", "", srcVerify, at()) // a is back in the queue...
+		c.Match("m2", []Seat{{"t1", "a"}, {"t3", "c"}}, tm0.Add(time.Second))
+		c.Tell("t1", "a", "MATCHED", "m2", srcPush, at()) // ... and seated again
+		c.Tell("t3", "c", "MATCHED", "m2", srcPush, at())
+		return c
+	}
+	if v := observe(true).Check(); len(v) != 0 {
+		t.Fatalf("violations with m1 dissolved:\n%s", strings.Join(v, "\n"))
+	}
+	v := strings.Join(observe(false).Check(), "\n")
+	for _, want := range []string{"ticket t1 is in two matches", "ticket t2 of b was told two outcomes"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("without the dissolve, no %q in:\n%s", want, v)
+		}
+	}
+	// Workers' dissolves merge.
+	w, parent := NewChecker(), observe(false)
+	w.Dissolve("m1")
+	parent.Merge(w.Snapshot())
+	if v := parent.Check(); len(v) != 0 {
+		t.Fatalf("violations after merging a worker's dissolve:\n%s", strings.Join(v, "\n"))
+	}
+}

@@ -36,8 +36,8 @@ func TestMain(m *testing.M) {
 // startServer builds cmd/matchgate (once) and runs it in its embedded
 // default (in-process Redis, in-memory record) on a free loopback port. It
 // returns the base URL and the process id; the process is interrupted when
-// the test ends.
-func startServer(t *testing.T) (string, int) {
+// the test ends. args are added to the serve flags.
+func startServer(t *testing.T, args ...string) (string, int) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds and runs the server binary")
@@ -63,7 +63,7 @@ func startServer(t *testing.T) (string, int) {
 	addr := ln.Addr().String()
 	ln.Close()
 	var logs bytes.Buffer
-	cmd := exec.Command(server.bin, "serve", "--addr", addr, "--secret", e2eSecret, "--log-level", "warn")
+	cmd := exec.Command(server.bin, append([]string{"serve", "--addr", addr, "--secret", e2eSecret, "--log-level", "warn"}, args...)...)
 	cmd.Stderr = &syncWriter{w: &logs}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -143,6 +143,42 @@ func TestRunAgainstEmbeddedServer(t *testing.T) {
 	}
 	if rep.Latency[hFound].Count() == 0 || !strings.Contains(stdout.String(), "join→match.found") {
 		t.Errorf("no join→match.found figures:\n%s", stdout.String())
+	}
+}
+
+// TestRunWithAcceptWindow: on a queue with an accept window, players accept,
+// decline or stay silent; dissolved matches send their accepters back to
+// the queue to be matched again, and the run ends with no violation.
+func TestRunWithAcceptWindow(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "queues.yaml")
+	if err := os.WriteFile(cfg, []byte("queues:\n  - name: duel\n    players: 2\n    acceptWindow: 300ms\n    declineCooldown: 100ms\n"+
+		"    window:\n      - {after: 0s, width: 100000}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base, _ := startServer(t, "--config", cfg)
+	out := filepath.Join(t.TempDir(), "report.json")
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{
+		"--url", base, "--secret", e2eSecret, "--sockets", "40", "--connect-rate", "500",
+		"--join-rate", "60", "--duration", "2s", "--drain", "2s", "--progress", "1s",
+		"--accept-fraction", "0.6", "--decline-fraction", "0.2", "--seed", "7", "--json", out,
+	}, &stdout, &stderr)
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	rep, err := readReport(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := rep.Counters
+	t.Logf("counters: %v", c)
+	for _, k := range []string{"match_found", "accepts", "declines", "silent", "ready", "dissolved"} {
+		if c[k] == 0 {
+			t.Errorf("%s = 0: that behaviour was not exercised\n%s", k, stdout.String())
+		}
+	}
+	if rep.Invariants.Violations != 0 || rep.Invariants.Matches == 0 {
+		t.Errorf("invariants %+v\n%s", rep.Invariants, stdout.String())
 	}
 }
 

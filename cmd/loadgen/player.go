@@ -35,6 +35,9 @@ type player struct {
 	seq       int
 	pending   map[string]request // request id → what it was
 	dropping  bool               // a deliberate drop: reconnect at once
+	// restUntil: a join refused with a retry-after (a decline's cooldown)
+	// keeps the player out of the join pacer until then.
+	restUntil time.Time
 }
 
 // attempt is one join and what followed it.
@@ -44,6 +47,7 @@ type attempt struct {
 	region string
 	sent   time.Time
 	ticket string // known once joined (or learned from a hello)
+	found  bool   // a match.found answered it (measured once)
 	done   bool
 	timers []*time.Timer
 }
@@ -146,6 +150,16 @@ func (p *player) connect(ctx context.Context, due time.Time) (*websocket.Conn, e
 	return conn, nil
 }
 
+// pendingIn reports whether match id is among ms and PENDING_ACCEPT.
+func pendingIn(ms []wireMatch, id string) bool {
+	for _, m := range ms {
+		if m.ID == id {
+			return m.State == string(matcher.MatchPendingAccept)
+		}
+	}
+	return false
+}
+
 // helloLocked folds the catch-up of a (re)connect into the player's state:
 // outcomes it missed while away, and the ticket of a join whose reply was
 // lost with the old connection.
@@ -179,11 +193,14 @@ func (p *player) helloLocked(f *inFrame) {
 	}
 	for _, t := range f.Tickets {
 		if t.ID == a.ticket && t.Status != clientwire.StatusWaiting {
-			if t.Status == clientwire.StatusMatched {
-				p.finishLocked(a)
-			} else {
+			switch {
+			case t.Status != clientwire.StatusMatched:
 				p.endLocked(a)
+			case !pendingIn(f.Matches, t.MatchID):
+				p.finishLocked(a)
 			}
+			// A match still waiting for accepts: its match.ready or its
+			// dissolve ends the attempt (this player stays silent on it).
 		}
 	}
 }
@@ -214,9 +231,21 @@ func (p *player) handle(f *inFrame, recv time.Time) {
 		st.inc(cPushesReceived)
 		st.hist(hPush).Record(time.Duration(recv.UnixNano() - f.SentAt))
 		return
-	case "match.found":
+	case matcher.FrameMatchFound:
 		if f.Match != nil {
 			p.matchFound(f.Match, recv)
+		}
+		return
+	case matcher.FrameMatchReady:
+		if f.Match != nil {
+			p.matchReady(f.Match)
+		}
+		return
+	case matcher.FrameMatchDissolved:
+		// The players' ticket.update follows: back to WAITING (the attempt
+		// goes on) or CANCELLED (it ends).
+		if f.Match != nil && p.r.check.Dissolve(f.Match.ID) {
+			st.inc(cDissolved)
 		}
 		return
 	case "ticket.update":
@@ -275,6 +304,9 @@ func (p *player) joinReply(f *inFrame, req request, recv time.Time) {
 		p.r.check.Joined(a.ticket, p.user, false)
 		return
 	}
+	if f.Error != nil && f.Error.RetryAfter > 0 {
+		p.restUntil = recv.Add(time.Duration(f.Error.RetryAfter) * time.Second)
+	}
 	if p.att == a && a.ticket == "" {
 		p.finishLocked(a)
 	}
@@ -322,6 +354,7 @@ func (p *player) matchFound(m *wireMatch, recv time.Time) {
 		return
 	}
 	p.r.check.Tell(ticket, p.user, string(matcher.StatusMatched), m.ID, srcPush, recv)
+	pending := m.State == string(matcher.MatchPendingAccept)
 	p.mu.Lock()
 	a := p.att
 	current := a != nil && !a.done && (a.ticket == ticket || a.ticket == "")
@@ -330,17 +363,45 @@ func (p *player) matchFound(m *wireMatch, recv time.Time) {
 			a.ticket = ticket // pushed before the joined reply arrived
 			p.r.check.Joined(ticket, p.user, false)
 		}
-		st.inc(cFound)
-		st.hist(hFound).Record(recv.Sub(a.sent))
-		// createdAt is stamped at the start of the matching pass, with
-		// millisecond precision on the wire.
-		st.hist(hPush).Record(time.Since(m.CreatedAt))
-		p.finishLocked(a)
+		if !a.found {
+			// The first match.found is the one measured; after a
+			// dissolved match the ticket may be matched again.
+			a.found = true
+			st.inc(cFound)
+			st.hist(hFound).Record(recv.Sub(a.sent))
+			// createdAt is stamped at the start of the matching pass, with
+			// millisecond precision on the wire.
+			st.hist(hPush).Record(time.Since(m.CreatedAt))
+		}
+		if !pending {
+			p.finishLocked(a)
+		}
 	}
-	pending := m.State == matcher.MatchPendingAccept
 	p.mu.Unlock()
 	if current && pending {
+		// The attempt goes on until match.ready or the ticket's update
+		// after a dissolve.
 		p.answerAccept(m.ID)
+	}
+}
+
+// matchReady ends the attempt whose PENDING_ACCEPT match everyone accepted.
+func (p *player) matchReady(m *wireMatch) {
+	if p.r.check.Match(m.ID, seatsOf(m.Players), m.CreatedAt) {
+		p.r.stats.inc(cMatches)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	a := p.att
+	if a == nil || a.done {
+		return
+	}
+	for _, s := range m.Players {
+		if s.UserID == p.user && s.TicketID == a.ticket {
+			p.r.check.Tell(a.ticket, p.user, string(matcher.StatusMatched), m.ID, srcPush, time.Now())
+			p.r.stats.inc(cReady)
+			p.finishLocked(a)
+		}
 	}
 }
 
@@ -389,6 +450,10 @@ func (p *player) finishLocked(a *attempt) {
 // enqueueIdleLocked offers the player to the join pacer.
 func (p *player) enqueueIdleLocked() {
 	if p.queued || !p.r.joinsOpen.Load() {
+		return
+	}
+	if wait := time.Until(p.restUntil); wait > 0 {
+		time.AfterFunc(wait, func() { p.r.becameIdle(p) })
 		return
 	}
 	select {

@@ -208,7 +208,8 @@ func (r *Report) PrintTable(w io.Writer) {
 		fmt.Fprintf(w, "  outcomes: %d match.found, %d matches, %d cancels sent (%d cancelled, %d already matched), %d ended, %d unresolved at end\n",
 			c["match_found"], c["matches"], c["cancels_sent"], c["cancelled"], c["already_matched"], c["ended"], c["unresolved"])
 		if c["accepts"]+c["declines"]+c["silent"] > 0 {
-			fmt.Fprintf(w, "  accept window: %d accepts, %d declines, %d silent\n", c["accepts"], c["declines"], c["silent"])
+			fmt.Fprintf(w, "  accept window: %d accepts, %d declines, %d silent; %d attempts ended ready, %d matches dissolved\n",
+				c["accepts"], c["declines"], c["silent"], c["ready"], c["dissolved"])
 		}
 		if c["rest_polls"] > 0 {
 			fmt.Fprintf(w, "  rest players: %d polls, %d heartbeats\n", c["rest_polls"], c["rest_heartbeats"])

@@ -28,6 +28,8 @@ const (
 	cAccepts                       // accept frames sent
 	cDeclines                      // decline frames sent
 	cSilent                        // PENDING_ACCEPT matches left unanswered
+	cReady                         // attempts ended by match.ready (everyone accepted)
+	cDissolved                     // distinct matches seen dissolved
 	cPushesSent                    // loadgen.push frames published (push mode)
 	cPushesReceived                // loadgen.push frames received
 	cPings                         // application pings sent
@@ -43,7 +45,7 @@ const (
 var counterNames = [numCounters]string{
 	"sockets_open", "connects", "connect_failed", "reconnects", "joins_sent", "joins_starved",
 	"joined", "join_errors", "match_found", "matches", "cancels_sent", "cancelled",
-	"already_matched", "ended", "accepts", "declines", "silent", "pushes_sent",
+	"already_matched", "ended", "accepts", "declines", "silent", "ready", "dissolved", "pushes_sent",
 	"pushes_received", "pings", "pongs", "rest_polls", "rest_heartbeats", "frames_in", "unresolved", "waiting",
 }
 

@@ -59,6 +59,9 @@ type Error struct {
 	Message  string `json:"message"`
 	TicketID string `json:"ticketId"`
 	MatchID  string `json:"matchId"`
+	// RetryAfter is when a refused command may succeed, in whole seconds
+	// (COOLDOWN, rate limits); 0 when the server does not say.
+	RetryAfter int `json:"retryAfter"`
 }
 
 // Frame is any server→client frame; each type fills its own members.
