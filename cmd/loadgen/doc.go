@@ -13,7 +13,11 @@
 //     (--reconnect-fraction), answer PENDING_ACCEPT matches
 //     (--accept-fraction, --decline-fraction, the rest stay silent; queues
 //     without an accept window form READY matches and nothing is sent), and
-//     ping. --rest-players join over REST and poll GET /v1/tickets/{id} and
+//     ping. On an accept window an attempt lasts until match.ready, or until
+//     its ticket's update after the match dissolved (CANCELLED ends it;
+//     WAITING waits for the next match.found; join→match.found measures the
+//     first). A join refused with a retry-after (a decline's cooldown) keeps
+//     its player out of the join pacer until then. --rest-players join over REST and poll GET /v1/tickets/{id} and
 //     heartbeat instead of holding a socket. After a --drain for outstanding
 //     tickets, every unresolved ticket and a sample of --verify resolved ones
 //     are compared with GET /v1/tickets/{id}.
@@ -56,7 +60,10 @@
 // when its pass starts and sent with millisecond precision, or the publish
 // time in push mode → receipt), ping round trip and the REST players' join
 // and poll-observed match; error frames by code, connection ends by close
-// code, failed connects by cause; reconnects. --json writes the same report.
+// code, failed connects by cause; reconnects; on an accept window, accepts,
+// declines, silent players, attempts ended ready and matches seen dissolved
+// (a dissolved match is not live: its players may be seated again without a
+// violation). --json writes the same report.
 // Latency histograms are log-linear (1/128 relative precision).
 //
 // # Invariants
