@@ -112,15 +112,32 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 // behaviour exercised, and no violation.
 func TestRunAgainstEmbeddedServer(t *testing.T) {
 	base, _ := startServer(t)
-	out := filepath.Join(t.TempDir(), "report.json")
-	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), []string{
-		"--url", base, "--secret", e2eSecret, "--sockets", "50", "--connect-rate", "500",
+	rep, stdout := runExercising(t, []string{"joined", "match_found", "cancelled", "reconnects", "pongs", "rest_polls"},
+		"--url", base, "--sockets", "50", "--connect-rate", "500",
 		"--rest-players", "5", "--poll-interval", "50ms", "--heartbeat-interval", "100ms",
 		"--join-rate", "150", "--duration", "1500ms", "--drain", "1s", "--progress", "500ms",
 		"--cancel-fraction", "0.2", "--cancel-after", "20ms", "--reconnect-fraction", "0.2", "--reconnect-after", "20ms",
-		"--ping-interval", "500ms", "--skill-stddev", "20", "--seed", "42", "--json", out,
-	}, &stdout, &stderr)
+		"--ping-interval", "500ms", "--skill-stddev", "20", "--seed", "42")
+	c := rep.Counters
+	if c["connects"]-c["reconnects"] != 50 || c["connect_failed"] != 0 {
+		t.Errorf("connects %d (reconnects %d), failed %d", c["connects"], c["reconnects"], c["connect_failed"])
+	}
+	if rep.Invariants.Violations != 0 || rep.Invariants.Verified == 0 || rep.Invariants.Matches == 0 {
+		t.Errorf("invariants %+v", rep.Invariants)
+	}
+	if rep.Latency[hFound].Count() == 0 || !strings.Contains(stdout, "join→match.found") {
+		t.Errorf("no join→match.found figures:\n%s", stdout)
+	}
+}
+
+// runExercising runs loadgen with args (and the test secret), expects exit
+// 0, and that every counter of exercised is above zero; it returns the
+// report and the printed table.
+func runExercising(t *testing.T, exercised []string, args ...string) (*Report, string) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "report.json")
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), append(args, "--secret", e2eSecret, "--json", out), &stdout, &stderr)
 	if code != exitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
 	}
@@ -128,22 +145,13 @@ func TestRunAgainstEmbeddedServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := rep.Counters
-	t.Logf("counters: %v", c)
-	for _, k := range []string{"joined", "match_found", "cancelled", "reconnects", "pongs", "rest_polls"} {
-		if c[k] == 0 {
+	t.Logf("counters: %v", rep.Counters)
+	for _, k := range exercised {
+		if rep.Counters[k] == 0 {
 			t.Errorf("%s = 0: that behaviour was not exercised\n%s", k, stdout.String())
 		}
 	}
-	if c["connects"]-c["reconnects"] != 50 || c["connect_failed"] != 0 {
-		t.Errorf("connects %d (reconnects %d), failed %d", c["connects"], c["reconnects"], c["connect_failed"])
-	}
-	if rep.Invariants.Violations != 0 || rep.Invariants.Verified == 0 || rep.Invariants.Matches == 0 {
-		t.Errorf("invariants %+v", rep.Invariants)
-	}
-	if rep.Latency[hFound].Count() == 0 || !strings.Contains(stdout.String(), "join→match.found") {
-		t.Errorf("no join→match.found figures:\n%s", stdout.String())
-	}
+	return rep, stdout.String()
 }
 
 // TestRunWithAcceptWindow: on a queue with an accept window, players accept,
@@ -156,29 +164,12 @@ func TestRunWithAcceptWindow(t *testing.T) {
 		t.Fatal(err)
 	}
 	base, _ := startServer(t, "--config", cfg)
-	out := filepath.Join(t.TempDir(), "report.json")
-	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), []string{
-		"--url", base, "--secret", e2eSecret, "--sockets", "40", "--connect-rate", "500",
+	rep, stdout := runExercising(t, []string{"match_found", "accepts", "declines", "silent", "ready", "dissolved"},
+		"--url", base, "--sockets", "40", "--connect-rate", "500",
 		"--join-rate", "60", "--duration", "2s", "--drain", "2s", "--progress", "1s",
-		"--accept-fraction", "0.6", "--decline-fraction", "0.2", "--seed", "7", "--json", out,
-	}, &stdout, &stderr)
-	if code != exitOK {
-		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
-	}
-	rep, err := readReport(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := rep.Counters
-	t.Logf("counters: %v", c)
-	for _, k := range []string{"match_found", "accepts", "declines", "silent", "ready", "dissolved"} {
-		if c[k] == 0 {
-			t.Errorf("%s = 0: that behaviour was not exercised\n%s", k, stdout.String())
-		}
-	}
+		"--accept-fraction", "0.6", "--decline-fraction", "0.2", "--seed", "7")
 	if rep.Invariants.Violations != 0 || rep.Invariants.Matches == 0 {
-		t.Errorf("invariants %+v\n%s", rep.Invariants, stdout.String())
+		t.Errorf("invariants %+v\n%s", rep.Invariants, stdout)
 	}
 }
 
