@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/matchgate/matchgate/internal/group"
 	"github.com/matchgate/matchgate/matcher"
@@ -132,4 +133,54 @@ func marshalAttributes(t matcher.Ticket) ([]byte, error) {
 		return nil, fmt.Errorf("create ticket %s: attributes: %w", t.ID, err)
 	}
 	return b, nil
+}
+
+// Accepts are group-committed the same way: the players of a pair accept
+// within milliseconds of each other, each accept a transaction with a log
+// flush of its own, and the second waiting on the first's row lock. A batch
+// applies its accepts in arrival order in one transaction (two accepts of
+// one match see each other, as in sequence); an accept the rules refuse
+// writes nothing and takes nothing from the others.
+const maxAccepters = 1
+
+type acceptReq struct {
+	cid, matchID, userID string
+	at                   time.Time
+}
+
+type acceptResult struct {
+	m      matcher.Match
+	events []matcher.Event
+	err    error
+}
+
+func newAccepter(l *Postgres) *group.Group[acceptReq, acceptResult] {
+	return group.New(maxAccepters, maxBatch, insertTimeout, l.acceptBatch)
+}
+
+// acceptBatch commits a batch of accepts in one transaction. When the
+// transaction fails, every accept of the batch is tried again alone, so
+// that one accept's failure is its own.
+func (l *Postgres) acceptBatch(ctx context.Context, batch []acceptReq) []acceptResult {
+	out := make([]acceptResult, len(batch))
+	err := pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
+		for i, r := range batch {
+			res, err := acceptOne(ctx, tx, r)
+			if err != nil {
+				return err
+			}
+			out[i] = res
+		}
+		return nil
+	})
+	if err == nil {
+		return out
+	}
+	if len(batch) == 1 {
+		return []acceptResult{{err: err}}
+	}
+	for i, r := range batch {
+		out[i] = l.acceptBatch(ctx, []acceptReq{r})[0]
+	}
+	return out
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -80,4 +81,70 @@ func transactions(t *testing.T, pool *pgxpool.Pool) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// Accepts racing each other are group-committed: both players of every
+// pair accept at once, with an outsider's refused accepts among them; every
+// match ends READY with one READY event, the refusals change nothing, and
+// the accepts share transactions.
+func TestPostgresGroupCommitAccepts(t *testing.T) {
+	pgtest.Require(t)
+	pool := pgtest.New(t)
+	l := ledger.NewPostgres(pool)
+	ctx := context.Background()
+	const pairs = 100
+	var ms []matcher.Match
+	for i := range pairs {
+		a := mustCreate(t, l, ticketFor(fmt.Sprint("acc-a", i), "ranked", "eu", t0))
+		b := mustCreate(t, l, ticketFor(fmt.Sprint("acc-b", i), "ranked", "eu", t0))
+		ms = append(ms, pendingMatch(t, l, a, b))
+	}
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		ready   = map[string]int{} // match → READY events
+		refused int
+	)
+	at := t0.Add(2 * time.Second)
+	for _, m := range ms {
+		for _, user := range append(m.UserIDs(), "outsider") {
+			wg.Go(func() {
+				got, events, err := l.Accept(ctx, m.ID, user, at)
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case user == "outsider":
+					if err == nil {
+						t.Errorf("outsider's accept of %s taken: %+v", m.ID, got)
+					}
+					refused++
+				case err != nil:
+					t.Errorf("accept of %s by %s: %v", m.ID, user, err)
+				default:
+					ready[m.ID] += len(events)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	for _, m := range ms {
+		got, err := l.Match(ctx, m.ID)
+		if err != nil || got.State != matcher.MatchReady || len(got.Accepted) != 2 || got.Version != m.Version+2 {
+			t.Fatalf("match %s = %+v, %v; want READY, both accepted, version %d", m.ID, got, err, m.Version+2)
+		}
+		if ready[m.ID] != 1 {
+			t.Fatalf("match %s: %d READY events, want 1", m.ID, ready[m.ID])
+		}
+	}
+	if refused != pairs {
+		t.Fatalf("%d outsider accepts refused, want %d", refused, pairs)
+	}
+	var txs int
+	if err := pool.QueryRow(ctx, `SELECT count(DISTINCT xmin::text) FROM matches`).Scan(&txs); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d accepts written in %d transactions", 2*pairs, txs)
+	if txs >= pairs {
+		t.Fatalf("%d matches last written by %d transactions: no accepts shared a commit", pairs, txs)
+	}
 }

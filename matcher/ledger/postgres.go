@@ -20,8 +20,9 @@ import (
 // Postgres is the matcher.Ledger of a PostgreSQL database migrated by
 // Migrate. Each method is one transaction; CommitMatches is one round trip.
 type Postgres struct {
-	pool *pgxpool.Pool
-	ins  *group.Group[insertReq, insertResult]
+	pool    *pgxpool.Pool
+	ins     *group.Group[insertReq, insertResult]
+	accepts *group.Group[acceptReq, acceptResult]
 }
 
 // NewPostgres returns a ledger over pool. The caller owns the pool and
@@ -29,6 +30,7 @@ type Postgres struct {
 func NewPostgres(pool *pgxpool.Pool) *Postgres {
 	l := &Postgres{pool: pool}
 	l.ins = newInserter(l)
+	l.accepts = newAccepter(l)
 	return l
 }
 
@@ -398,49 +400,52 @@ func (l *Postgres) CommitMatches(ctx context.Context, ms []matcher.Match, epoch 
 
 // Accept implements matcher.Ledger: the match row is locked, the rules of
 // accept applied, and the row (and on READY the event) written back in the
-// same transaction.
+// same transaction. Accepts arriving together share one transaction (see
+// acceptBatch).
 func (l *Postgres) Accept(ctx context.Context, matchID, userID string, at time.Time) (matcher.Match, []matcher.Event, error) {
 	cid, ok := canonicalID(matchID)
 	if !ok {
 		return matcher.Match{}, nil, fmt.Errorf("accept match %s: %w", matchID, matcher.ErrNotFound)
 	}
-	var (
-		m      matcher.Match
-		events []matcher.Event
-	)
-	err := pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
-		cur, err := scanMatch(tx.QueryRow(ctx, `SELECT `+matchColumns+` FROM matches WHERE id = $1 FOR UPDATE`, cid))
-		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("accept match %s: %w", matchID, matcher.ErrNotFound)
-		}
-		if err != nil {
-			return fmt.Errorf("accept match %s: %w", matchID, err)
-		}
-		var changed bool
-		if m, changed, err = accept(cur, userID, at); err != nil || !changed {
-			return err
-		}
-		accepted, err := json.Marshal(m.Accepted)
-		if err != nil {
-			return fmt.Errorf("accept match %s: %w", matchID, err)
-		}
-		if _, err := tx.Exec(ctx, `UPDATE matches SET state = $2, accepted = $3, version = $4 WHERE id = $1`,
-			cid, m.State, accepted, m.Version); err != nil {
-			return fmt.Errorf("accept match %s: %w", matchID, err)
-		}
-		if m.State == matcher.MatchReady {
-			e, err := insertEvent(ctx, tx, matcher.MatchReadyEvent(m))
-			if err != nil {
-				return fmt.Errorf("accept match %s: %w", matchID, err)
-			}
-			events = append(events, e)
-		}
-		return nil
-	})
-	if err != nil {
-		return matcher.Match{}, nil, err
+	r := l.accepts.Do(ctx, acceptReq{cid: cid, matchID: matchID, userID: userID, at: at})
+	if r.err != nil {
+		return matcher.Match{}, nil, r.err
 	}
-	return m, events, nil
+	return r.m, r.events, nil
+}
+
+// acceptOne applies one accept inside tx. An error from the rules of
+// accept (not pending, not a player...) or a missing match is the accept's
+// own and leaves tx usable; any other error is the transaction's.
+func acceptOne(ctx context.Context, tx pgx.Tx, r acceptReq) (res acceptResult, txErr error) {
+	cur, err := scanMatch(tx.QueryRow(ctx, `SELECT `+matchColumns+` FROM matches WHERE id = $1 FOR UPDATE`, r.cid))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return acceptResult{err: fmt.Errorf("accept match %s: %w", r.matchID, matcher.ErrNotFound)}, nil
+	}
+	if err != nil {
+		return acceptResult{}, fmt.Errorf("accept match %s: %w", r.matchID, err)
+	}
+	m, changed, err := accept(cur, r.userID, r.at)
+	if err != nil || !changed {
+		return acceptResult{m: m, err: err}, nil
+	}
+	accepted, err := json.Marshal(m.Accepted)
+	if err != nil {
+		return acceptResult{err: fmt.Errorf("accept match %s: %w", r.matchID, err)}, nil
+	}
+	if _, err := tx.Exec(ctx, `UPDATE matches SET state = $2, accepted = $3, version = $4 WHERE id = $1`,
+		r.cid, m.State, accepted, m.Version); err != nil {
+		return acceptResult{}, fmt.Errorf("accept match %s: %w", r.matchID, err)
+	}
+	res.m = m
+	if m.State == matcher.MatchReady {
+		e, err := insertEvent(ctx, tx, matcher.MatchReadyEvent(m))
+		if err != nil {
+			return acceptResult{}, fmt.Errorf("accept match %s: %w", r.matchID, err)
+		}
+		res.events = append(res.events, e)
+	}
+	return res, nil
 }
 
 // insertEvent writes one outbox row and returns the event with its id.
