@@ -156,10 +156,12 @@ func runExercising(t *testing.T, exercised []string, args ...string) (*Report, s
 
 // TestRunWithAcceptWindow: on a queue with an accept window, players accept,
 // decline or stay silent; dissolved matches send their accepters back to
-// the queue to be matched again, and the run ends with no violation.
+// the queue to be matched again, and the run ends with no violation. A
+// player refused COOLDOWN rests for the retry-after it was told: refused
+// once per cooldown, not at every turn of the join pacer.
 func TestRunWithAcceptWindow(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "queues.yaml")
-	if err := os.WriteFile(cfg, []byte("queues:\n  - name: duel\n    players: 2\n    acceptWindow: 300ms\n    declineCooldown: 100ms\n"+
+	if err := os.WriteFile(cfg, []byte("queues:\n  - name: duel\n    players: 2\n    acceptWindow: 300ms\n    declineCooldown: 5s\n"+
 		"    window:\n      - {after: 0s, width: 100000}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -170,6 +172,11 @@ func TestRunWithAcceptWindow(t *testing.T) {
 		"--accept-fraction", "0.6", "--decline-fraction", "0.2", "--seed", "7")
 	if rep.Invariants.Violations != 0 || rep.Invariants.Matches == 0 {
 		t.Errorf("invariants %+v\n%s", rep.Invariants, stdout)
+	}
+	c := rep.Counters
+	if cooled := rep.Errors["COOLDOWN"]; cooled == 0 || cooled > c["declines"]+c["silent"] {
+		t.Errorf("%d joins refused COOLDOWN for %d declines and %d silent players: want at most one each\n%s",
+			cooled, c["declines"], c["silent"], stdout)
 	}
 }
 
