@@ -12,8 +12,9 @@ import (
 // process. A join must not wait for a publish, and a burst of joins to one
 // partition needs one wake, not one each: Wake only marks the partition, and
 // Run publishes every marked partition in one round trip, then whatever was
-// marked meanwhile, and so on. A wake is never dropped: one that arrives
-// while a publish is in flight is sent by the next.
+// marked meanwhile, and so on. Coalescing drops no wake: one that arrives
+// while a publish is in flight is sent by the next. (A publish that fails
+// is not retried: that costs the partition one tick.)
 type Wakes struct {
 	rdb    redis.UniversalClient
 	prefix string

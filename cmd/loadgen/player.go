@@ -248,7 +248,7 @@ func (p *player) handle(f *inFrame, recv time.Time) {
 			st.inc(cDissolved)
 		}
 		return
-	case "ticket.update":
+	case matcher.FrameTicketUpdate:
 		if t := f.Ticket; t != nil && t.Status != clientwire.StatusWaiting {
 			p.r.check.Tell(t.ID, p.user, t.Status, t.MatchID, srcPush, recv)
 			p.mu.Lock()

@@ -27,8 +27,9 @@ import (
 const (
 	maxInserters = 1
 	maxBatch     = 512
-	// insertTimeout bounds one batch whatever the callers' contexts.
-	insertTimeout = 10 * time.Second
+	// batchTimeout bounds one batch (of joins or of accepts) whatever the
+	// callers' contexts.
+	batchTimeout = 10 * time.Second
 )
 
 type insertReq struct {
@@ -42,7 +43,7 @@ type insertResult struct {
 }
 
 func newInserter(l *Postgres) *group.Group[insertReq, insertResult] {
-	return group.New(maxInserters, maxBatch, insertTimeout, l.insertBatch)
+	return group.New(maxInserters, maxBatch, batchTimeout, l.insertBatch)
 }
 
 // create records t through the group commit.
@@ -155,7 +156,7 @@ type acceptResult struct {
 }
 
 func newAccepter(l *Postgres) *group.Group[acceptReq, acceptResult] {
-	return group.New(maxAccepters, maxBatch, insertTimeout, l.acceptBatch)
+	return group.New(maxAccepters, maxBatch, batchTimeout, l.acceptBatch)
 }
 
 // acceptBatch commits a batch of accepts in one transaction. When the
