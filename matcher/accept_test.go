@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/matchgate/matchgate/matcher"
+	"github.com/matchgate/matchgate/matcher/pool"
 )
 
 func acceptQueue(players int) matcher.QueueConfig {
@@ -232,7 +233,7 @@ func TestPendingIndexRebuilt(t *testing.T) {
 		}
 	}
 	// A stale index entry is dropped by the next reconcile.
-	if err := h.pool.AddPending(ctx, "arena:global", m.ID, h.clock()); err != nil {
+	if err := h.pool.AddPending(ctx, "arena:global", pool.Pending{MatchID: m.ID, AcceptBy: h.clock()}); err != nil {
 		t.Fatal(err)
 	}
 	if res, err := matcher.ReconcileQueue(ctx, h.led, h.pool, &h.q, part, h.clock()); err != nil || res.Pending != 1 {

@@ -864,6 +864,7 @@ func (p *pass) commit(ctx context.Context) error {
 		events  []Event
 		outs    []pool.Outcome
 		matched []time.Time
+		pending []pool.Pending
 	)
 	for i, s := range st {
 		m, group := s.m, s.group
@@ -890,10 +891,7 @@ func (p *pass) commit(ctx context.Context) error {
 			continue
 		}
 		if m.State == MatchPendingAccept {
-			if err := p.e.cfg.Pool.AddPending(ctx, p.e.base, m.ID, *m.AcceptBy); err != nil {
-				// The reconciler rebuilds the index from the record.
-				p.e.log.Warn("index pending match; left to the reconciler", "match", m.ID, "err", err)
-			}
+			pending = append(pending, pool.Pending{MatchID: m.ID, AcceptBy: *m.AcceptBy})
 		}
 		p.withdraw(ctx, group)
 		p.res.Matches++
@@ -906,6 +904,12 @@ func (p *pass) commit(ctx context.Context) error {
 		outs = append(outs, p.outcomes(group, kind)...)
 		matched = append(matched, p.now)
 		events = append(events, rs[i].Events...)
+	}
+	// Indexed before anyone is told, in one round trip for the pass (one
+	// per match held the engine a round trip per match under load).
+	if err := p.e.cfg.Pool.AddPending(ctx, p.e.base, pending...); err != nil {
+		// The reconciler rebuilds the index from the record.
+		p.e.log.Warn("index pending matches; left to the reconciler", "matches", len(pending), "err", err)
 	}
 	// The players first: the outcome counts only feed statistics.
 	p.deliver(ctx, events)

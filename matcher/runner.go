@@ -585,17 +585,18 @@ func reconcilePending(ctx context.Context, l Ledger, p *pool.Pool, part Partitio
 	if err != nil {
 		return 0, fmt.Errorf("read pending matches: %w", err)
 	}
-	n := 0
 	open := make(map[string]bool, len(pending))
+	var missing []pool.Pending
 	for _, m := range pending {
 		open[m.ID] = true
 		if !slices.Contains(indexed, m.ID) && m.AcceptBy != nil {
-			if err := p.AddPending(ctx, base, m.ID, *m.AcceptBy); err != nil {
-				return n, err
-			}
-			n++
+			missing = append(missing, pool.Pending{MatchID: m.ID, AcceptBy: *m.AcceptBy})
 		}
 	}
+	if err := p.AddPending(ctx, base, missing...); err != nil {
+		return 0, err
+	}
+	n := len(missing)
 	var stale []string
 	for _, id := range indexed {
 		if !open[id] {

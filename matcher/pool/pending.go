@@ -15,14 +15,28 @@ import (
 // reconciler rebuilds it) and lets the engine find the windows that passed
 // with one range read per pass.
 
-// AddPending indexes a PENDING_ACCEPT match until acceptBy.
-func (p *Pool) AddPending(ctx context.Context, partition, matchID string, acceptBy time.Time) error {
+// Pending is a PENDING_ACCEPT match as the index holds it.
+type Pending struct {
+	MatchID  string
+	AcceptBy time.Time
+}
+
+// AddPending indexes PENDING_ACCEPT matches until their AcceptBy, all in one
+// command: a pass that formed many matches indexes them in one round trip.
+func (p *Pool) AddPending(ctx context.Context, partition string, ms ...Pending) error {
 	if err := checkPartition(partition); err != nil {
-		return fmt.Errorf("add pending %s: %w", matchID, err)
+		return fmt.Errorf("add pending: %w", err)
+	}
+	if len(ms) == 0 {
+		return nil
 	}
 	tag, _ := splitPartition(partition)
-	if err := p.rdb.ZAdd(ctx, p.Key(tag, "pending"), redis.Z{Score: float64(acceptBy.UnixMilli()), Member: matchID}).Err(); err != nil {
-		return fmt.Errorf("add pending %s: %w", matchID, err)
+	zs := make([]redis.Z, len(ms))
+	for i, m := range ms {
+		zs[i] = redis.Z{Score: float64(m.AcceptBy.UnixMilli()), Member: m.MatchID}
+	}
+	if err := p.rdb.ZAdd(ctx, p.Key(tag, "pending"), zs...).Err(); err != nil {
+		return fmt.Errorf("add %d pending matches (first %s): %w", len(ms), ms[0].MatchID, err)
 	}
 	return nil
 }

@@ -238,10 +238,16 @@ func testSubPools(t *testing.T, p *Pool) {
 
 	t.Run("Pending", func(t *testing.T) {
 		part := "pend:eu/s1" // any pool of the region names its index
-		for i, id := range []string{"m1", "m2", "m3"} {
-			if err := p.AddPending(ctx, part, id, t0.Add(time.Duration(i)*time.Second)); err != nil {
-				t.Fatal(err)
-			}
+		// One alone, two in one call.
+		if err := p.AddPending(ctx, part, Pending{MatchID: "m1", AcceptBy: t0}); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.AddPending(ctx, part, Pending{MatchID: "m2", AcceptBy: t0.Add(time.Second)},
+			Pending{MatchID: "m3", AcceptBy: t0.Add(2 * time.Second)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.AddPending(ctx, part); err != nil {
+			t.Fatalf("an empty batch: %v", err)
 		}
 		due, err := p.PendingDue(ctx, "pend:eu", t0.Add(time.Second), 10)
 		if err != nil || !slices.Equal(due, []string{"m1", "m2"}) {
