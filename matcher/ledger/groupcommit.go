@@ -3,11 +3,13 @@ package ledger
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/matchgate/matchgate/internal/group"
 	"github.com/matchgate/matchgate/matcher"
@@ -136,37 +138,54 @@ func marshalAttributes(t matcher.Ticket) ([]byte, error) {
 	return b, nil
 }
 
-// Accepts are group-committed the same way: the players of a pair accept
-// within milliseconds of each other, each accept a transaction with a log
-// flush of its own, and the second waiting on the first's row lock. A batch
-// applies its accepts in arrival order in one transaction (two accepts of
-// one match see each other, as in sequence); an accept the rules refuse
-// writes nothing and takes nothing from the others.
-const maxAccepters = 1
+// Decisions on pending matches, accepts and dissolves, are group-committed
+// the same way: the players of a pair accept within milliseconds of each
+// other, each accept a transaction with a log flush of its own, and the
+// second waiting on the first's row lock; the engine closes every accept
+// window that passed at once. A batch applies its decisions in arrival order
+// in one transaction (two of one match see each other, as in sequence); a
+// decision the rules refuse writes nothing and takes nothing from the
+// others. One batch at a time: two would lock the match rows of their
+// decisions in different orders.
+const maxDeciders = 1
 
-type acceptReq struct {
+// dissolveAttempts bounds the tries of a dissolve alone when a player's
+// concurrent join takes the one WAITING slot between the read and the
+// update.
+const dissolveAttempts = 3
+
+// decisionReq is an accept of matchID by userID at at, or, with dissolve
+// set, a dissolve.
+type decisionReq struct {
 	cid, matchID, userID string
 	at                   time.Time
+	dissolve             *matcher.DissolveRequest
+	tries                int // a dissolve's failed tries alone so far
 }
 
-type acceptResult struct {
-	m      matcher.Match
+type decisionResult struct {
+	m      matcher.Match       // an accept's
+	d      matcher.Dissolution // a dissolve's
 	events []matcher.Event
 	err    error
 }
 
-func newAccepter(l *Postgres) *group.Group[acceptReq, acceptResult] {
-	return group.New(maxAccepters, maxBatch, batchTimeout, l.acceptBatch)
+func newDecider(l *Postgres) *group.Group[decisionReq, decisionResult] {
+	return group.New(maxDeciders, maxBatch, batchTimeout, l.decideBatch)
 }
 
-// acceptBatch commits a batch of accepts in one transaction. When the
-// transaction fails, every accept of the batch is tried again alone, so
-// that one accept's failure is its own.
-func (l *Postgres) acceptBatch(ctx context.Context, batch []acceptReq) []acceptResult {
-	out := make([]acceptResult, len(batch))
+// decideBatch commits a batch of decisions in one transaction. When the
+// transaction fails, every decision of the batch is tried again alone, so
+// that one decision's failure is its own.
+func (l *Postgres) decideBatch(ctx context.Context, batch []decisionReq) []decisionResult {
+	out := make([]decisionResult, len(batch))
 	err := pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
 		for i, r := range batch {
-			res, err := acceptOne(ctx, tx, r)
+			decide := acceptOne
+			if r.dissolve != nil {
+				decide = dissolveOne
+			}
+			res, err := decide(ctx, tx, r)
 			if err != nil {
 				return err
 			}
@@ -177,11 +196,17 @@ func (l *Postgres) acceptBatch(ctx context.Context, batch []acceptReq) []acceptR
 	if err == nil {
 		return out
 	}
-	if len(batch) == 1 {
-		return []acceptResult{{err: err}}
+	if len(batch) > 1 {
+		for i := range batch {
+			out[i] = l.decideBatch(ctx, batch[i:i+1])[0]
+		}
+		return out
 	}
-	for i, r := range batch {
-		out[i] = l.acceptBatch(ctx, []acceptReq{r})[0]
+	var pgErr *pgconn.PgError
+	if r := batch[0]; r.dissolve != nil && r.tries+1 < dissolveAttempts &&
+		errors.As(err, &pgErr) && pgErr.Code == uniqueViolation {
+		r.tries++
+		return l.decideBatch(ctx, []decisionReq{r})
 	}
-	return out
+	return []decisionResult{{err: err}}
 }

@@ -148,3 +148,96 @@ func TestPostgresGroupCommitAccepts(t *testing.T) {
 		t.Fatalf("%d matches last written by %d transactions: no accepts shared a commit", pairs, txs)
 	}
 }
+
+// Dissolves share the accepts' group commit: two closers of every window
+// and an accept sent just before it closed race each other. Every match is
+// dissolved once, by one of its closers; the other is told it is already
+// DISSOLVED; the accept counts exactly when it was applied first; and the
+// decisions share transactions.
+func TestPostgresGroupCommitDissolves(t *testing.T) {
+	pgtest.Require(t)
+	pool := pgtest.New(t)
+	l := ledger.NewPostgres(pool)
+	ctx := context.Background()
+	const pairs = 100
+	var ms []matcher.Match
+	for i := range pairs {
+		a := mustCreate(t, l, ticketFor(fmt.Sprint("dis-a", i), "ranked", "eu", t0))
+		b := mustCreate(t, l, ticketFor(fmt.Sprint("dis-b", i), "ranked", "eu", t0))
+		ms = append(ms, pendingMatch(t, l, a, b))
+	}
+	type outcome struct {
+		dissolved, refused int
+		accepted           bool
+		d                  matcher.Dissolution
+		events             int
+	}
+	var (
+		wg  sync.WaitGroup
+		mu  sync.Mutex
+		out = map[string]*outcome{}
+	)
+	for _, m := range ms {
+		out[m.ID] = &outcome{}
+		accepter := m.Players[0].UserID
+		wg.Go(func() {
+			_, _, err := l.Accept(ctx, m.ID, accepter, m.AcceptBy.Add(-time.Millisecond))
+			var se *matcher.MatchStateError
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				out[m.ID].accepted = true
+			case errors.As(err, &se) && se.Match.State == matcher.MatchDissolved:
+			default:
+				t.Errorf("accept of %s: %v", m.ID, err)
+			}
+		})
+		for range 2 {
+			wg.Go(func() {
+				d, events, err := l.Dissolve(ctx, matcher.DissolveRequest{MatchID: m.ID, At: *m.AcceptBy})
+				var se *matcher.MatchStateError
+				mu.Lock()
+				defer mu.Unlock()
+				o := out[m.ID]
+				switch {
+				case err == nil:
+					o.dissolved++
+					o.d, o.events = d, len(events)
+				case errors.As(err, &se) && se.Match.State == matcher.MatchDissolved:
+					o.refused++
+				default:
+					t.Errorf("dissolve of %s: %v", m.ID, err)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	accepted := 0
+	for _, m := range ms {
+		o := out[m.ID]
+		if o.dissolved != 1 || o.refused != 1 || o.events == 0 {
+			t.Fatalf("match %s: dissolved %d times, refused %d, %d events; want once, once, some", m.ID, o.dissolved, o.refused, o.events)
+		}
+		// The accepter goes back to waiting exactly when the accept came first.
+		requeued := len(o.d.Requeued) == 1 && o.d.Requeued[0].UserID == m.Players[0].UserID
+		if requeued != o.accepted || len(o.d.Requeued)+len(o.d.Cancelled) != 2 {
+			t.Fatalf("match %s: accepted %v, dissolution %+v", m.ID, o.accepted, o.d)
+		}
+		if o.accepted {
+			accepted++
+		}
+		got, err := l.Match(ctx, m.ID)
+		if err != nil || got.State != matcher.MatchDissolved {
+			t.Fatalf("match %s = %+v, %v; want DISSOLVED", m.ID, got, err)
+		}
+	}
+	var txs int
+	if err := pool.QueryRow(ctx, `SELECT count(DISTINCT xmin::text) FROM matches`).Scan(&txs); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d matches dissolved (%d after an accept) by %d transactions", pairs, accepted, txs)
+	if txs >= pairs {
+		t.Fatalf("%d matches last written by %d transactions: no decisions shared a commit", pairs, txs)
+	}
+}

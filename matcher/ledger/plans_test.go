@@ -104,10 +104,16 @@ func TestPostgresCommitsReadTicketsByKey(t *testing.T) {
 
 type scans struct{ seq, read int64 }
 
-// ticketScans reads the statistics of tickets after making this backend
-// publish what it has counted so far (PostgreSQL 15 holds them back up to a
-// second otherwise).
+// ticketScans reads the scan statistics of tickets (see scansOf).
 func ticketScans(t *testing.T, pool *pgxpool.Pool) scans {
+	t.Helper()
+	return scansOf(t, pool, "tickets")
+}
+
+// scansOf reads the scan statistics of tables, summed, after making this
+// backend publish what it has counted so far (PostgreSQL 15 holds them back
+// up to a second otherwise).
+func scansOf(t *testing.T, pool *pgxpool.Pool, tables ...string) scans {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -116,9 +122,76 @@ func ticketScans(t *testing.T, pool *pgxpool.Pool) scans {
 	}
 	var s scans
 	if err := pool.QueryRow(ctx, `
-		SELECT coalesce(seq_scan, 0), coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0)
-		  FROM pg_stat_user_tables WHERE relid = 'tickets'::regclass`).Scan(&s.seq, &s.read); err != nil {
+		SELECT coalesce(sum(seq_scan), 0), coalesce(sum(seq_tup_read), 0) + coalesce(sum(idx_tup_fetch), 0)
+		  FROM pg_stat_user_tables WHERE relid = ANY ($1::regclass[])`, tables).Scan(&s.seq, &s.read); err != nil {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// A dissolve reads which of its players already wait elsewhere. Planned
+// while the tables are nearly empty, its reads walked every ticket; once the
+// tables have grown it must still look each row up by key.
+func TestPostgresDissolveReadsByKey(t *testing.T) {
+	pgtest.Require(t)
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(pgtest.NewURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 1 // one backend: the plans warmed below are the ones measured
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if err := ledger.Migrate(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	l := ledger.NewPostgres(pool)
+
+	user := 0
+	var seq, read int64
+	dissolve := func() {
+		t.Helper()
+		a := mustCreate(t, l, ticketFor(fmt.Sprintf("dis-%d", user), "ranked", "eu", t0))
+		b := mustCreate(t, l, ticketFor(fmt.Sprintf("dis-%d", user+1), "ranked", "eu", t0))
+		user += 2
+		m := pendingMatch(t, l, a, b)
+		before := scansOf(t, pool, "tickets", "matches")
+		// a declines: b goes back to waiting, the path that reads the most.
+		if _, _, err := l.Dissolve(ctx, matcher.DissolveRequest{MatchID: m.ID, Decliner: a.UserID, At: m.CreatedAt}); err != nil {
+			t.Fatal(err)
+		}
+		after := scansOf(t, pool, "tickets", "matches")
+		seq, read = seq+after.seq-before.seq, read+after.read-before.read
+	}
+	// Past the five custom plans before a generic one may be chosen.
+	for range 8 {
+		dissolve()
+	}
+	const grown = 3000
+	if _, err := pool.Exec(ctx, `
+		INSERT INTO tickets (id, user_id, queue, region, status, skill, enqueued_at, deadline, updated_at, version)
+		SELECT gen_random_uuid(), 'filler-' || g, 'ranked', 'eu', 'WAITING', 1500,
+		       now(), now() + interval '5 minutes', now(), 1
+		  FROM generate_series(1, $1) g`, grown); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `
+		INSERT INTO matches (id, queue, region, state, formed_by, players, created_at, version)
+		SELECT gen_random_uuid(), 'ranked', 'eu', 'READY', 'filled', '[]', now(), 1
+		  FROM generate_series(1, $1) g`, grown); err != nil {
+		t.Fatal(err)
+	}
+	seq, read = 0, 0
+	const n = 5
+	for range n {
+		dissolve()
+	}
+	t.Logf("%d dissolves: %d sequential scans, %d rows read from tickets and matches", n, seq, read)
+	if seq != 0 || read > 20*n {
+		t.Errorf("%d dissolves over %d waiting tickets and %d matches: %d sequential scans, %d rows read; want each row looked up by key",
+			n, grown, grown, seq, read)
+	}
 }

@@ -20,9 +20,9 @@ import (
 // Postgres is the matcher.Ledger of a PostgreSQL database migrated by
 // Migrate. Each method is one transaction; CommitMatches is one round trip.
 type Postgres struct {
-	pool    *pgxpool.Pool
-	ins     *group.Group[insertReq, insertResult]
-	accepts *group.Group[acceptReq, acceptResult]
+	pool      *pgxpool.Pool
+	ins       *group.Group[insertReq, insertResult]
+	decisions *group.Group[decisionReq, decisionResult]
 }
 
 // NewPostgres returns a ledger over pool. The caller owns the pool and
@@ -30,7 +30,7 @@ type Postgres struct {
 func NewPostgres(pool *pgxpool.Pool) *Postgres {
 	l := &Postgres{pool: pool}
 	l.ins = newInserter(l)
-	l.accepts = newAccepter(l)
+	l.decisions = newDecider(l)
 	return l
 }
 
@@ -44,14 +44,15 @@ const ticketColumns = `id::text, user_id, queue, region, status, skill, estimate
 	enqueued_at, head_start_ms, deadline, coalesce(match_id::text, ''), coalesce(cancel_reason, ''),
 	updated_at, version`
 
-func scanTicket(row pgx.Row) (matcher.Ticket, error) {
+// scanTicket reads ticketColumns, then any columns after them into more.
+func scanTicket(row pgx.Row, more ...any) (matcher.Ticket, error) {
 	var (
 		t         matcher.Ticket
 		attrs     []byte
 		headStart int64
 	)
-	err := row.Scan(&t.ID, &t.UserID, &t.Queue, &t.Region, &t.Status, &t.Skill, &t.Estimated, &t.Activity, &attrs,
-		&t.EnqueuedAt, &headStart, &t.Deadline, &t.MatchID, &t.CancelReason, &t.UpdatedAt, &t.Version)
+	err := row.Scan(append([]any{&t.ID, &t.UserID, &t.Queue, &t.Region, &t.Status, &t.Skill, &t.Estimated, &t.Activity, &attrs,
+		&t.EnqueuedAt, &headStart, &t.Deadline, &t.MatchID, &t.CancelReason, &t.UpdatedAt, &t.Version}, more...)...)
 	if err != nil {
 		return matcher.Ticket{}, err
 	}
@@ -407,7 +408,7 @@ func (l *Postgres) Accept(ctx context.Context, matchID, userID string, at time.T
 	if !ok {
 		return matcher.Match{}, nil, fmt.Errorf("accept match %s: %w", matchID, matcher.ErrNotFound)
 	}
-	r := l.accepts.Do(ctx, acceptReq{cid: cid, matchID: matchID, userID: userID, at: at})
+	r := l.decisions.Do(ctx, decisionReq{cid: cid, matchID: matchID, userID: userID, at: at})
 	if r.err != nil {
 		return matcher.Match{}, nil, r.err
 	}
@@ -417,31 +418,31 @@ func (l *Postgres) Accept(ctx context.Context, matchID, userID string, at time.T
 // acceptOne applies one accept inside tx. An error from the rules of
 // accept (not pending, not a player...) or a missing match is the accept's
 // own and leaves tx usable; any other error is the transaction's.
-func acceptOne(ctx context.Context, tx pgx.Tx, r acceptReq) (res acceptResult, txErr error) {
+func acceptOne(ctx context.Context, tx pgx.Tx, r decisionReq) (res decisionResult, txErr error) {
 	cur, err := scanMatch(tx.QueryRow(ctx, `SELECT `+matchColumns+` FROM matches WHERE id = $1 FOR UPDATE`, r.cid))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return acceptResult{err: fmt.Errorf("accept match %s: %w", r.matchID, matcher.ErrNotFound)}, nil
+		return decisionResult{err: fmt.Errorf("accept match %s: %w", r.matchID, matcher.ErrNotFound)}, nil
 	}
 	if err != nil {
-		return acceptResult{}, fmt.Errorf("accept match %s: %w", r.matchID, err)
+		return decisionResult{}, fmt.Errorf("accept match %s: %w", r.matchID, err)
 	}
 	m, changed, err := accept(cur, r.userID, r.at)
 	if err != nil || !changed {
-		return acceptResult{m: m, err: err}, nil
+		return decisionResult{m: m, err: err}, nil
 	}
 	accepted, err := json.Marshal(m.Accepted)
 	if err != nil {
-		return acceptResult{err: fmt.Errorf("accept match %s: %w", r.matchID, err)}, nil
+		return decisionResult{err: fmt.Errorf("accept match %s: %w", r.matchID, err)}, nil
 	}
 	if _, err := tx.Exec(ctx, `UPDATE matches SET state = $2, accepted = $3, version = $4 WHERE id = $1`,
 		r.cid, m.State, accepted, m.Version); err != nil {
-		return acceptResult{}, fmt.Errorf("accept match %s: %w", r.matchID, err)
+		return decisionResult{}, fmt.Errorf("accept match %s: %w", r.matchID, err)
 	}
 	res.m = m
 	if m.State == matcher.MatchReady {
 		e, err := insertEvent(ctx, tx, matcher.MatchReadyEvent(m))
 		if err != nil {
-			return acceptResult{}, fmt.Errorf("accept match %s: %w", r.matchID, err)
+			return decisionResult{}, fmt.Errorf("accept match %s: %w", r.matchID, err)
 		}
 		res.events = append(res.events, e)
 	}
@@ -456,104 +457,100 @@ func insertEvent(ctx context.Context, tx pgx.Tx, e matcher.Event) (matcher.Event
 	return e, err
 }
 
-// dissolveAttempts bounds the retries of Dissolve when a player's concurrent
-// join takes the one WAITING slot between the check and the update.
-const dissolveAttempts = 3
-
-// Dissolve implements matcher.Ledger in one transaction: the match row is
-// locked, then its tickets in id order (as commit_match locks them), then
-// every change and event is written.
+// Dissolve implements matcher.Ledger. A dissolve shares its transaction
+// with the accepts and dissolves arriving with it (see decideBatch): the
+// engine closes every window that passed in one go, and declines arrive
+// with the accepts of the same moment.
 func (l *Postgres) Dissolve(ctx context.Context, req matcher.DissolveRequest) (matcher.Dissolution, []matcher.Event, error) {
 	cid, ok := canonicalID(req.MatchID)
 	if !ok {
 		return matcher.Dissolution{}, nil, fmt.Errorf("dissolve match %s: %w", req.MatchID, matcher.ErrNotFound)
 	}
-	for attempt := 1; ; attempt++ {
-		d, events, err := l.dissolve(ctx, cid, req)
-		var pgErr *pgconn.PgError
-		if attempt < dissolveAttempts && errors.As(err, &pgErr) && pgErr.Code == uniqueViolation {
-			continue
-		}
-		return d, events, err
+	r := l.decisions.Do(ctx, decisionReq{cid: cid, matchID: req.MatchID, dissolve: &req})
+	if r.err != nil {
+		return matcher.Dissolution{}, nil, r.err
 	}
+	return r.d, r.events, nil
 }
 
-func (l *Postgres) dissolve(ctx context.Context, cid string, req matcher.DissolveRequest) (matcher.Dissolution, []matcher.Event, error) {
-	var (
-		d      matcher.Dissolution
-		events []matcher.Event
-	)
-	err := pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
-		m, err := scanMatch(tx.QueryRow(ctx, `SELECT `+matchColumns+` FROM matches WHERE id = $1 FOR UPDATE`, cid))
-		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("dissolve match %s: %w", req.MatchID, matcher.ErrNotFound)
-		}
-		if err != nil {
-			return fmt.Errorf("dissolve match %s: %w", req.MatchID, err)
-		}
-		plan, err := dissolvePlan(m, req)
-		if err != nil {
-			return err
-		}
-		rows, _ := tx.Query(ctx, `SELECT `+ticketColumns+` FROM tickets
-			WHERE id = ANY ($1) AND status = 'MATCHED' AND match_id = $2 ORDER BY id FOR UPDATE`,
-			uuids(m.TicketIDs()), cid)
-		tickets, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (matcher.Ticket, error) { return scanTicket(r) })
-		if err != nil {
-			return fmt.Errorf("dissolve match %s: tickets: %w", req.MatchID, err)
-		}
-		users := make([]string, len(tickets))
-		for i, t := range tickets {
-			users[i] = t.UserID
-		}
-		rows, _ = tx.Query(ctx, `SELECT user_id FROM tickets WHERE user_id = ANY ($1) AND status = 'WAITING'`, users)
-		busy, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			return fmt.Errorf("dissolve match %s: waiting tickets: %w", req.MatchID, err)
-		}
-		byID := make(map[string]matcher.Ticket, len(tickets))
-		for _, t := range tickets {
-			reason := plan[t.ID]
-			if reason == "" && slices.Contains(busy, t.UserID) {
-				reason = matcher.ReasonSuperseded
-			}
-			t = dissolveTicket(t, reason, req.At)
-			if _, err := tx.Exec(ctx, `UPDATE tickets SET status = $2, cancel_reason = $3, match_id = NULL,
-				updated_at = $4, version = $5 WHERE id = $1`,
-				t.ID, string(t.Status), nullIfEmpty(t.CancelReason), t.UpdatedAt, t.Version); err != nil {
-				return err // a unique violation: the caller tries again
-			}
-			byID[t.ID] = t
-		}
-		m.State = matcher.MatchDissolved
-		m.Version++
-		if _, err := tx.Exec(ctx, `UPDATE matches SET state = $2, version = $3 WHERE id = $1`, cid, m.State, m.Version); err != nil {
-			return fmt.Errorf("dissolve match %s: %w", req.MatchID, err)
-		}
-		d = matcher.Dissolution{Match: m}
-		for _, p := range m.Players { // seat order, as Memory
-			t, ok := byID[p.TicketID]
-			switch {
-			case !ok:
-			case t.Status == matcher.StatusWaiting:
-				d.Requeued = append(d.Requeued, t)
-			default:
-				d.Cancelled = append(d.Cancelled, t)
-			}
-		}
-		events = events[:0]
-		for _, e := range dissolveEvents(d, req.Reason()) {
-			if e, err = insertEvent(ctx, tx, e); err != nil {
-				return fmt.Errorf("dissolve match %s: %w", req.MatchID, err)
-			}
-			events = append(events, e)
-		}
-		return nil
+// dissolveOne dissolves one match inside tx: the match row is locked, then
+// its tickets in id order (as commit_match locks them), then every change
+// and event is written. A missing match or one the rules keep (see
+// dissolvePlan) is the dissolve's own error and leaves tx usable; any other
+// error is the transaction's, among them the unique violation of a player
+// whose concurrent join took the one WAITING slot after the read.
+func dissolveOne(ctx context.Context, tx pgx.Tx, r decisionReq) (res decisionResult, txErr error) {
+	req := *r.dissolve
+	m, err := scanMatch(tx.QueryRow(ctx, `SELECT `+matchColumns+` FROM matches WHERE id = $1 FOR UPDATE`, r.cid))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return decisionResult{err: fmt.Errorf("dissolve match %s: %w", req.MatchID, matcher.ErrNotFound)}, nil
+	}
+	if err != nil {
+		return decisionResult{}, fmt.Errorf("dissolve match %s: %w", req.MatchID, err)
+	}
+	plan, err := dissolvePlan(m, req)
+	if err != nil {
+		return decisionResult{err: err}, nil
+	}
+	// Whether each player already waits elsewhere is read with the rows. The
+	// statement is planned for each call (the unnamed statement, not a
+	// cached one): a plan cached while tickets was nearly empty read the
+	// whole table, three times a dissolve, for as long as the connection
+	// lived (TestPostgresDissolveReadsByKey).
+	rows, _ := tx.Query(ctx, `SELECT `+ticketColumns+`,
+		       EXISTS (SELECT 1 FROM tickets w WHERE w.user_id = t.user_id AND w.status = 'WAITING')
+		  FROM tickets t
+		 WHERE t.id = ANY ($1) AND t.status = 'MATCHED' AND t.match_id = $2
+		 ORDER BY t.id FOR UPDATE OF t`,
+		pgx.QueryExecModeCacheDescribe, uuids(m.TicketIDs()), r.cid)
+	busy := map[string]bool{}
+	tickets, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (matcher.Ticket, error) {
+		var waits bool
+		t, err := scanTicket(row, &waits)
+		busy[t.ID] = waits
+		return t, err
 	})
 	if err != nil {
-		return matcher.Dissolution{}, nil, err
+		return decisionResult{}, fmt.Errorf("dissolve match %s: tickets: %w", req.MatchID, err)
 	}
-	return d, events, nil
+	byID := make(map[string]matcher.Ticket, len(tickets))
+	for _, t := range tickets {
+		reason := plan[t.ID]
+		if reason == "" && busy[t.ID] {
+			reason = matcher.ReasonSuperseded
+		}
+		t = dissolveTicket(t, reason, req.At)
+		if _, err := tx.Exec(ctx, `UPDATE tickets SET status = $2, cancel_reason = $3, match_id = NULL,
+			updated_at = $4, version = $5 WHERE id = $1`,
+			t.ID, string(t.Status), nullIfEmpty(t.CancelReason), t.UpdatedAt, t.Version); err != nil {
+			return decisionResult{}, fmt.Errorf("dissolve match %s: ticket %s: %w", req.MatchID, t.ID, err)
+		}
+		byID[t.ID] = t
+	}
+	m.State = matcher.MatchDissolved
+	m.Version++
+	if _, err := tx.Exec(ctx, `UPDATE matches SET state = $2, version = $3 WHERE id = $1`, r.cid, m.State, m.Version); err != nil {
+		return decisionResult{}, fmt.Errorf("dissolve match %s: %w", req.MatchID, err)
+	}
+	d := matcher.Dissolution{Match: m}
+	for _, p := range m.Players { // seat order, as Memory
+		t, ok := byID[p.TicketID]
+		switch {
+		case !ok:
+		case t.Status == matcher.StatusWaiting:
+			d.Requeued = append(d.Requeued, t)
+		default:
+			d.Cancelled = append(d.Cancelled, t)
+		}
+	}
+	res.d = d
+	for _, e := range dissolveEvents(d, req.Reason()) {
+		if e, err = insertEvent(ctx, tx, e); err != nil {
+			return decisionResult{}, fmt.Errorf("dissolve match %s: %w", req.MatchID, err)
+		}
+		res.events = append(res.events, e)
+	}
+	return res, nil
 }
 
 // Pending implements matcher.Ledger.
