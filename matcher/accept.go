@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/matchgate/matchgate/matcher/pool"
@@ -89,32 +90,62 @@ func requeueTTL(now time.Time, es []pool.Entry) time.Duration {
 
 // closeAcceptWindows dissolves the pending matches of the (queue, region)
 // whose accept window has passed: the players who accepted go back with
-// their places, the others end CANCELLED (accept_timeout).
+// their places, the others end CANCELLED (accept_timeout). The matches are
+// dissolved concurrently, so that the record commits them together (its
+// decisions are group-committed) and the pass waits for about one commit
+// instead of one per match.
 func (p *pass) closeAcceptWindows(ctx context.Context) error {
-	ids, err := p.e.cfg.Pool.PendingDue(ctx, p.e.base, p.now, 64)
+	ids, err := p.e.cfg.Pool.PendingDue(ctx, p.e.base, p.now, pendingBatch)
 	if err != nil {
 		return fmt.Errorf("read pending matches: %w", err)
 	}
+	var (
+		wg        sync.WaitGroup
+		mu        sync.Mutex
+		dissolved int
+		errs      []error
+	)
 	for _, id := range ids {
-		d, events, err := p.e.cfg.Ledger.Dissolve(ctx, DissolveRequest{MatchID: id, At: p.now})
-		var se *MatchStateError
-		switch {
-		case errors.As(err, &se) && se.Match.State == MatchPendingAccept:
-			// The record's window has not passed yet (the index is a
-			// millisecond coarser than the record): the next pass.
-			continue
-		case errors.As(err, &se), errors.Is(err, ErrNotFound):
-			// READY or already DISSOLVED: only the index was stale.
-			if err := p.e.cfg.Pool.RemovePending(ctx, p.e.base, id); err != nil {
-				return fmt.Errorf("remove pending %s: %w", id, err)
+		wg.Go(func() {
+			ok, err := p.closeAcceptWindow(ctx, id)
+			mu.Lock()
+			defer mu.Unlock()
+			if ok {
+				dissolved++
 			}
-			continue
-		case err != nil:
-			return fmt.Errorf("dissolve match %s: %w", id, err)
-		}
-		p.res.Dissolved++
-		afterDissolve(ctx, p.e.q, p.e.cfg.Pool, p.e.cfg.Allocator, p.e.cfg.Notifier, p.e.log, p.e.cfg.Metrics,
-			d, events, ReasonAcceptTimeout, p.now)
+			if err != nil {
+				errs = append(errs, err)
+			}
+		})
 	}
-	return nil
+	wg.Wait()
+	p.res.Dissolved += dissolved
+	return errors.Join(errs...)
+}
+
+// pendingBatch bounds the accept windows one pass closes.
+const pendingBatch = 64
+
+// closeAcceptWindow dissolves one match whose window has passed, and reports
+// whether it did.
+func (p *pass) closeAcceptWindow(ctx context.Context, id string) (bool, error) {
+	d, events, err := p.e.cfg.Ledger.Dissolve(ctx, DissolveRequest{MatchID: id, At: p.now})
+	var se *MatchStateError
+	switch {
+	case errors.As(err, &se) && se.Match.State == MatchPendingAccept:
+		// The record's window has not passed yet (the index is a
+		// millisecond coarser than the record): the next pass.
+		return false, nil
+	case errors.As(err, &se), errors.Is(err, ErrNotFound):
+		// READY or already DISSOLVED: only the index was stale.
+		if err := p.e.cfg.Pool.RemovePending(ctx, p.e.base, id); err != nil {
+			return false, fmt.Errorf("remove pending %s: %w", id, err)
+		}
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("dissolve match %s: %w", id, err)
+	}
+	afterDissolve(ctx, p.e.q, p.e.cfg.Pool, p.e.cfg.Allocator, p.e.cfg.Notifier, p.e.log, p.e.cfg.Metrics,
+		d, events, ReasonAcceptTimeout, p.now)
+	return true, nil
 }

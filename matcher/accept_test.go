@@ -2,12 +2,16 @@ package matcher_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/matchgate/matchgate/internal/pgtest"
+	"github.com/matchgate/matchgate/internal/redistest"
 	"github.com/matchgate/matchgate/matcher"
+	"github.com/matchgate/matchgate/matcher/ledger"
 	"github.com/matchgate/matchgate/matcher/pool"
 )
 
@@ -264,6 +268,108 @@ func TestCooldownOnlyWithAcceptStep(t *testing.T) {
 			_, err := h.svc.Join(ctx, matcher.JoinRequest{UserID: "zoe", Queue: "arena"})
 			if got := codeOf(err) == matcher.CodeCooldown; got != c.refused {
 				t.Fatalf("join with a cooldown set = %v; refused %v, want %v", err, got, c.refused)
+			}
+		})
+	}
+}
+
+// Many windows closing at once are closed in one pass, on the memory record
+// and on PostgreSQL: every match formed in a pass was indexed, every silent
+// player ends CANCELLED (accept_timeout), every accepter goes back (and
+// some are matched again in the same pass), and each match is told
+// dissolved.
+func TestManyWindowsCloseInOnePass(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		new  func(t *testing.T, q matcher.QueueConfig) *harness
+	}{
+		{"memory", func(t *testing.T, q matcher.QueueConfig) *harness { return newHarness(t, q) }},
+		{"postgres", func(t *testing.T, q matcher.QueueConfig) *harness {
+			pgtest.Require(t)
+			return newHarnessWith(t, q, redistest.Real(t), redistest.Prefix(t), ledger.NewPostgres(pgtest.New(t)))
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := c.new(t, acceptQueue(2))
+			ctx := context.Background()
+			const pairs = 30
+			tickets := map[string]matcher.Ticket{}
+			for i := range 2 * pairs {
+				u := fmt.Sprintf("p%02d", i)
+				tickets[u] = h.join(u, 100)
+				h.advance(time.Millisecond)
+			}
+			var ms []matcher.Match
+			for len(ms) < pairs {
+				if res := h.tick(); res.Matches == 0 {
+					t.Fatalf("formed %d of %d matches", len(ms), pairs)
+				}
+				ms = ms[:0]
+				seen := map[string]bool{}
+				for _, tk := range tickets {
+					if id := h.ticket(tk.ID).MatchID; id != "" && !seen[id] {
+						seen[id] = true
+						ms = append(ms, h.match(id))
+					}
+				}
+			}
+			due, err := h.pool.PendingDue(ctx, "arena:global", ms[0].AcceptBy.Add(time.Minute), 0)
+			if err != nil || len(due) != pairs {
+				t.Fatalf("pending index holds %d matches (%v), want %d", len(due), err, pairs)
+			}
+			// In every other match the first player accepts.
+			accepters := map[string]bool{}
+			for i, m := range ms {
+				if i%2 == 0 {
+					u := m.Players[0].UserID
+					if _, err := h.svc.Accept(ctx, u, m.ID); err != nil {
+						t.Fatal(err)
+					}
+					accepters[u] = true
+				}
+			}
+			last := ms[0].AcceptBy
+			for _, m := range ms {
+				if m.AcceptBy.After(*last) {
+					last = m.AcceptBy
+				}
+			}
+			h.advance(last.Sub(h.clock()))
+			res := h.tick()
+			if res.Dissolved != pairs {
+				t.Fatalf("dissolved %d in the pass, want %d", res.Dissolved, pairs)
+			}
+			if res.Matches == 0 {
+				t.Fatal("no accepter matched again in the pass")
+			}
+			old := map[string]string{}
+			for _, m := range ms {
+				for _, u := range m.UserIDs() {
+					old[u] = m.ID
+				}
+			}
+			for u, tk := range tickets {
+				got := h.ticket(tk.ID)
+				switch {
+				case accepters[u]:
+					if again := got.Status == matcher.StatusMatched && got.MatchID != old[u]; !again && got.Status != matcher.StatusWaiting {
+						t.Fatalf("accepter %s: %+v, want waiting or matched again", u, got)
+					}
+				case got.Status != matcher.StatusCancelled || got.CancelReason != matcher.ReasonAcceptTimeout:
+					t.Fatalf("silent %s: %+v", u, got)
+				}
+			}
+			dissolved := map[string]int{}
+			for _, f := range h.framesOfType(matcher.FrameMatchDissolved) {
+				dissolved[f.Match.ID]++
+			}
+			for _, m := range ms {
+				if h.match(m.ID).State != matcher.MatchDissolved || dissolved[m.ID] == 0 {
+					t.Fatalf("match %s: %s, %d match.dissolved frames", m.ID, h.match(m.ID).State, dissolved[m.ID])
+				}
+			}
+			if due, err := h.pool.PendingDue(ctx, "arena:global", time.Time{}, 0); err != nil || len(due) != res.Matches {
+				t.Fatalf("pending index after the pass: %v, %v; want only the %d new matches", due, err, res.Matches)
 			}
 		})
 	}
