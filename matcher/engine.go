@@ -405,13 +405,16 @@ func (p *pass) skill(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		// A dense head (a full read of anchors, and every anchor tried
-		// found its group): read on, twice as many each round, rather
-		// than pay a pass's fixed costs (the head, the commit, the
-		// publish) again, up to passSeats. The next anchors are read in
-		// the claims' round trip, after them.
+		// A dense head (a full read of anchors, and at least half of the
+		// anchors tried found their group): read on, twice as many each
+		// round, rather than pay a pass's fixed costs (the head, the
+		// commit, the publish) again, up to passSeats. The next anchors
+		// are read in the claims' round trip, after them. Not every
+		// anchor: in a crowd of one skill, an anchor's neighbours may all
+		// have gone to earlier groups of its round, and stopping there
+		// left most of the crowd to later passes.
 		next := 0
-		if dense := len(anchors) >= want && tried > 0 && full == tried; dense {
+		if dense := len(anchors) >= want && tried > 0 && 2*full >= tried; dense {
 			next = min(2*want, (passSeats-p.seats()-len(own)*q.Players)/q.Players)
 		}
 		anchors, err = p.formMany(ctx, own, FormedFilled, next)
@@ -463,7 +466,7 @@ func (p *pass) skillRound(ctx context.Context, anchors, offered []pool.Entry, wh
 	if !whole {
 		scans := make([]pool.Scan, 0, len(anchors))
 		for _, a := range anchors {
-			scans = append(scans, pool.NearestScan(a.Skill, q.ScanLimit))
+			scans = append(scans, pool.NearestToScan(a, q.ScanLimit))
 		}
 		if nears, err = p.e.cfg.Pool.ScanMany(ctx, p.e.part, scans); err != nil {
 			return nil, 0, 0, fmt.Errorf("read the players near the anchors: %w", err)

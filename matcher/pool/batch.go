@@ -45,6 +45,17 @@ func NearestScan(skill float64, n int) Scan {
 	return Scan{mode: "nearest", n: n, params: []string{score(skill)}, skill: skill}
 }
 
+// NearestToScan reads the n entries closest in skill to anchor, as
+// NearestScan(anchor.Skill, n) does, but centred on the anchor's own place
+// in the pool: among many entries of the anchor's exact skill it reads those
+// next to the anchor, where NearestScan reads the same n for every anchor of
+// that skill (a pass then formed a few matches out of a crowd of equal
+// skills). An anchor no longer in the pool, or another pool's, reads as
+// NearestScan.
+func NearestToScan(anchor Entry, n int) Scan {
+	return Scan{mode: "nearest", n: n, params: []string{score(anchor.Skill), anchor.TicketID}, skill: anchor.Skill}
+}
+
 // ScanMany runs every scan of one partition in one round trip; out[i] is
 // what scans[i] read.
 func (p *Pool) ScanMany(ctx context.Context, partition string, scans []Scan) (out [][]Entry, err error) {

@@ -183,6 +183,65 @@ func TestBatches(t *testing.T) {
 			}
 		})
 
+		t.Run("NearestToIsCentredOnTheAnchor", func(t *testing.T) {
+			const part = "centred:eu"
+			// A crowd of one skill between a few neighbours: ids in member
+			// order are ids in rank order within the crowd.
+			var crowd []Entry
+			for i := range 200 {
+				crowd = append(crowd, entry(fmt.Sprintf("t%03d", i), 50, time.Duration(i)*time.Millisecond, time.Hour))
+			}
+			mustEnqueue(t, p, part, crowd...)
+			mustEnqueue(t, p, part, entry("low", 49, 0, time.Hour), entry("high", 51, 0, time.Hour))
+			all, err := p.Oldest(ctx, part, 1000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const n = 8
+			read := func(s Scan) []Entry {
+				t.Helper()
+				got, err := p.ScanMany(ctx, part, []Scan{s})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return got[0]
+			}
+			within := func(es []Entry, lo, hi int) bool {
+				for _, e := range es {
+					if e.TicketID < fmt.Sprintf("t%03d", lo) || e.TicketID > fmt.Sprintf("t%03d", hi) {
+						return false
+					}
+				}
+				return true
+			}
+			for _, c := range []struct {
+				anchor Entry
+				lo, hi int // the crowd's ids the read may return
+			}{
+				{crowd[0], 0, n}, {crowd[100], 100 - n, 100 + n}, {crowd[199], 199 - n, 199},
+			} {
+				got := read(NearestToScan(c.anchor, n))
+				if d, w := distances(got, 50), distances(Closest(all, 50, n), 50); !reflect.DeepEqual(d, w) {
+					t.Errorf("around %s: distances %v, want %v", c.anchor.TicketID, d, w)
+				}
+				if !within(got, c.lo, c.hi) {
+					t.Errorf("around %s read %v, want the crowd's t%03d..t%03d", c.anchor.TicketID, ids(got), c.lo, c.hi)
+				}
+			}
+			// An anchor not in the pool, or not at the skill asked, reads
+			// as NearestScan.
+			plain := ids(read(NearestScan(50, n)))
+			for _, a := range []Entry{entry("elsewhere", 50, 0, time.Hour), {TicketID: "t100", Skill: 50.5}} {
+				want := plain
+				if a.Skill != 50 {
+					want = ids(read(NearestScan(a.Skill, n)))
+				}
+				if got := ids(read(NearestToScan(a, n))); !reflect.DeepEqual(got, want) {
+					t.Errorf("around %+v read %v, want %v", a, got, want)
+				}
+			}
+		})
+
 		t.Run("ClaimManyIsEachClaim", func(t *testing.T) {
 			const part = "claims:eu"
 			mustEnqueue(t, p, part, entry("a", 1, 0, time.Hour), entry("b", 2, 0, time.Hour),

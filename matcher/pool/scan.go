@@ -42,7 +42,8 @@ func (p *Pool) Window(ctx context.Context, partition string, lo, hi float64, n i
 // reads n entries on each side, which always contain the n closest overall,
 // and returns only those (with any tied with the n-th). Among many entries of
 // exactly equal skill at the boundary, which of them are candidates is
-// decided by Redis's member order, not by wait order.
+// decided by Redis's member order, not by wait order (NearestToScan reads
+// those next to an anchor instead).
 func (p *Pool) Nearest(ctx context.Context, partition string, skill float64, n int) ([]Entry, error) {
 	if math.IsNaN(skill) || math.IsInf(skill, 0) {
 		return nil, fmt.Errorf("scan nearest of %s: skill %v not finite", partition, skill)

@@ -21,7 +21,11 @@
 --                       skill, at most n
 --            "nearest"  the n members of pool closest in skill to p1, and
 --                       any as close as the farthest of them (ties at the
---                       edge); the caller orders them
+--                       edge); the caller orders them. p2, when not "",
+--                       is the anchor's own ticket id: when it is in pool
+--                       with skill p1 the read is centred on its place, so
+--                       that anchors of one skill get the players next to
+--                       each of them instead of the same few
 --            "stale"    members of hb with score <= p1 (cutoff ms: no sign of
 --                       life since then), oldest first, at most n
 --
@@ -45,7 +49,20 @@ local function rows(mode, n, p1, p2)
     return redis.call('ZRANGEBYSCORE', KEYS[1], p1, p2, 'WITHSCORES', 'LIMIT', 0, n), 2
   elseif mode == 'nearest' then
     -- Rank of the first member above skill; the n ranks below it are <= skill.
-    local c = redis.call('ZCOUNT', KEYS[1], '-inf', p1)
+    -- Among equal skills the members are in id order, and every anchor of
+    -- that skill would read the same n at the end of the run: centred on
+    -- the anchor instead, c is the rank just after it (everything before
+    -- it is <= skill, everything after it >= skill).
+    local c
+    if p2 ~= '' then
+      local own = redis.call('ZSCORE', KEYS[1], p2)
+      if own and tonumber(own) == tonumber(p1) then
+        c = redis.call('ZRANK', KEYS[1], p2) + 1
+      end
+    end
+    if not c then
+      c = redis.call('ZCOUNT', KEYS[1], '-inf', p1)
+    end
     local start = c - n
     if start < 0 then start = 0 end
     local r = redis.call('ZRANGE', KEYS[1], start, c + n - 1, 'WITHSCORES')
