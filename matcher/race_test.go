@@ -98,8 +98,18 @@ func raceClaimCancel(t *testing.T, h *harness, players int) {
 	// Let the engines drain what is left (pairs, so at most one stays), for
 	// as long as they make progress: under the race detector on a busy
 	// machine this takes a while, and only a drain that stalls is a failure.
-	last, lastChange := h.depth(), time.Now()
-	for d := last; d > 1 && time.Since(lastChange) < 15*time.Second && ctx.Err() == nil; d = h.depth() {
+	// Progress is read from the record, not the pool: a pair claimed by a
+	// pass whose commit then falls short is out of the pool until the pass
+	// puts it back, while the record has it waiting all along.
+	waiting := func() int {
+		ws, err := h.led.Waiting(ctx, matcher.Partition{Queue: h.q.Name, Region: region})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(ws)
+	}
+	last, lastChange := waiting(), time.Now()
+	for d := last; d > 1 && time.Since(lastChange) < 15*time.Second && ctx.Err() == nil; d = waiting() {
 		if d != last {
 			last, lastChange = d, time.Now()
 		}
