@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -180,18 +181,7 @@ func newDecider(l *Postgres) *group.Group[decisionReq, decisionResult] {
 func (l *Postgres) decideBatch(ctx context.Context, batch []decisionReq) []decisionResult {
 	out := make([]decisionResult, len(batch))
 	err := pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
-		for i, r := range batch {
-			decide := acceptOne
-			if r.dissolve != nil {
-				decide = dissolveOne
-			}
-			res, err := decide(ctx, tx, r)
-			if err != nil {
-				return err
-			}
-			out[i] = res
-		}
-		return nil
+		return decide(ctx, tx, batch, out)
 	})
 	if err == nil {
 		return out
@@ -209,4 +199,131 @@ func (l *Postgres) decideBatch(ctx context.Context, batch []decisionReq) []decis
 		return l.decideBatch(ctx, []decisionReq{r})
 	}
 	return []decisionResult{{err: err}}
+}
+
+// decide applies a batch's decisions in tx, in order, into out. Every
+// match of the batch is locked and read in one statement (in id order);
+// accepts are applied to those rows in memory and their writes sent
+// together, one round trip for the batch: a round trip per statement per
+// accept bounded the accepts at a few thousand a second. A dissolve first
+// writes the accepts before it, then reads and writes on its own (see
+// dissolveOne).
+func decide(ctx context.Context, tx pgx.Tx, batch []decisionReq, out []decisionResult) error {
+	var ids []string
+	for _, r := range batch {
+		if !slices.Contains(ids, r.cid) {
+			ids = append(ids, r.cid)
+		}
+	}
+	// Planned for each call: a plan cached while matches was small reads
+	// the whole table (see dissolveOne).
+	rows, _ := tx.Query(ctx, `SELECT `+matchColumns+` FROM matches WHERE id = ANY ($1) ORDER BY id FOR UPDATE`,
+		pgx.QueryExecModeCacheDescribe, uuids(ids))
+	locked, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (matcher.Match, error) { return scanMatch(r) })
+	if err != nil {
+		return fmt.Errorf("lock %d matches: %w", len(ids), err)
+	}
+	cur := make(map[string]matcher.Match, len(locked))
+	for _, m := range locked {
+		cur[m.ID] = m
+	}
+	var w acceptWrites
+	for i, r := range batch {
+		if r.dissolve != nil {
+			if err := w.flush(ctx, tx, out); err != nil {
+				return err
+			}
+			res, err := dissolveOne(ctx, tx, r)
+			if err != nil {
+				return err
+			}
+			out[i] = res
+			if res.err == nil {
+				cur[r.cid] = res.d.Match
+			}
+			continue
+		}
+		m, ok := cur[r.cid]
+		if !ok {
+			out[i].err = fmt.Errorf("accept match %s: %w", r.matchID, matcher.ErrNotFound)
+			continue
+		}
+		next, changed, err := accept(m, r.userID, r.at)
+		out[i] = decisionResult{m: next, err: err}
+		if err != nil || !changed {
+			continue
+		}
+		cur[r.cid] = next
+		w.add(i, next)
+	}
+	return w.flush(ctx, tx, out)
+}
+
+// acceptWrites are the accepts of a batch applied but not yet written: the
+// last state of each match changed, and the READY events with the decision
+// each belongs to.
+type acceptWrites struct {
+	order   []string
+	matches map[string]matcher.Match
+	events  []readyEvent
+}
+
+type readyEvent struct {
+	i int // the decision's index in the batch
+	e matcher.Event
+}
+
+func (w *acceptWrites) add(i int, m matcher.Match) {
+	if w.matches == nil {
+		w.matches = map[string]matcher.Match{}
+	}
+	if _, ok := w.matches[m.ID]; !ok {
+		w.order = append(w.order, m.ID)
+	}
+	w.matches[m.ID] = m
+	if m.State == matcher.MatchReady {
+		w.events = append(w.events, readyEvent{i: i, e: matcher.MatchReadyEvent(m)})
+	}
+}
+
+// flush writes the pending accepts in one round trip and gives each READY
+// event its id.
+func (w *acceptWrites) flush(ctx context.Context, tx pgx.Tx, out []decisionResult) error {
+	if len(w.order) == 0 {
+		return nil
+	}
+	b := &pgx.Batch{}
+	for _, id := range w.order {
+		m := w.matches[id]
+		accepted, err := json.Marshal(m.Accepted)
+		if err != nil {
+			return fmt.Errorf("accept match %s: %w", id, err)
+		}
+		b.Queue(`UPDATE matches SET state = $2, accepted = $3, version = $4 WHERE id = $1`, id, m.State, accepted, m.Version)
+	}
+	for _, r := range w.events {
+		b.Queue(`INSERT INTO outbox (users, payload) VALUES ($1, $2) RETURNING id, created_at`, r.e.Users, r.e.Payload)
+	}
+	br := tx.SendBatch(ctx, b)
+	err := func() error {
+		for _, id := range w.order {
+			if _, err := br.Exec(); err != nil {
+				return fmt.Errorf("accept match %s: %w", id, err)
+			}
+		}
+		for _, r := range w.events {
+			e := r.e
+			if err := br.QueryRow().Scan(&e.ID, &e.CreatedAt); err != nil {
+				return fmt.Errorf("match.ready event of %s: %w", out[r.i].m.ID, err)
+			}
+			e.CreatedAt = e.CreatedAt.UTC()
+			out[r.i].events = append(out[r.i].events, e)
+		}
+		return nil
+	}()
+	if cerr := br.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("accepts: %w", cerr)
+	}
+	*w = acceptWrites{}
+	return err
 }

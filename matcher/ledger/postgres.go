@@ -415,40 +415,6 @@ func (l *Postgres) Accept(ctx context.Context, matchID, userID string, at time.T
 	return r.m, r.events, nil
 }
 
-// acceptOne applies one accept inside tx. An error from the rules of
-// accept (not pending, not a player...) or a missing match is the accept's
-// own and leaves tx usable; any other error is the transaction's.
-func acceptOne(ctx context.Context, tx pgx.Tx, r decisionReq) (res decisionResult, txErr error) {
-	cur, err := scanMatch(tx.QueryRow(ctx, `SELECT `+matchColumns+` FROM matches WHERE id = $1 FOR UPDATE`, r.cid))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return decisionResult{err: fmt.Errorf("accept match %s: %w", r.matchID, matcher.ErrNotFound)}, nil
-	}
-	if err != nil {
-		return decisionResult{}, fmt.Errorf("accept match %s: %w", r.matchID, err)
-	}
-	m, changed, err := accept(cur, r.userID, r.at)
-	if err != nil || !changed {
-		return decisionResult{m: m, err: err}, nil
-	}
-	accepted, err := json.Marshal(m.Accepted)
-	if err != nil {
-		return decisionResult{err: fmt.Errorf("accept match %s: %w", r.matchID, err)}, nil
-	}
-	if _, err := tx.Exec(ctx, `UPDATE matches SET state = $2, accepted = $3, version = $4 WHERE id = $1`,
-		r.cid, m.State, accepted, m.Version); err != nil {
-		return decisionResult{}, fmt.Errorf("accept match %s: %w", r.matchID, err)
-	}
-	res.m = m
-	if m.State == matcher.MatchReady {
-		e, err := insertEvent(ctx, tx, matcher.MatchReadyEvent(m))
-		if err != nil {
-			return decisionResult{}, fmt.Errorf("accept match %s: %w", r.matchID, err)
-		}
-		res.events = append(res.events, e)
-	}
-	return res, nil
-}
-
 // insertEvent writes one outbox row and returns the event with its id.
 func insertEvent(ctx context.Context, tx pgx.Tx, e matcher.Event) (matcher.Event, error) {
 	err := tx.QueryRow(ctx, `INSERT INTO outbox (users, payload) VALUES ($1, $2) RETURNING id, created_at`,
