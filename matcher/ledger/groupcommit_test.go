@@ -93,12 +93,7 @@ func TestPostgresGroupCommitAccepts(t *testing.T) {
 	l := ledger.NewPostgres(pool)
 	ctx := context.Background()
 	const pairs = 100
-	var ms []matcher.Match
-	for i := range pairs {
-		a := mustCreate(t, l, ticketFor(fmt.Sprint("acc-a", i), "ranked", "eu", t0))
-		b := mustCreate(t, l, ticketFor(fmt.Sprint("acc-b", i), "ranked", "eu", t0))
-		ms = append(ms, pendingMatch(t, l, a, b))
-	}
+	ms := pendingPairs(t, l, "acc", pairs)
 	var (
 		wg      sync.WaitGroup
 		mu      sync.Mutex
@@ -160,12 +155,7 @@ func TestPostgresGroupCommitDissolves(t *testing.T) {
 	l := ledger.NewPostgres(pool)
 	ctx := context.Background()
 	const pairs = 100
-	var ms []matcher.Match
-	for i := range pairs {
-		a := mustCreate(t, l, ticketFor(fmt.Sprint("dis-a", i), "ranked", "eu", t0))
-		b := mustCreate(t, l, ticketFor(fmt.Sprint("dis-b", i), "ranked", "eu", t0))
-		ms = append(ms, pendingMatch(t, l, a, b))
-	}
+	ms := pendingPairs(t, l, "dis", pairs)
 	type outcome struct {
 		dissolved, refused int
 		accepted           bool
@@ -240,4 +230,16 @@ func TestPostgresGroupCommitDissolves(t *testing.T) {
 	if txs >= pairs {
 		t.Fatalf("%d matches last written by %d transactions: no decisions shared a commit", pairs, txs)
 	}
+}
+
+// pendingPairs commits n PENDING_ACCEPT matches of two new tickets each.
+func pendingPairs(t *testing.T, l matcher.Ledger, prefix string, n int) []matcher.Match {
+	t.Helper()
+	ms := make([]matcher.Match, n)
+	for i := range ms {
+		a := mustCreate(t, l, ticketFor(fmt.Sprint(prefix, "-a", i), "ranked", "eu", t0))
+		b := mustCreate(t, l, ticketFor(fmt.Sprint(prefix, "-b", i), "ranked", "eu", t0))
+		ms[i] = pendingMatch(t, l, a, b)
+	}
+	return ms
 }

@@ -18,22 +18,8 @@ import (
 // empty. Once the table has grown, a commit must still lock and update its
 // tickets through the primary key rather than reading the whole table.
 func TestPostgresCommitsReadTicketsByKey(t *testing.T) {
-	pgtest.Require(t)
 	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(pgtest.NewURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 1 // one backend: the plans warmed below are the ones measured
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	if err := ledger.Migrate(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
-	l := ledger.NewPostgres(pool)
+	pool, l := oneBackend(t)
 
 	user := 0
 	pairs := func(n int) []matcher.Match {
@@ -74,13 +60,7 @@ func TestPostgresCommitsReadTicketsByKey(t *testing.T) {
 		commit(crossed())
 	}
 	const grown = 3000
-	if _, err := pool.Exec(ctx, `
-		INSERT INTO tickets (id, user_id, queue, region, status, skill, enqueued_at, deadline, updated_at, version)
-		SELECT gen_random_uuid(), 'filler-' || g, 'ranked', 'eu', 'WAITING', 1500,
-		       now(), now() + interval '5 minutes', now(), 1
-		  FROM generate_series(1, $1) g`, grown); err != nil {
-		t.Fatal(err)
-	}
+	addWaiting(t, pool, grown)
 
 	for _, batch := range []struct {
 		name string
@@ -133,22 +113,8 @@ func scansOf(t *testing.T, pool *pgxpool.Pool, tables ...string) scans {
 // while the tables are nearly empty, its reads walked every ticket; once the
 // tables have grown it must still look each row up by key.
 func TestPostgresDissolveReadsByKey(t *testing.T) {
-	pgtest.Require(t)
 	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(pgtest.NewURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 1 // one backend: the plans warmed below are the ones measured
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	if err := ledger.Migrate(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
-	l := ledger.NewPostgres(pool)
+	pool, l := oneBackend(t)
 
 	user := 0
 	var seq, read int64
@@ -171,13 +137,7 @@ func TestPostgresDissolveReadsByKey(t *testing.T) {
 		dissolve()
 	}
 	const grown = 3000
-	if _, err := pool.Exec(ctx, `
-		INSERT INTO tickets (id, user_id, queue, region, status, skill, enqueued_at, deadline, updated_at, version)
-		SELECT gen_random_uuid(), 'filler-' || g, 'ranked', 'eu', 'WAITING', 1500,
-		       now(), now() + interval '5 minutes', now(), 1
-		  FROM generate_series(1, $1) g`, grown); err != nil {
-		t.Fatal(err)
-	}
+	addWaiting(t, pool, grown)
 	if _, err := pool.Exec(ctx, `
 		INSERT INTO matches (id, queue, region, state, formed_by, players, created_at, version)
 		SELECT gen_random_uuid(), 'ranked', 'eu', 'READY', 'filled', '[]', now(), 1
@@ -193,5 +153,39 @@ func TestPostgresDissolveReadsByKey(t *testing.T) {
 	if seq != 0 || read > 20*n {
 		t.Errorf("%d dissolves over %d waiting tickets and %d matches: %d sequential scans, %d rows read; want each row looked up by key",
 			n, grown, grown, seq, read)
+	}
+}
+
+// oneBackend is a migrated ledger over a pool of one connection: the plans
+// a test warms are the ones it then measures.
+func oneBackend(t *testing.T) (*pgxpool.Pool, *ledger.Postgres) {
+	t.Helper()
+	pgtest.Require(t)
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(pgtest.NewURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 1
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if err := ledger.Migrate(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	return pool, ledger.NewPostgres(pool)
+}
+
+// addWaiting adds n waiting tickets of other users behind the ledger's back.
+func addWaiting(t *testing.T, pool *pgxpool.Pool, n int) {
+	t.Helper()
+	if _, err := pool.Exec(context.Background(), `
+		INSERT INTO tickets (id, user_id, queue, region, status, skill, enqueued_at, deadline, updated_at, version)
+		SELECT gen_random_uuid(), 'filler-' || g, 'ranked', 'eu', 'WAITING', 1500,
+		       now(), now() + interval '5 minutes', now(), 1
+		  FROM generate_series(1, $1) g`, n); err != nil {
+		t.Fatal(err)
 	}
 }
