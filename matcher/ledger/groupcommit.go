@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -209,9 +208,11 @@ func (l *Postgres) decideBatch(ctx context.Context, batch []decisionReq) []decis
 // writes the accepts before it, then reads and writes on its own (see
 // dissolveOne).
 func decide(ctx context.Context, tx pgx.Tx, batch []decisionReq, out []decisionResult) error {
-	var ids []string
+	ids := make([]string, 0, len(batch))
+	seen := make(map[string]bool, len(batch))
 	for _, r := range batch {
-		if !slices.Contains(ids, r.cid) {
+		if !seen[r.cid] {
+			seen[r.cid] = true
 			ids = append(ids, r.cid)
 		}
 	}
