@@ -200,24 +200,34 @@ func (l *Postgres) decideBatch(ctx context.Context, batch []decisionReq) []decis
 	return []decisionResult{{err: err}}
 }
 
-// decide applies a batch's decisions in tx, in order, into out. Every
-// match of the batch is locked and read in one statement (in id order);
-// accepts are applied to those rows in memory and their writes sent
-// together, one round trip for the batch: a round trip per statement per
-// accept bounded the accepts at a few thousand a second. A dissolve first
-// writes the accepts before it, then reads and writes on its own (see
-// dissolveOne).
+// decide applies a batch's decisions in tx, in order, into out, in three
+// round trips however many decisions: every match of the batch is locked
+// and read in one statement (in id order), the tickets of the matches it
+// may dissolve in a second (in id order, as commit_match locks them), the
+// decisions are applied to those rows in memory, and every write goes in
+// one batch. A round trip per statement per decision bounded the accepts at
+// a few thousand a second, and a dissolve took seven.
+//
+// A decision the rules refuse (the match is gone, the window closed or
+// still open, the user not seated) is its own error and writes nothing. A
+// write that fails fails the transaction, among them the unique violation
+// of a player whose concurrent join took the one WAITING slot after the
+// read: decideBatch then tries each decision alone.
 func decide(ctx context.Context, tx pgx.Tx, batch []decisionReq, out []decisionResult) error {
 	ids := make([]string, 0, len(batch))
 	seen := make(map[string]bool, len(batch))
+	dissolves := false
 	for _, r := range batch {
 		if !seen[r.cid] {
 			seen[r.cid] = true
 			ids = append(ids, r.cid)
 		}
+		dissolves = dissolves || r.dissolve != nil
 	}
-	// Planned for each call: a plan cached while matches was small reads
-	// the whole table (see dissolveOne).
+	// Both reads are planned for each call (the unnamed statement, not a
+	// cached one): a plan cached while the tables were nearly empty read
+	// them whole for as long as the connection lived
+	// (TestPostgresDissolveReadsByKey).
 	rows, _ := tx.Query(ctx, `SELECT `+matchColumns+` FROM matches WHERE id = ANY ($1) ORDER BY id FOR UPDATE`,
 		pgx.QueryExecModeCacheDescribe, uuids(ids))
 	locked, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (matcher.Match, error) { return scanMatch(r) })
@@ -228,23 +238,67 @@ func decide(ctx context.Context, tx pgx.Tx, batch []decisionReq, out []decisionR
 	for _, m := range locked {
 		cur[m.ID] = m
 	}
-	var w acceptWrites
+	var seated map[string]seatedTicket
+	if dissolves {
+		if seated, err = lockSeated(ctx, tx, batch, cur); err != nil {
+			return err
+		}
+	}
+	var (
+		w        decisionWrites
+		requeued = map[string]bool{} // users this batch put back to WAITING
+	)
 	for i, r := range batch {
+		m, ok := cur[r.cid]
 		if r.dissolve != nil {
-			if err := w.flush(ctx, tx, out); err != nil {
-				return err
+			req := *r.dissolve
+			if !ok {
+				out[i].err = fmt.Errorf("dissolve match %s: %w", req.MatchID, matcher.ErrNotFound)
+				continue
 			}
-			res, err := dissolveOne(ctx, tx, r)
+			plan, err := dissolvePlan(m, req)
 			if err != nil {
-				return err
+				out[i].err = err
+				continue
 			}
-			out[i] = res
-			if res.err == nil {
-				cur[r.cid] = res.d.Match
+			byID := make(map[string]matcher.Ticket, len(m.Players))
+			for _, id := range m.TicketIDs() {
+				st, ok := seated[id]
+				if !ok || st.t.MatchID != m.ID {
+					continue
+				}
+				reason := plan[id]
+				if reason == "" && (st.waits || requeued[st.t.UserID]) {
+					// The player already waits elsewhere: one WAITING
+					// ticket a user.
+					reason = matcher.ReasonSuperseded
+				}
+				t := dissolveTicket(st.t, reason, req.At)
+				if t.Status == matcher.StatusWaiting {
+					requeued[t.UserID] = true
+				}
+				w.ticket(req.MatchID, t)
+				byID[id] = t
 			}
+			m.State = matcher.MatchDissolved
+			m.Version++
+			cur[r.cid] = m
+			w.match(m)
+			d := matcher.Dissolution{Match: m}
+			for _, p := range m.Players { // seat order, as Memory
+				t, ok := byID[p.TicketID]
+				switch {
+				case !ok:
+				case t.Status == matcher.StatusWaiting:
+					d.Requeued = append(d.Requeued, t)
+				default:
+					d.Cancelled = append(d.Cancelled, t)
+				}
+			}
+			out[i].d = d
+			w.events(i, req.MatchID, dissolveEvents(d, req.Reason())...)
 			continue
 		}
-		m, ok := cur[r.cid]
 		if !ok {
 			out[i].err = fmt.Errorf("accept match %s: %w", r.matchID, matcher.ErrNotFound)
 			continue
@@ -255,26 +309,83 @@ func decide(ctx context.Context, tx pgx.Tx, batch []decisionReq, out []decisionR
 			continue
 		}
 		cur[r.cid] = next
-		w.add(i, next)
+		w.match(next)
+		if next.State == matcher.MatchReady {
+			w.events(i, r.matchID, matcher.MatchReadyEvent(next))
+		}
 	}
 	return w.flush(ctx, tx, out)
 }
 
-// acceptWrites are the accepts of a batch applied but not yet written: the
-// last state of each match changed, and the READY events with the decision
-// each belongs to.
-type acceptWrites struct {
+// seatedTicket is a ticket seated in a match the batch may dissolve, and
+// whether its user already has a WAITING ticket (in another queue, say).
+type seatedTicket struct {
+	t     matcher.Ticket
+	waits bool
+}
+
+// lockSeated locks and reads the MATCHED tickets of the batch's dissolves.
+func lockSeated(ctx context.Context, tx pgx.Tx, batch []decisionReq, cur map[string]matcher.Match) (map[string]seatedTicket, error) {
+	var tids, mids []string
+	seen := map[string]bool{}
+	for _, r := range batch {
+		m, ok := cur[r.cid]
+		if r.dissolve == nil || !ok || seen[r.cid] {
+			continue
+		}
+		seen[r.cid] = true
+		mids = append(mids, r.cid)
+		tids = append(tids, m.TicketIDs()...)
+	}
+	if len(tids) == 0 {
+		return nil, nil
+	}
+	rows, _ := tx.Query(ctx, `SELECT `+ticketColumns+`,
+		       EXISTS (SELECT 1 FROM tickets w WHERE w.user_id = t.user_id AND w.status = 'WAITING')
+		  FROM tickets t
+		 WHERE t.id = ANY ($1) AND t.status = 'MATCHED' AND t.match_id = ANY ($2)
+		 ORDER BY t.id FOR UPDATE OF t`,
+		pgx.QueryExecModeCacheDescribe, uuids(tids), uuids(mids))
+	seated := make(map[string]seatedTicket, len(tids))
+	_, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (struct{}, error) {
+		var st seatedTicket
+		var err error
+		st.t, err = scanTicket(row, &st.waits)
+		seated[st.t.ID] = st
+		return struct{}{}, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("lock the tickets of %d matches: %w", len(mids), err)
+	}
+	return seated, nil
+}
+
+// decisionWrites are a batch's decisions applied but not yet written: the
+// last state of each ticket and match changed, and the events, each with
+// the decision it belongs to.
+type decisionWrites struct {
+	tickets []ticketWrite
 	order   []string
 	matches map[string]matcher.Match
-	events  []readyEvent
+	evs     []decisionEvent
 }
 
-type readyEvent struct {
-	i int // the decision's index in the batch
-	e matcher.Event
+type ticketWrite struct {
+	matchID string // the dissolve's, for errors
+	t       matcher.Ticket
 }
 
-func (w *acceptWrites) add(i int, m matcher.Match) {
+type decisionEvent struct {
+	i       int    // the decision's index in the batch
+	matchID string // for errors
+	e       matcher.Event
+}
+
+func (w *decisionWrites) ticket(matchID string, t matcher.Ticket) {
+	w.tickets = append(w.tickets, ticketWrite{matchID: matchID, t: t})
+}
+
+func (w *decisionWrites) match(m matcher.Match) {
 	if w.matches == nil {
 		w.matches = map[string]matcher.Match{}
 	}
@@ -282,49 +393,61 @@ func (w *acceptWrites) add(i int, m matcher.Match) {
 		w.order = append(w.order, m.ID)
 	}
 	w.matches[m.ID] = m
-	if m.State == matcher.MatchReady {
-		w.events = append(w.events, readyEvent{i: i, e: matcher.MatchReadyEvent(m)})
+}
+
+func (w *decisionWrites) events(i int, matchID string, es ...matcher.Event) {
+	for _, e := range es {
+		w.evs = append(w.evs, decisionEvent{i: i, matchID: matchID, e: e})
 	}
 }
 
-// flush writes the pending accepts in one round trip and gives each READY
-// event its id.
-func (w *acceptWrites) flush(ctx context.Context, tx pgx.Tx, out []decisionResult) error {
-	if len(w.order) == 0 {
+// flush writes everything in one round trip and gives each event its id.
+func (w *decisionWrites) flush(ctx context.Context, tx pgx.Tx, out []decisionResult) error {
+	if len(w.order) == 0 && len(w.tickets) == 0 && len(w.evs) == 0 {
 		return nil
 	}
 	b := &pgx.Batch{}
+	for _, tw := range w.tickets {
+		t := tw.t
+		b.Queue(`UPDATE tickets SET status = $2, cancel_reason = $3, match_id = NULL, updated_at = $4, version = $5 WHERE id = $1`,
+			t.ID, string(t.Status), nullIfEmpty(t.CancelReason), t.UpdatedAt, t.Version)
+	}
 	for _, id := range w.order {
 		m := w.matches[id]
 		accepted, err := json.Marshal(m.Accepted)
 		if err != nil {
-			return fmt.Errorf("accept match %s: %w", id, err)
+			return fmt.Errorf("match %s: accepted: %w", id, err)
 		}
 		b.Queue(`UPDATE matches SET state = $2, accepted = $3, version = $4 WHERE id = $1`, id, m.State, accepted, m.Version)
 	}
-	for _, r := range w.events {
-		b.Queue(`INSERT INTO outbox (users, payload) VALUES ($1, $2) RETURNING id, created_at`, r.e.Users, r.e.Payload)
+	for _, de := range w.evs {
+		b.Queue(`INSERT INTO outbox (users, payload) VALUES ($1, $2) RETURNING id, created_at`, de.e.Users, de.e.Payload)
 	}
 	br := tx.SendBatch(ctx, b)
 	err := func() error {
-		for _, id := range w.order {
+		for _, tw := range w.tickets {
 			if _, err := br.Exec(); err != nil {
-				return fmt.Errorf("accept match %s: %w", id, err)
+				return fmt.Errorf("dissolve match %s: ticket %s: %w", tw.matchID, tw.t.ID, err)
 			}
 		}
-		for _, r := range w.events {
-			e := r.e
+		for _, id := range w.order {
+			if _, err := br.Exec(); err != nil {
+				return fmt.Errorf("match %s: %w", id, err)
+			}
+		}
+		for _, de := range w.evs {
+			e := de.e
 			if err := br.QueryRow().Scan(&e.ID, &e.CreatedAt); err != nil {
-				return fmt.Errorf("match.ready event of %s: %w", out[r.i].m.ID, err)
+				return fmt.Errorf("event of match %s: %w", de.matchID, err)
 			}
 			e.CreatedAt = e.CreatedAt.UTC()
-			out[r.i].events = append(out[r.i].events, e)
+			out[de.i].events = append(out[de.i].events, e)
 		}
 		return nil
 	}()
 	if cerr := br.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("accepts: %w", cerr)
+		err = fmt.Errorf("decisions: %w", cerr)
 	}
-	*w = acceptWrites{}
+	*w = decisionWrites{}
 	return err
 }

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/matchgate/matchgate/internal/pgtest"
@@ -243,3 +245,132 @@ func pendingPairs(t *testing.T, l matcher.Ledger, prefix string, n int) []matche
 	}
 	return ms
 }
+
+// A batch of dissolves is read and written in a few round trips, however
+// many it holds, and applies its decisions in order: a player kept in two
+// dissolved matches goes back to waiting once, superseded in the other,
+// without failing the batch on the one-WAITING-ticket rule.
+func TestPostgresDissolvesShareRoundTrips(t *testing.T) {
+	pgtest.Require(t)
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(pgtest.NewURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var trips roundTrips
+	cfg.ConnConfig.Tracer = &trips
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if err := ledger.Migrate(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	l := ledger.NewPostgres(pool)
+
+	// "kit" sits in one pending match per queue and accepts each; every
+	// partner declines, which puts kit back to waiting each time.
+	const queues, pairs = 10, 90
+	type dissolve struct {
+		req  matcher.DissolveRequest
+		kits bool
+	}
+	var ds []dissolve
+	for i := range queues {
+		q := fmt.Sprint("q", i)
+		kit := mustCreate(t, l, ticketFor("kit", q, "eu", t0))
+		partner := mustCreate(t, l, ticketFor(fmt.Sprint("partner", i), q, "eu", t0))
+		m := pendingMatch(t, l, kit, partner)
+		if _, _, err := l.Accept(ctx, m.ID, "kit", m.CreatedAt); err != nil {
+			t.Fatal(err)
+		}
+		ds = append(ds, dissolve{req: matcher.DissolveRequest{MatchID: m.ID, Decliner: partner.UserID, At: m.CreatedAt}, kits: true})
+	}
+	for _, m := range pendingPairs(t, l, "rt", pairs) {
+		ds = append(ds, dissolve{req: matcher.DissolveRequest{MatchID: m.ID, At: *m.AcceptBy}})
+	}
+
+	// The first dissolve's batch waits on a row lock while the others
+	// gather behind it, so that they share the next batch.
+	blocker, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer blocker.Rollback(ctx)
+	first := ds[len(ds)-1]
+	ds = ds[:len(ds)-1]
+	if _, err := blocker.Exec(ctx, `SELECT 1 FROM matches WHERE id = $1 FOR UPDATE`, first.req.MatchID); err != nil {
+		t.Fatal(err)
+	}
+	trips.n.Store(0)
+	var (
+		wg               sync.WaitGroup
+		mu               sync.Mutex
+		kitBack, kitGone int
+	)
+	wg.Go(func() {
+		if _, _, err := l.Dissolve(ctx, first.req); err != nil {
+			t.Errorf("dissolve %s: %v", first.req.MatchID, err)
+		}
+	})
+	time.Sleep(100 * time.Millisecond)
+	for _, d := range ds {
+		wg.Go(func() {
+			got, _, err := l.Dissolve(ctx, d.req)
+			if err != nil {
+				t.Errorf("dissolve %s: %v", d.req.MatchID, err)
+				return
+			}
+			if !d.kits {
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, tk := range got.Requeued {
+				if tk.UserID == "kit" {
+					kitBack++
+				}
+			}
+			for _, tk := range got.Cancelled {
+				if tk.UserID == "kit" && tk.CancelReason == matcher.ReasonSuperseded {
+					kitGone++
+				}
+			}
+		})
+	}
+	time.Sleep(200 * time.Millisecond)
+	if err := blocker.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	n := trips.n.Load()
+	t.Logf("%d dissolves in %d round trips", len(ds)+1, n)
+	if kitBack != 1 || kitGone != queues-1 {
+		t.Errorf("kit back to waiting %d times and superseded %d times; want once and %d", kitBack, kitGone, queues-1)
+	}
+	// One at a time, a dissolve takes seven round trips and its transaction
+	// two more.
+	if n >= int64(2*len(ds)) {
+		t.Errorf("%d dissolves took %d round trips; want them batched", len(ds)+1, n)
+	}
+}
+
+// roundTrips counts the statements and batches sent.
+type roundTrips struct{ n atomic.Int64 }
+
+func (r *roundTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	r.n.Add(1)
+	return ctx
+}
+
+func (r *roundTrips) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func (r *roundTrips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	r.n.Add(1)
+	return ctx
+}
+
+func (r *roundTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+
+func (r *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}

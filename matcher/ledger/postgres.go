@@ -415,14 +415,6 @@ func (l *Postgres) Accept(ctx context.Context, matchID, userID string, at time.T
 	return r.m, r.events, nil
 }
 
-// insertEvent writes one outbox row and returns the event with its id.
-func insertEvent(ctx context.Context, tx pgx.Tx, e matcher.Event) (matcher.Event, error) {
-	err := tx.QueryRow(ctx, `INSERT INTO outbox (users, payload) VALUES ($1, $2) RETURNING id, created_at`,
-		e.Users, e.Payload).Scan(&e.ID, &e.CreatedAt)
-	e.CreatedAt = e.CreatedAt.UTC()
-	return e, err
-}
-
 // Dissolve implements matcher.Ledger. A dissolve shares its transaction
 // with the accepts and dissolves arriving with it (see decideBatch): the
 // engine closes every window that passed in one go, and declines arrive
@@ -437,86 +429,6 @@ func (l *Postgres) Dissolve(ctx context.Context, req matcher.DissolveRequest) (m
 		return matcher.Dissolution{}, nil, r.err
 	}
 	return r.d, r.events, nil
-}
-
-// dissolveOne dissolves one match inside tx: the match row is locked, then
-// its tickets in id order (as commit_match locks them), then every change
-// and event is written. A missing match or one the rules keep (see
-// dissolvePlan) is the dissolve's own error and leaves tx usable; any other
-// error is the transaction's, among them the unique violation of a player
-// whose concurrent join took the one WAITING slot after the read.
-func dissolveOne(ctx context.Context, tx pgx.Tx, r decisionReq) (res decisionResult, txErr error) {
-	req := *r.dissolve
-	m, err := scanMatch(tx.QueryRow(ctx, `SELECT `+matchColumns+` FROM matches WHERE id = $1 FOR UPDATE`, r.cid))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return decisionResult{err: fmt.Errorf("dissolve match %s: %w", req.MatchID, matcher.ErrNotFound)}, nil
-	}
-	if err != nil {
-		return decisionResult{}, fmt.Errorf("dissolve match %s: %w", req.MatchID, err)
-	}
-	plan, err := dissolvePlan(m, req)
-	if err != nil {
-		return decisionResult{err: err}, nil
-	}
-	// Whether each player already waits elsewhere is read with the rows. The
-	// statement is planned for each call (the unnamed statement, not a
-	// cached one): a plan cached while tickets was nearly empty read the
-	// whole table, three times a dissolve, for as long as the connection
-	// lived (TestPostgresDissolveReadsByKey).
-	rows, _ := tx.Query(ctx, `SELECT `+ticketColumns+`,
-		       EXISTS (SELECT 1 FROM tickets w WHERE w.user_id = t.user_id AND w.status = 'WAITING')
-		  FROM tickets t
-		 WHERE t.id = ANY ($1) AND t.status = 'MATCHED' AND t.match_id = $2
-		 ORDER BY t.id FOR UPDATE OF t`,
-		pgx.QueryExecModeCacheDescribe, uuids(m.TicketIDs()), r.cid)
-	busy := map[string]bool{}
-	tickets, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (matcher.Ticket, error) {
-		var waits bool
-		t, err := scanTicket(row, &waits)
-		busy[t.ID] = waits
-		return t, err
-	})
-	if err != nil {
-		return decisionResult{}, fmt.Errorf("dissolve match %s: tickets: %w", req.MatchID, err)
-	}
-	byID := make(map[string]matcher.Ticket, len(tickets))
-	for _, t := range tickets {
-		reason := plan[t.ID]
-		if reason == "" && busy[t.ID] {
-			reason = matcher.ReasonSuperseded
-		}
-		t = dissolveTicket(t, reason, req.At)
-		if _, err := tx.Exec(ctx, `UPDATE tickets SET status = $2, cancel_reason = $3, match_id = NULL,
-			updated_at = $4, version = $5 WHERE id = $1`,
-			t.ID, string(t.Status), nullIfEmpty(t.CancelReason), t.UpdatedAt, t.Version); err != nil {
-			return decisionResult{}, fmt.Errorf("dissolve match %s: ticket %s: %w", req.MatchID, t.ID, err)
-		}
-		byID[t.ID] = t
-	}
-	m.State = matcher.MatchDissolved
-	m.Version++
-	if _, err := tx.Exec(ctx, `UPDATE matches SET state = $2, version = $3 WHERE id = $1`, r.cid, m.State, m.Version); err != nil {
-		return decisionResult{}, fmt.Errorf("dissolve match %s: %w", req.MatchID, err)
-	}
-	d := matcher.Dissolution{Match: m}
-	for _, p := range m.Players { // seat order, as Memory
-		t, ok := byID[p.TicketID]
-		switch {
-		case !ok:
-		case t.Status == matcher.StatusWaiting:
-			d.Requeued = append(d.Requeued, t)
-		default:
-			d.Cancelled = append(d.Cancelled, t)
-		}
-	}
-	res.d = d
-	for _, e := range dissolveEvents(d, req.Reason()) {
-		if e, err = insertEvent(ctx, tx, e); err != nil {
-			return decisionResult{}, fmt.Errorf("dissolve match %s: %w", req.MatchID, err)
-		}
-		res.events = append(res.events, e)
-	}
-	return res, nil
 }
 
 // Pending implements matcher.Ledger.
