@@ -256,45 +256,12 @@ func decide(ctx context.Context, tx pgx.Tx, batch []decisionReq, out []decisionR
 				out[i].err = fmt.Errorf("dissolve match %s: %w", req.MatchID, matcher.ErrNotFound)
 				continue
 			}
-			plan, err := dissolvePlan(m, req)
+			d, err := dissolveIn(m, req, seated, requeued, &w)
 			if err != nil {
 				out[i].err = err
 				continue
 			}
-			byID := make(map[string]matcher.Ticket, len(m.Players))
-			for _, id := range m.TicketIDs() {
-				st, ok := seated[id]
-				if !ok || st.t.MatchID != m.ID {
-					continue
-				}
-				reason := plan[id]
-				if reason == "" && (st.waits || requeued[st.t.UserID]) {
-					// The player already waits elsewhere: one WAITING
-					// ticket a user.
-					reason = matcher.ReasonSuperseded
-				}
-				t := dissolveTicket(st.t, reason, req.At)
-				if t.Status == matcher.StatusWaiting {
-					requeued[t.UserID] = true
-				}
-				w.ticket(req.MatchID, t)
-				byID[id] = t
-			}
-			m.State = matcher.MatchDissolved
-			m.Version++
-			cur[r.cid] = m
-			w.match(m)
-			d := matcher.Dissolution{Match: m}
-			for _, p := range m.Players { // seat order, as Memory
-				t, ok := byID[p.TicketID]
-				switch {
-				case !ok:
-				case t.Status == matcher.StatusWaiting:
-					d.Requeued = append(d.Requeued, t)
-				default:
-					d.Cancelled = append(d.Cancelled, t)
-				}
-			}
+			cur[r.cid] = d.Match
 			out[i].d = d
 			w.events(i, req.MatchID, dissolveEvents(d, req.Reason())...)
 			continue
@@ -315,6 +282,50 @@ func decide(ctx context.Context, tx pgx.Tx, batch []decisionReq, out []decisionR
 		}
 	}
 	return w.flush(ctx, tx, out)
+}
+
+// dissolveIn applies a dissolve of m to the tickets read for the batch and
+// queues its writes on w. A player kept in place goes back to WAITING unless
+// they already wait elsewhere, or an earlier decision of the batch put them
+// back already: one WAITING ticket a user, as when applied one at a time.
+func dissolveIn(m matcher.Match, req matcher.DissolveRequest, seated map[string]seatedTicket,
+	requeued map[string]bool, w *decisionWrites) (matcher.Dissolution, error) {
+	plan, err := dissolvePlan(m, req)
+	if err != nil {
+		return matcher.Dissolution{}, err
+	}
+	byID := make(map[string]matcher.Ticket, len(m.Players))
+	for _, id := range m.TicketIDs() {
+		st, ok := seated[id]
+		if !ok || st.t.MatchID != m.ID {
+			continue
+		}
+		reason := plan[id]
+		if reason == "" && (st.waits || requeued[st.t.UserID]) {
+			reason = matcher.ReasonSuperseded
+		}
+		t := dissolveTicket(st.t, reason, req.At)
+		if t.Status == matcher.StatusWaiting {
+			requeued[t.UserID] = true
+		}
+		w.ticket(req.MatchID, t)
+		byID[id] = t
+	}
+	m.State = matcher.MatchDissolved
+	m.Version++
+	w.match(m)
+	d := matcher.Dissolution{Match: m}
+	for _, p := range m.Players { // seat order, as Memory
+		t, ok := byID[p.TicketID]
+		switch {
+		case !ok:
+		case t.Status == matcher.StatusWaiting:
+			d.Requeued = append(d.Requeued, t)
+		default:
+			d.Cancelled = append(d.Cancelled, t)
+		}
+	}
+	return d, nil
 }
 
 // seatedTicket is a ticket seated in a match the batch may dissolve, and
