@@ -324,6 +324,26 @@ func TestSlowConsumerIsDisconnectedWithoutBlockingFanOut(t *testing.T) {
 	wg.Wait()
 }
 
+// A socket that stops reading while its queue has room is dropped once a
+// write has waited WriteTimeout: the writer does not hang on it.
+func TestStalledWriteDropsSocket(t *testing.T) {
+	env := startServer(t, Config{SendQueue: 4096, WriteTimeout: 300 * time.Millisecond})
+	stalled := dial(t, env.wsURL(), mustToken(t, "stalled", nil))
+	readFrame(t, stalled) // hello; from now on it never reads
+	defer stalled.CloseNow()
+	// About 25 MiB: more than loopback's socket buffers hold.
+	big := []byte(`{"type":"ticket.update","pad":"` + strings.Repeat("x", 64<<10) + `"}`)
+	for range 400 {
+		env.sub.publish("stalled", big)
+	}
+	eventually(t, 10*time.Second, "stalled socket dropped", func() bool {
+		return env.srv.sessionCount() == 0
+	})
+	if v := metricValue(t, env.reg, "matchgate_ws_send_queue_overflows_total"); v != 0 {
+		t.Errorf("overflows = %v, want 0: the write timeout, not the queue, should end it", v)
+	}
+}
+
 func TestUnansweredPingDropsSocket(t *testing.T) {
 	env := startServer(t, Config{PingInterval: 50 * time.Millisecond, PingTimeout: 100 * time.Millisecond})
 	live := dial(t, env.wsURL(), mustToken(t, "live", nil))
