@@ -487,8 +487,7 @@ func (p *pass) skillRound(ctx context.Context, anchors, offered []pool.Entry, wh
 		}
 		var near []pool.Entry
 		if whole {
-			free := slices.DeleteFunc(slices.Clone(pooled), func(c pool.Entry) bool { return p.used[c.TicketID] })
-			near = pool.Closest(free, a.Skill, q.ScanLimit)
+			near = pool.ClosestFunc(pooled, a.Skill, q.ScanLimit, func(c pool.Entry) bool { return !p.used[c.TicketID] })
 		} else {
 			near = nears[i]
 		}

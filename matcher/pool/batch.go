@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -128,18 +127,45 @@ func scanResults(cmd *redis.Cmd, scans []Scan) ([][]Entry, error) {
 // distance, ties by enqueue time then ticket id (a stable order): the order
 // Nearest returns. es is not changed.
 func Closest(es []Entry, skill float64, n int) []Entry {
-	out := slices.Clone(es)
-	sort.SliceStable(out, func(i, j int) bool {
-		di, dj := math.Abs(out[i].Skill-skill), math.Abs(out[j].Skill-skill)
-		if di != dj {
-			return di < dj
+	return ClosestFunc(es, skill, n, nil)
+}
+
+// ClosestFunc is Closest over the entries keep accepts (all when keep is
+// nil). It selects without copying or sorting es: a pass that holds the
+// whole pool picks each anchor's candidates from it, and a copy and a sort
+// of the pool per anchor were most of what that pass allocated.
+func ClosestFunc(es []Entry, skill float64, n int, keep func(Entry) bool) []Entry {
+	out := make([]Entry, 0, max(0, min(n, len(es))))
+	if n <= 0 {
+		return out
+	}
+	closer := func(a, b Entry) bool {
+		da, db := math.Abs(a.Skill-skill), math.Abs(b.Skill-skill)
+		if da != db {
+			return da < db
 		}
-		if !out[i].Enqueue.Equal(out[j].Enqueue) {
-			return out[i].Enqueue.Before(out[j].Enqueue)
+		if !a.Enqueue.Equal(b.Enqueue) {
+			return a.Enqueue.Before(b.Enqueue)
 		}
-		return out[i].TicketID < out[j].TicketID
-	})
-	return out[:min(n, len(out))]
+		return a.TicketID < b.TicketID
+	}
+	for _, e := range es {
+		if keep != nil && !keep(e) {
+			continue
+		}
+		if len(out) == n && !closer(e, out[n-1]) {
+			continue
+		}
+		// After every entry it is not closer than: equal ones keep their
+		// order in es.
+		i := sort.Search(len(out), func(i int) bool { return closer(e, out[i]) })
+		if len(out) < n {
+			out = append(out, Entry{})
+		}
+		copy(out[i+1:], out[i:len(out)-1])
+		out[i] = e
+	}
+	return out
 }
 
 // ClaimRequest is one group of a ClaimMany.

@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -350,4 +351,45 @@ func distances(es []Entry, skill float64) []float64 {
 		out[i] = math.Abs(e.Skill - skill)
 	}
 	return out
+}
+
+// ClosestFunc selects what sorting every kept entry by distance, then
+// enqueue time, then ticket id, and taking the first n gives: many skills
+// tie, many enqueue times tie, and some entries are not kept.
+func TestClosestFuncIsTheSortedPrefix(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	t0 := time.Unix(1_700_000_000, 0)
+	for round := range 2000 {
+		es := make([]Entry, rng.IntN(40))
+		for i := range es {
+			es[i] = Entry{
+				TicketID: fmt.Sprintf("t%03d", rng.IntN(1000)),
+				Skill:    float64(rng.IntN(12) * 10),
+				Enqueue:  t0.Add(time.Duration(rng.IntN(4)) * time.Second),
+			}
+		}
+		skill, n := float64(rng.IntN(130)), rng.IntN(8)
+		keep := func(e Entry) bool { return e.TicketID[len(e.TicketID)-1] != '7' }
+		var want []Entry
+		for _, e := range es {
+			if keep(e) {
+				want = append(want, e)
+			}
+		}
+		sort.SliceStable(want, func(i, j int) bool {
+			di, dj := math.Abs(want[i].Skill-skill), math.Abs(want[j].Skill-skill)
+			if di != dj {
+				return di < dj
+			}
+			if !want[i].Enqueue.Equal(want[j].Enqueue) {
+				return want[i].Enqueue.Before(want[j].Enqueue)
+			}
+			return want[i].TicketID < want[j].TicketID
+		})
+		want = want[:min(n, len(want))]
+		got := ClosestFunc(es, skill, n, keep)
+		if len(got) != len(want) || (len(want) > 0 && !reflect.DeepEqual(got, want)) {
+			t.Fatalf("round %d: ClosestFunc(%v, %v, %d) = %v, want %v", round, es, skill, n, got, want)
+		}
+	}
 }
