@@ -24,11 +24,23 @@ const maxClientIDLen = 64
 
 // replyFrame is joined, cancelled, match.update, pong and error.
 type replyFrame struct {
-	Type   string          `json:"type"`
-	Re     string          `json:"re,omitempty"`
-	Ticket *matcher.Ticket `json:"ticket,omitempty"`
-	Match  *matcher.Match  `json:"match,omitempty"`
-	Error  *wireError      `json:"error,omitempty"`
+	Type   string              `json:"type"`
+	Re     string              `json:"re,omitempty"`
+	Ticket *matcher.WireTicket `json:"ticket,omitempty"`
+	Match  *matcher.WireMatch  `json:"match,omitempty"`
+	Error  *wireError          `json:"error,omitempty"`
+}
+
+// wireTicket and wireMatch are what a frame holds: the wire shape itself,
+// not a value whose MarshalJSON encoding/json would scan again.
+func wireTicket(t matcher.Ticket) *matcher.WireTicket {
+	w := t.Wire()
+	return &w
+}
+
+func wireMatch(m matcher.Match) *matcher.WireMatch {
+	w := m.Wire()
+	return &w
 }
 
 // stateFrame is hello and status: everything the client should know.
@@ -391,7 +403,7 @@ func (s *session) dispatch(ctx context.Context, in inbound) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		return replyFrame{Type: "joined", Re: in.ID, Ticket: &t}, nil
+		return replyFrame{Type: "joined", Re: in.ID, Ticket: wireTicket(t)}, nil
 	case "cancel":
 		if in.TicketID == "" {
 			return nil, matcher.Errorf(matcher.CodeBadRequest, "ticketId is required")
@@ -403,7 +415,7 @@ func (s *session) dispatch(ctx context.Context, in inbound) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		return replyFrame{Type: "cancelled", Re: in.ID, Ticket: &t}, nil
+		return replyFrame{Type: "cancelled", Re: in.ID, Ticket: wireTicket(t)}, nil
 	case "accept", "decline":
 		if in.MatchID == "" {
 			return nil, matcher.Errorf(matcher.CodeBadRequest, "matchId is required")
@@ -419,7 +431,7 @@ func (s *session) dispatch(ctx context.Context, in inbound) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		return replyFrame{Type: "match.update", Re: in.ID, Match: &m}, nil
+		return replyFrame{Type: "match.update", Re: in.ID, Match: wireMatch(m)}, nil
 	case "status":
 		st, err := mm.UserState(ctx, s.p.UserID)
 		if err != nil {

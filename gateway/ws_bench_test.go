@@ -51,7 +51,7 @@ func benchTicket() matcher.Ticket {
 func BenchmarkEncodeReply_Joined(b *testing.B) {
 	t := benchTicket()
 	for b.Loop() {
-		if _, err := json.Marshal(replyFrame{Type: "joined", Re: "j17", Ticket: &t}); err != nil {
+		if _, err := json.Marshal(replyFrame{Type: "joined", Re: "j17", Ticket: wireTicket(t)}); err != nil {
 			b.Fatal(err)
 		}
 	}

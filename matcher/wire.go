@@ -14,7 +14,10 @@ func (t wireTime) MarshalJSON() ([]byte, error) {
 	if tt.IsZero() {
 		return []byte("null"), nil
 	}
-	return []byte(`"` + tt.UTC().Format("2006-01-02T15:04:05.000Z07:00") + `"`), nil
+	b := make([]byte, 0, len(`"2006-01-02T15:04:05.000Z"`))
+	b = append(b, '"')
+	b = tt.UTC().AppendFormat(b, "2006-01-02T15:04:05.000Z07:00")
+	return append(b, '"'), nil
 }
 
 func (t *wireTime) UnmarshalJSON(b []byte) error {
@@ -37,7 +40,12 @@ func nullString(s string) *string {
 	return &s
 }
 
-type wireTicket struct {
+// WireTicket is a ticket in the wire shape of DESIGN §8 (camelCase,
+// millisecond times, absent = null): what Ticket's MarshalJSON writes.
+// Frames that carry a ticket hold this rather than the Ticket: encoding/json
+// scans again the output of every MarshalJSON it calls, and that cost more
+// than the encoding itself (5.3 against 2.0 µs for a match.found).
+type WireTicket struct {
 	ID           string            `json:"id"`
 	UserID       string            `json:"userId"`
 	Queue        string            `json:"queue"`
@@ -54,21 +62,24 @@ type wireTicket struct {
 	Version      int64             `json:"version"`
 }
 
-// MarshalJSON renders the wire shape of DESIGN §8 (camelCase, millisecond
-// times, absent = null).
-func (t Ticket) MarshalJSON() ([]byte, error) {
-	return json.Marshal(wireTicket{
+// Wire is t in the wire shape of DESIGN §8.
+func (t Ticket) Wire() WireTicket {
+	return WireTicket{
 		ID: t.ID, UserID: t.UserID, Queue: t.Queue, Region: t.Region, Status: t.Status,
 		Skill: t.Skill, Estimated: t.Estimated, Attributes: t.Attributes,
 		EnqueuedAt: wireTime(t.EnqueuedAt), Deadline: wireTime(t.Deadline),
 		MatchID: nullString(t.MatchID), CancelReason: nullString(t.CancelReason),
 		UpdatedAt: wireTime(t.UpdatedAt), Version: t.Version,
-	})
+	}
 }
+
+// MarshalJSON renders the wire shape of DESIGN §8 (camelCase, millisecond
+// times, absent = null).
+func (t Ticket) MarshalJSON() ([]byte, error) { return json.Marshal(t.Wire()) }
 
 // UnmarshalJSON reads the wire shape back (clients, tests, the load tester).
 func (t *Ticket) UnmarshalJSON(b []byte) error {
-	var w wireTicket
+	var w WireTicket
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
@@ -87,7 +98,9 @@ func (t *Ticket) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-type wireMatch struct {
+// WireMatch is a match in the wire shape of DESIGN §8: what Match's
+// MarshalJSON writes (see WireTicket).
+type WireMatch struct {
 	ID        string    `json:"id"`
 	Queue     string    `json:"queue"`
 	Region    string    `json:"region"`
@@ -103,11 +116,11 @@ type wireMatch struct {
 	Version   int64     `json:"version"`
 }
 
-// MarshalJSON renders the wire shape of DESIGN §8. The server is shown only
-// for a READY match: while the match waits for its accepts (or after it
+// Wire is m in the wire shape of DESIGN §8. The server is shown only for a
+// READY match: while the match waits for its accepts (or after it
 // dissolved) nobody may connect, so nobody is told where.
-func (m Match) MarshalJSON() ([]byte, error) {
-	w := wireMatch{
+func (m Match) Wire() WireMatch {
+	w := WireMatch{
 		ID: m.ID, Queue: m.Queue, Region: m.Region, State: m.State, FormedBy: m.FormedBy,
 		Players: m.Players, Bots: m.Bots, Spread: m.Spread, Accepted: m.Accepted,
 		CreatedAt: wireTime(m.CreatedAt), Version: m.Version,
@@ -125,12 +138,15 @@ func (m Match) MarshalJSON() ([]byte, error) {
 		at := wireTime(*m.AcceptBy)
 		w.AcceptBy = &at
 	}
-	return json.Marshal(w)
+	return w
 }
+
+// MarshalJSON renders m.Wire().
+func (m Match) MarshalJSON() ([]byte, error) { return json.Marshal(m.Wire()) }
 
 // UnmarshalJSON reads the wire shape back.
 func (m *Match) UnmarshalJSON(b []byte) error {
-	var w wireMatch
+	var w WireMatch
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
@@ -160,18 +176,18 @@ const (
 // TicketEvent is the outbox event announcing a ticket's new state to its owner.
 func TicketEvent(t Ticket) Event {
 	payload, _ := json.Marshal(struct {
-		Type   string `json:"type"`
-		Ticket Ticket `json:"ticket"`
-	}{FrameTicketUpdate, t}) // cannot fail: plain data
+		Type   string     `json:"type"`
+		Ticket WireTicket `json:"ticket"`
+	}{FrameTicketUpdate, t.Wire()}) // cannot fail: plain data
 	return Event{Users: []string{t.UserID}, Payload: payload}
 }
 
 // MatchFoundEvent is the outbox event announcing a formed match to every player.
 func MatchFoundEvent(m Match) Event {
 	payload, _ := json.Marshal(struct {
-		Type  string `json:"type"`
-		Match Match  `json:"match"`
-	}{FrameMatchFound, m})
+		Type  string    `json:"type"`
+		Match WireMatch `json:"match"`
+	}{FrameMatchFound, m.Wire()})
 	return Event{Users: m.UserIDs(), Payload: payload}
 }
 
@@ -179,9 +195,9 @@ func MatchFoundEvent(m Match) Event {
 // accepted: the match is READY and carries the server to connect to.
 func MatchReadyEvent(m Match) Event {
 	payload, _ := json.Marshal(struct {
-		Type  string `json:"type"`
-		Match Match  `json:"match"`
-	}{FrameMatchReady, m})
+		Type  string    `json:"type"`
+		Match WireMatch `json:"match"`
+	}{FrameMatchReady, m.Wire()})
 	return Event{Users: m.UserIDs(), Payload: payload}
 }
 
@@ -190,9 +206,9 @@ func MatchReadyEvent(m Match) Event {
 // Each player's ticket.update (back to WAITING, or CANCELLED) follows.
 func MatchDissolvedEvent(m Match, reason string) Event {
 	payload, _ := json.Marshal(struct {
-		Type   string `json:"type"`
-		Match  Match  `json:"match"`
-		Reason string `json:"reason"`
-	}{FrameMatchDissolved, m, reason})
+		Type   string    `json:"type"`
+		Match  WireMatch `json:"match"`
+		Reason string    `json:"reason"`
+	}{FrameMatchDissolved, m.Wire(), reason})
 	return Event{Users: m.UserIDs(), Payload: payload}
 }

@@ -1,0 +1,24 @@
+package matcher_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/matchgate/matchgate/matcher"
+)
+
+// BenchmarkMatchFoundEvent is the encode of a pair's match.found, once per
+// match formed, on the pass's commit.
+func BenchmarkMatchFoundEvent(b *testing.B) {
+	at := time.UnixMilli(1755530400000).UTC()
+	m := matcher.Match{ID: "0b6a5b0c-2f0e-4d7f-8d4e-3c0f6a9b1c2d", Queue: "pairs", Region: "global",
+		State: matcher.MatchReady, FormedBy: matcher.FormedFilled,
+		Players: []matcher.Player{
+			{TicketID: "1b6a5b0c-2f0e-4d7f-8d4e-3c0f6a9b1c2d", UserID: "user-1", Skill: 1500},
+			{TicketID: "2b6a5b0c-2f0e-4d7f-8d4e-3c0f6a9b1c2d", UserID: "user-2", Skill: 1510},
+		},
+		Server: &matcher.Server{Address: "10.0.0.1:7777", Session: "s1"}, CreatedAt: at, Version: 1}
+	for b.Loop() {
+		matcher.MatchFoundEvent(m)
+	}
+}
