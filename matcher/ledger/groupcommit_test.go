@@ -251,22 +251,9 @@ func pendingPairs(t *testing.T, l matcher.Ledger, prefix string, n int) []matche
 // dissolved matches goes back to waiting once, superseded in the other,
 // without failing the batch on the one-WAITING-ticket rule.
 func TestPostgresDissolvesShareRoundTrips(t *testing.T) {
-	pgtest.Require(t)
 	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(pgtest.NewURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var trips roundTrips
-	cfg.ConnConfig.Tracer = &trips
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	if err := ledger.Migrate(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
+	pool := migratedPool(t, func(c *pgxpool.Config) { c.ConnConfig.Tracer = &trips })
 	l := ledger.NewPostgres(pool)
 
 	// "kit" sits in one pending match per queue and accepts each; every

@@ -160,13 +160,21 @@ func TestPostgresDissolveReadsByKey(t *testing.T) {
 // a test warms are the ones it then measures.
 func oneBackend(t *testing.T) (*pgxpool.Pool, *ledger.Postgres) {
 	t.Helper()
+	pool := migratedPool(t, func(c *pgxpool.Config) { c.MaxConns = 1 })
+	return pool, ledger.NewPostgres(pool)
+}
+
+// migratedPool is a pool over a fresh schema, configured by configure and
+// then migrated.
+func migratedPool(t *testing.T, configure func(*pgxpool.Config)) *pgxpool.Pool {
+	t.Helper()
 	pgtest.Require(t)
 	ctx := context.Background()
 	cfg, err := pgxpool.ParseConfig(pgtest.NewURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.MaxConns = 1
+	configure(cfg)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -175,7 +183,7 @@ func oneBackend(t *testing.T) (*pgxpool.Pool, *ledger.Postgres) {
 	if err := ledger.Migrate(ctx, pool); err != nil {
 		t.Fatal(err)
 	}
-	return pool, ledger.NewPostgres(pool)
+	return pool
 }
 
 // addWaiting adds n waiting tickets of other users behind the ledger's back.
