@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -205,13 +206,28 @@ func (p *player) helloLocked(f *inFrame) {
 	}
 }
 
-// readLoop handles frames until the connection ends.
+// readLoop handles frames until the connection ends (or ctx does: the
+// connection is closed then). Reads are not given ctx: the library would
+// register and drop a watch on it, shared by every socket, for every frame,
+// and read each frame into a new buffer; the load generator's CPU is taken
+// from the system it measures.
 func (p *player) readLoop(ctx context.Context, conn *websocket.Conn) error {
+	stop := context.AfterFunc(ctx, func() { _ = conn.CloseNow() })
+	defer stop()
+	var buf bytes.Buffer
 	for {
-		_, data, err := conn.Read(ctx)
+		_, r, err := conn.Reader(context.Background())
+		if err == nil {
+			buf.Reset()
+			_, err = buf.ReadFrom(r)
+		}
 		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
 			return err
 		}
+		data := buf.Bytes()
 		recv := time.Now()
 		p.r.stats.inc(cFramesIn)
 		var f inFrame
@@ -484,7 +500,9 @@ func (p *player) send(kind string, fields map[string]any, a *attempt) bool {
 	p.mu.Unlock()
 	fields["type"], fields["id"] = kind, id
 	b, _ := json.Marshal(fields)
-	ctx, cancel := context.WithTimeout(p.r.ctx, 5*time.Second)
+	// Not derived from the run's context, which every socket shares: the
+	// run's end closes the connection (readLoop), which ends the write.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := conn.Write(ctx, websocket.MessageText, b); err != nil {
 		p.r.stats.label(lErrors, "write_failed")
