@@ -983,7 +983,12 @@ func (p *pass) claim(ctx context.Context, matchID string, group []pool.Entry) ([
 }
 
 // requeue puts claimed entries back into the pools they came from, with
-// their original scores.
+// their original scores, but for the heartbeat: out of the pool, a
+// claimed ticket's heartbeats are not recorded, and a Redis lost meanwhile
+// took the presence records that vouch for its player (until the gateways
+// next refresh them). Back in the pool it has a full timeout from now to be
+// seen again, as the reconciler gives what it re-adds; a ghost lingers that
+// much longer, a player is not evicted for the matcher's failure.
 func (p *pass) requeue(ctx context.Context, matchID string, es []pool.Entry) {
 	byHome := map[string][]pool.Entry{}
 	for _, e := range es {
@@ -992,6 +997,9 @@ func (p *pass) requeue(ctx context.Context, matchID string, es []pool.Entry) {
 			h = p.e.part
 		}
 		e.Home = ""
+		if e.Heartbeat.Before(p.now) {
+			e.Heartbeat = p.now
+		}
 		byHome[h] = append(byHome[h], e)
 	}
 	for h, back := range byHome {
