@@ -680,7 +680,7 @@ func (p *pass) restore(ctx context.Context, id string) error {
 	if err == nil && t.Status == StatusWaiting {
 		e := EntryOf(t)
 		e.Heartbeat = p.now // the pool lost it: a full timeout to be seen again
-		_, err = p.e.cfg.Pool.Requeue(ctx, p.e.part, []pool.Entry{e}, entryTTL(p.now, t.Deadline))
+		_, err = p.e.cfg.Pool.Requeue(ctx, p.e.part, []pool.Entry{e}, entryTTL(p.now, t.Deadline), p.now)
 	} else {
 		_, err = p.e.cfg.Pool.Remove(ctx, p.e.part, id)
 	}
@@ -983,12 +983,8 @@ func (p *pass) claim(ctx context.Context, matchID string, group []pool.Entry) ([
 }
 
 // requeue puts claimed entries back into the pools they came from, with
-// their original scores, but for the heartbeat: out of the pool, a
-// claimed ticket's heartbeats are not recorded, and a Redis lost meanwhile
-// took the presence records that vouch for its player (until the gateways
-// next refresh them). Back in the pool it has a full timeout from now to be
-// seen again, as the reconciler gives what it re-adds; a ghost lingers that
-// much longer, a player is not evicted for the matcher's failure.
+// their original scores; one whose keys Redis lost meanwhile is seen at the
+// pass's clock (see Pool.Requeue): its player's presence record went too.
 func (p *pass) requeue(ctx context.Context, matchID string, es []pool.Entry) {
 	byHome := map[string][]pool.Entry{}
 	for _, e := range es {
@@ -997,13 +993,10 @@ func (p *pass) requeue(ctx context.Context, matchID string, es []pool.Entry) {
 			h = p.e.part
 		}
 		e.Home = ""
-		if e.Heartbeat.Before(p.now) {
-			e.Heartbeat = p.now
-		}
 		byHome[h] = append(byHome[h], e)
 	}
 	for h, back := range byHome {
-		if _, err := p.e.cfg.Pool.Requeue(ctx, h, back, p.hashTTL(back)); err != nil {
+		if _, err := p.e.cfg.Pool.Requeue(ctx, h, back, p.hashTTL(back), p.now); err != nil {
 			// The reconciler re-adds them from the record.
 			p.e.log.Error("requeue after failed match", "match", matchID, "pool", h, "err", err)
 		}

@@ -245,48 +245,62 @@ func TestRunnersShareAndTakeOver(t *testing.T) {
 	t.Logf("takeover after a graceful stop took %s", time.Since(start))
 }
 
-// failingCommits is a ledger whose batch commits fail while fail is set.
+// failingCommits is a ledger whose next batch commit fails when fail is
+// set; with wipe set too, Redis loses every key first.
 type failingCommits struct {
 	matcher.Ledger
-	fail atomic.Bool
+	rdb        redis.UniversalClient
+	fail, wipe atomic.Bool
 }
 
 func (f *failingCommits) CommitMatches(ctx context.Context, ms []matcher.Match, epoch int64) ([]matcher.CommitResult, error) {
-	if f.fail.Load() {
-		return nil, errors.New("the record is unreachable")
+	if !f.fail.CompareAndSwap(true, false) {
+		return f.Ledger.CommitMatches(ctx, ms, epoch)
 	}
-	return f.Ledger.CommitMatches(ctx, ms, epoch)
+	if f.wipe.Load() {
+		if err := f.rdb.FlushAll(ctx).Err(); err != nil {
+			return nil, err
+		}
+	}
+	return nil, errors.New("the record is unreachable")
 }
 
-// A group put back after its commit failed has a full heartbeat timeout
-// from then: the heartbeats it could not record while claimed, or the
-// presence a Redis wipe took meanwhile, must not make its players ghosts
-// at the next pass.
-func TestRequeuedPlayersGetAFullHeartbeatTimeout(t *testing.T) {
-	led := &failingCommits{Ledger: ledger.NewMemory()}
-	h := newHarnessWith(t, matcher.QueueConfig{Name: "q", Players: 2, HeartbeatTimeout: 5 * time.Second},
-		redistest.Mini(t), "mg", led)
-	a, b := h.join("ann", 1500), h.join("bob", 1500)
-	// No sign of life since they joined (their presence records gone).
-	h.seen.leave("ann", t0)
-	h.seen.leave("bob", t0)
-	h.advance(4 * time.Second)
-	led.fail.Store(true)
-	if _, err := h.engines["global"].Tick(context.Background()); err == nil {
-		t.Fatal("a pass whose commit failed reported no error")
-	}
-	led.fail.Store(false)
-	if got := h.depth(); got != 2 {
-		t.Fatalf("%d players back in the pool after the failed commit, want 2", got)
-	}
-	h.advance(2 * time.Second) // 6s after they joined, 2s after the requeue
-	res := h.tick()
-	if res.Ghosts != 0 || res.Matches != 1 {
-		t.Fatalf("pass after the requeue: %+v; want the pair matched, nobody evicted", res)
-	}
-	for _, tk := range []matcher.Ticket{a, b} {
-		if got := h.ticket(tk.ID); got.Status != matcher.StatusMatched {
-			t.Errorf("ticket of %s is %s (%s), want MATCHED", tk.UserID, got.Status, got.CancelReason)
-		}
+// A group put back after its commit failed keeps its heartbeat, unless
+// Redis lost its keys meanwhile: the players' presence records went with
+// them (until the gateways next refresh them), and the group has a full
+// heartbeat timeout from then instead of being evicted at the next pass.
+func TestRequeueAfterRedisLossGivesAFullHeartbeatTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		wipe            bool
+		ghosts, matches int
+	}{
+		{"RedisLost", true, 0, 1},
+		{"RedisKept", false, 2, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rdb := redistest.Mini(t)
+			led := &failingCommits{Ledger: ledger.NewMemory(), rdb: rdb}
+			h := newHarnessWith(t, matcher.QueueConfig{Name: "q", Players: 2, HeartbeatTimeout: 5 * time.Second},
+				rdb, "mg", led)
+			h.join("ann", 1500)
+			h.join("bob", 1500)
+			// No sign of life since they joined.
+			h.seen.leave("ann", t0)
+			h.seen.leave("bob", t0)
+			h.advance(4 * time.Second)
+			led.fail.Store(true)
+			led.wipe.Store(tc.wipe)
+			if _, err := h.engines["global"].Tick(context.Background()); err == nil {
+				t.Fatal("a pass whose commit failed reported no error")
+			}
+			if got := h.depth(); got != 2 {
+				t.Fatalf("%d players back in the pool after the failed commit, want 2", got)
+			}
+			h.advance(2 * time.Second) // 6s after they joined, 2s after the requeue
+			if res := h.tick(); res.Ghosts != tc.ghosts || res.Matches != tc.matches {
+				t.Fatalf("pass after the requeue: %+v; want %d ghosts, %d matches", res, tc.ghosts, tc.matches)
+			}
+		})
 	}
 }

@@ -541,7 +541,7 @@ func reconcile(ctx context.Context, l Ledger, p *pool.Pool, q *QueueConfig, part
 	// compare-and-set still lets only one match have the ticket.
 	for len(back) > 0 {
 		n := min(len(back), 500)
-		added, err := p.Requeue(ctx, key, back[:n], entryTTL(now, now.Add(time.Hour)))
+		added, err := p.Requeue(ctx, key, back[:n], entryTTL(now, now.Add(time.Hour)), now)
 		if err != nil {
 			errs = append(errs, err)
 		}

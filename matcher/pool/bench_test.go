@@ -193,7 +193,7 @@ func BenchmarkRequeue_K4(b *testing.B) {
 			b.Fatalf("claim %+v %v", res, err)
 		}
 		b.StartTimer()
-		if _, err := p.Requeue(ctx, "bench:eu", es, hashTTL); err != nil {
+		if _, err := p.Requeue(ctx, "bench:eu", es, hashTTL, time.Time{}); err != nil {
 			b.Fatal(err)
 		}
 	}

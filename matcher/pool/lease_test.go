@@ -117,7 +117,7 @@ func TestStale(t *testing.T) {
 		if got, _ := p.Stale(ctx, part, t0.Add(time.Hour), 10); len(got) != 1 || got[0].TicketID != "a" || !got[0].Heartbeat.Equal(t0.Add(4*time.Second)) {
 			t.Fatalf("after heartbeat and claim: %+v", got)
 		}
-		if _, err := p.Requeue(ctx, part, []Entry{b}, hashTTL); err != nil {
+		if _, err := p.Requeue(ctx, part, []Entry{b}, hashTTL, time.Time{}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := p.Remove(ctx, part, "a"); err != nil {

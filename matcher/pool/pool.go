@@ -427,8 +427,11 @@ func (p *Pool) RemoveAny(ctx context.Context, partitions []string, ticketID stri
 // Requeue puts entries back with the scores they carry, which must be their
 // original ones (as read before the claim, or from PostgreSQL): a player whose
 // match failed to commit keeps its place in the wait order. A claimed hash is
-// turned back to waiting. It returns how many entries were not in the pool.
-func (p *Pool) Requeue(ctx context.Context, partition string, entries []Entry, ttl time.Duration) (n int, err error) {
+// turned back to waiting. An entry whose hash is gone (the pool lost it while
+// it was out, with its heartbeats and its player's presence) gets the later
+// of its heartbeat and lost; a zero lost keeps its own. It returns how many
+// entries were not in the pool.
+func (p *Pool) Requeue(ctx context.Context, partition string, entries []Entry, ttl time.Duration, lost time.Time) (n int, err error) {
 	defer wrap(&err, "requeue %d tickets in %s", len(entries), partition)
 	if err := checkPartition(partition); err != nil {
 		return 0, err
@@ -441,8 +444,12 @@ func (p *Pool) Requeue(ctx context.Context, partition string, entries []Entry, t
 	}
 	keys := make([]string, 0, 4+len(entries))
 	keys = append(keys, p.setKeys(partition)...)
-	args := make([]any, 0, 1+8*len(entries))
-	args = append(args, ms(ttl))
+	args := make([]any, 0, 2+8*len(entries))
+	lostMS := "0"
+	if !lost.IsZero() {
+		lostMS = msTime(lost)
+	}
+	args = append(args, ms(ttl), lostMS)
 	seen := make(map[string]struct{}, len(entries))
 	for _, e := range entries {
 		if err := checkEntry(e); err != nil {

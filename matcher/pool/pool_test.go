@@ -286,7 +286,7 @@ func testPool(t *testing.T, p *Pool) {
 		}
 		// Heartbeats are refused while claimed; the requeued entry carries
 		// the one read before the claim.
-		n, err := p.Requeue(ctx, part, before[:2], hashTTL)
+		n, err := p.Requeue(ctx, part, before[:2], hashTTL, time.Time{})
 		if err != nil || n != 2 {
 			t.Fatalf("requeue = %d, %v; want 2", n, err)
 		}
@@ -306,7 +306,7 @@ func testPool(t *testing.T, p *Pool) {
 		}
 		// Requeued tickets are claimable again; a second requeue of waiting
 		// tickets re-adds nothing.
-		if n, err := p.Requeue(ctx, part, before, hashTTL); err != nil || n != 0 {
+		if n, err := p.Requeue(ctx, part, before, hashTTL, time.Time{}); err != nil || n != 0 {
 			t.Fatalf("requeue of waiting tickets = %d, %v; want 0", n, err)
 		}
 		if res, err := p.Claim(ctx, part, 0, "m2", []string{"a", "b", "c"}); err != nil || !res.OK {
@@ -323,12 +323,49 @@ func testPool(t *testing.T, p *Pool) {
 		}
 		stale := a
 		stale.Heartbeat = t0.Add(time.Second)
-		if _, err := p.Requeue(ctx, part, []Entry{stale}, hashTTL); err != nil {
+		if _, err := p.Requeue(ctx, part, []Entry{stale}, hashTTL, time.Time{}); err != nil {
 			t.Fatal(err)
 		}
 		got, _ := p.Oldest(ctx, part, 1)
 		if len(got) != 1 || !got[0].Heartbeat.Equal(t0.Add(time.Minute)) {
 			t.Fatalf("heartbeat went backwards: %+v", got)
+		}
+	})
+
+	t.Run("RequeueGivesALostTicketTheCallersHeartbeat", func(t *testing.T) {
+		const part = "rqlost:eu"
+		a, b := entry("a", 10, 0, time.Hour), entry("b", 11, time.Second, time.Hour)
+		mustEnqueue(t, p, part, a, b)
+		if res, err := p.Claim(ctx, part, 0, "m1", []string{"a", "b"}); err != nil || !res.OK {
+			t.Fatalf("claim = %+v, %v", res, err)
+		}
+		// Redis loses a's keys while it is claimed; b's claimed hash stays.
+		if err := p.rdb.Del(ctx, p.ticketKey(part, "a")).Err(); err != nil {
+			t.Fatal(err)
+		}
+		now := t0.Add(10 * time.Minute)
+		if _, err := p.Requeue(ctx, part, []Entry{a, b}, hashTTL, now); err != nil {
+			t.Fatal(err)
+		}
+		got, err := p.Oldest(ctx, part, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 2 || !got[0].Heartbeat.Equal(now) || !got[1].Heartbeat.Equal(b.Heartbeat) {
+			t.Fatalf("after requeue %+v; want a seen at %v (lost), b at %v (its own)", got, now, b.Heartbeat)
+		}
+		// Without a time given, a lost ticket keeps the heartbeat it carries.
+		if res, err := p.Claim(ctx, part, 0, "m2", []string{"a"}); err != nil || !res.OK {
+			t.Fatalf("claim = %+v, %v", res, err)
+		}
+		if err := p.rdb.Del(ctx, p.ticketKey(part, "a")).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Requeue(ctx, part, []Entry{a}, hashTTL, time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := p.Oldest(ctx, part, 1); len(got) != 1 || !got[0].Heartbeat.Equal(a.Heartbeat) {
+			t.Fatalf("after requeue without a time %+v; want its own heartbeat %v", got, a.Heartbeat)
 		}
 	})
 
@@ -378,7 +415,7 @@ func testPool(t *testing.T, p *Pool) {
 		if d := ttl(); d <= 80*time.Second || d > 90*time.Second {
 			t.Fatalf("ttl after claim = %v, want ~90s", d)
 		}
-		if _, err := p.Requeue(ctx, part, []Entry{entry("a", 10, 0, time.Hour)}, 20*time.Minute); err != nil {
+		if _, err := p.Requeue(ctx, part, []Entry{entry("a", 10, 0, time.Hour)}, 20*time.Minute, time.Time{}); err != nil {
 			t.Fatal(err)
 		}
 		if d := ttl(); d <= 19*time.Minute || d > 20*time.Minute {
@@ -582,7 +619,7 @@ func testPool(t *testing.T, p *Pool) {
 			"empty partition": func() error { _, err := p.Remove(ctx, "", "a"); return err }(),
 			"zero ttl":        func() error { _, err := p.Enqueue(ctx, "x:eu", good, 0); return err }(),
 			"nan skill":       func() error { _, err := p.Enqueue(ctx, "x:eu", nan, hashTTL); return err }(),
-			"no deadline":     func() error { _, err := p.Requeue(ctx, "x:eu", []Entry{noDeadline}, hashTTL); return err }(),
+			"no deadline":     func() error { _, err := p.Requeue(ctx, "x:eu", []Entry{noDeadline}, hashTTL, time.Time{}); return err }(),
 			"no tickets":      func() error { _, err := p.Claim(ctx, "x:eu", 0, "m", nil); return err }(),
 			"duplicate":       func() error { _, err := p.Claim(ctx, "x:eu", 0, "m", []string{"a", "a"}); return err }(),
 			"no match id":     func() error { _, err := p.Claim(ctx, "x:eu", 0, "", []string{"a"}); return err }(),

@@ -13,7 +13,13 @@
 -- KEYS[4]      hb ZSET
 -- KEYS[4+i]    ticket HASH of the i-th ticket (i = 1..N)
 -- ARGV[1]      ticket hash TTL, ms (> 0)
--- ARGV[2+8(i-1)+0..7]  the i-th ticket: id, user, skill, activity, estimated
+-- ARGV[2]      the heartbeat, ms, of a ticket whose hash is gone ("0" = its
+--              own): one the pool lost while it was out of it (Redis lost
+--              its keys) lost its heartbeats too, and its player's presence
+--              record with them, and is given a full timeout from the
+--              caller's clock to be seen again, as the reconciler gives what
+--              it re-adds
+-- ARGV[3+8(i-1)+0..7]  the i-th ticket: id, user, skill, activity, estimated
 --              ("1"/"0"), effective enqueue ms, deadline ms, heartbeat ms
 --              ("0" = none)
 --
@@ -22,13 +28,17 @@
 -- counted.
 
 local added = 0
+local lost = tonumber(ARGV[2])
 local n = #KEYS - 4
 for i = 1, n do
-  local a = 2 + 8 * (i - 1)
+  local a = 3 + 8 * (i - 1)
   local id, user, skill, act, est, enq, dl, hb =
     ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3],
     ARGV[a + 4], ARGV[a + 5], ARGV[a + 6], ARGV[a + 7]
   local h = KEYS[4 + i]
+  if lost > tonumber(hb) and redis.call('EXISTS', h) == 0 then
+    hb = ARGV[2]
+  end
 
   -- A heartbeat may have landed after the caller read the ticket: never move
   -- it backwards.
