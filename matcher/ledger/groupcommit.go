@@ -29,7 +29,7 @@ import (
 const (
 	maxInserters = 1
 	maxBatch     = 512
-	// batchTimeout bounds one batch (of joins or of accepts) whatever the
+	// batchTimeout bounds one batch (of joins or of decisions) whatever the
 	// callers' contexts.
 	batchTimeout = 10 * time.Second
 )
@@ -145,8 +145,9 @@ func marshalAttributes(t matcher.Ticket) ([]byte, error) {
 // window that passed at once. A batch applies its decisions in arrival order
 // in one transaction (two of one match see each other, as in sequence); a
 // decision the rules refuse writes nothing and takes nothing from the
-// others. One batch at a time: two would lock the match rows of their
-// decisions in different orders.
+// others. One batch at a time: a batch locks its matches, then the tickets
+// of those it dissolves, and two batches holding one each could wait on
+// the other.
 const maxDeciders = 1
 
 // dissolveAttempts bounds the tries of a dissolve alone when a player's
@@ -216,13 +217,11 @@ func (l *Postgres) decideBatch(ctx context.Context, batch []decisionReq) []decis
 func decide(ctx context.Context, tx pgx.Tx, batch []decisionReq, out []decisionResult) error {
 	ids := make([]string, 0, len(batch))
 	seen := make(map[string]bool, len(batch))
-	dissolves := false
 	for _, r := range batch {
 		if !seen[r.cid] {
 			seen[r.cid] = true
 			ids = append(ids, r.cid)
 		}
-		dissolves = dissolves || r.dissolve != nil
 	}
 	// Both reads are planned for each call (the unnamed statement, not a
 	// cached one): a plan cached while the tables were nearly empty read
@@ -238,11 +237,9 @@ func decide(ctx context.Context, tx pgx.Tx, batch []decisionReq, out []decisionR
 	for _, m := range locked {
 		cur[m.ID] = m
 	}
-	var seated map[string]seatedTicket
-	if dissolves {
-		if seated, err = lockSeated(ctx, tx, batch, cur); err != nil {
-			return err
-		}
+	seated, err := lockSeated(ctx, tx, batch, cur)
+	if err != nil {
+		return err
 	}
 	var (
 		w        decisionWrites
@@ -294,34 +291,25 @@ func dissolveIn(m matcher.Match, req matcher.DissolveRequest, seated map[string]
 	if err != nil {
 		return matcher.Dissolution{}, err
 	}
-	byID := make(map[string]matcher.Ticket, len(m.Players))
-	for _, id := range m.TicketIDs() {
-		st, ok := seated[id]
-		if !ok || st.t.MatchID != m.ID {
-			continue
-		}
-		reason := plan[id]
-		if reason == "" && (st.waits || requeued[st.t.UserID]) {
-			reason = matcher.ReasonSuperseded
-		}
-		t := dissolveTicket(st.t, reason, req.At)
-		if t.Status == matcher.StatusWaiting {
-			requeued[t.UserID] = true
-		}
-		w.ticket(req.MatchID, t)
-		byID[id] = t
-	}
 	m.State = matcher.MatchDissolved
 	m.Version++
 	w.match(m)
 	d := matcher.Dissolution{Match: m}
 	for _, p := range m.Players { // seat order, as Memory
-		t, ok := byID[p.TicketID]
-		switch {
-		case !ok:
-		case t.Status == matcher.StatusWaiting:
+		st, ok := seated[p.TicketID]
+		if !ok || st.t.MatchID != m.ID {
+			continue
+		}
+		reason := plan[p.TicketID]
+		if reason == "" && (st.waits || requeued[st.t.UserID]) {
+			reason = matcher.ReasonSuperseded
+		}
+		t := dissolveTicket(st.t, reason, req.At)
+		w.ticket(req.MatchID, t)
+		if t.Status == matcher.StatusWaiting {
+			requeued[t.UserID] = true
 			d.Requeued = append(d.Requeued, t)
-		default:
+		} else {
 			d.Cancelled = append(d.Cancelled, t)
 		}
 	}
@@ -335,7 +323,8 @@ type seatedTicket struct {
 	waits bool
 }
 
-// lockSeated locks and reads the MATCHED tickets of the batch's dissolves.
+// lockSeated locks and reads the MATCHED tickets of the batch's dissolves;
+// a batch without dissolves reads nothing.
 func lockSeated(ctx context.Context, tx pgx.Tx, batch []decisionReq, cur map[string]matcher.Match) (map[string]seatedTicket, error) {
 	var tids, mids []string
 	seen := map[string]bool{}
@@ -357,15 +346,17 @@ func lockSeated(ctx context.Context, tx pgx.Tx, batch []decisionReq, cur map[str
 		 WHERE t.id = ANY ($1) AND t.status = 'MATCHED' AND t.match_id = ANY ($2)
 		 ORDER BY t.id FOR UPDATE OF t`,
 		pgx.QueryExecModeCacheDescribe, uuids(tids), uuids(mids))
+	defer rows.Close()
 	seated := make(map[string]seatedTicket, len(tids))
-	_, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (struct{}, error) {
+	for rows.Next() {
 		var st seatedTicket
 		var err error
-		st.t, err = scanTicket(row, &st.waits)
+		if st.t, err = scanTicket(rows, &st.waits); err != nil {
+			return nil, fmt.Errorf("lock the tickets of %d matches: %w", len(mids), err)
+		}
 		seated[st.t.ID] = st
-		return struct{}{}, err
-	})
-	if err != nil {
+	}
+	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("lock the tickets of %d matches: %w", len(mids), err)
 	}
 	return seated, nil

@@ -68,18 +68,18 @@ func TestPostgresGroupCommit(t *testing.T) {
 			t.Fatalf("ticket %s = %+v, %v", id, got, err)
 		}
 	}
-	txs := transactions(t, pool)
+	txs := transactions(t, pool, "tickets")
 	t.Logf("%d tickets written in %d transactions", created, txs)
 	if txs >= created {
 		t.Fatalf("%d tickets in %d transactions: no join shared a commit", created, txs)
 	}
 }
 
-// transactions counts the transactions that wrote the tickets.
-func transactions(t *testing.T, pool *pgxpool.Pool) int {
+// transactions counts the transactions that last wrote the rows of table.
+func transactions(t *testing.T, pool *pgxpool.Pool, table string) int {
 	t.Helper()
 	var n int
-	if err := pool.QueryRow(context.Background(), `SELECT count(DISTINCT xmin::text) FROM tickets`).Scan(&n); err != nil {
+	if err := pool.QueryRow(context.Background(), `SELECT count(DISTINCT xmin::text) FROM `+table).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n
@@ -136,10 +136,7 @@ func TestPostgresGroupCommitAccepts(t *testing.T) {
 	if refused != pairs {
 		t.Fatalf("%d outsider accepts refused, want %d", refused, pairs)
 	}
-	var txs int
-	if err := pool.QueryRow(ctx, `SELECT count(DISTINCT xmin::text) FROM matches`).Scan(&txs); err != nil {
-		t.Fatal(err)
-	}
+	txs := transactions(t, pool, "matches")
 	t.Logf("%d accepts written in %d transactions", 2*pairs, txs)
 	if txs >= pairs {
 		t.Fatalf("%d matches last written by %d transactions: no accepts shared a commit", pairs, txs)
@@ -224,10 +221,7 @@ func TestPostgresGroupCommitDissolves(t *testing.T) {
 			t.Fatalf("match %s = %+v, %v; want DISSOLVED", m.ID, got, err)
 		}
 	}
-	var txs int
-	if err := pool.QueryRow(ctx, `SELECT count(DISTINCT xmin::text) FROM matches`).Scan(&txs); err != nil {
-		t.Fatal(err)
-	}
+	txs := transactions(t, pool, "matches")
 	t.Logf("%d matches dissolved (%d after an accept) by %d transactions", pairs, accepted, txs)
 	if txs >= pairs {
 		t.Fatalf("%d matches last written by %d transactions: no decisions shared a commit", pairs, txs)

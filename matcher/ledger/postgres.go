@@ -18,7 +18,9 @@ import (
 )
 
 // Postgres is the matcher.Ledger of a PostgreSQL database migrated by
-// Migrate. Each method is one transaction; CommitMatches is one round trip.
+// Migrate. Each method is one transaction (joins, and accepts and dissolves,
+// arriving together share one: see groupcommit.go); CommitMatches is one
+// round trip.
 type Postgres struct {
 	pool      *pgxpool.Pool
 	ins       *group.Group[insertReq, insertResult]
@@ -401,8 +403,8 @@ func (l *Postgres) CommitMatches(ctx context.Context, ms []matcher.Match, epoch 
 
 // Accept implements matcher.Ledger: the match row is locked, the rules of
 // accept applied, and the row (and on READY the event) written back in the
-// same transaction. Accepts arriving together share one transaction (see
-// acceptBatch).
+// same transaction. Accepts and dissolves arriving together share one
+// transaction (see decideBatch).
 func (l *Postgres) Accept(ctx context.Context, matchID, userID string, at time.Time) (matcher.Match, []matcher.Event, error) {
 	cid, ok := canonicalID(matchID)
 	if !ok {
