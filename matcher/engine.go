@@ -678,9 +678,9 @@ func (p *pass) restore(ctx context.Context, id string) error {
 		return fmt.Errorf("restore %s: %w", id, err)
 	}
 	if err == nil && t.Status == StatusWaiting {
-		e := EntryOf(t)
-		e.Heartbeat = p.now // the pool lost it: a full timeout to be seen again
-		_, err = p.e.cfg.Pool.Requeue(ctx, p.e.part, []pool.Entry{e}, entryTTL(p.now, t.Deadline), p.now)
+		// The pool lost its hash: Requeue gives it a full timeout from now
+		// to be seen again.
+		_, err = p.e.cfg.Pool.Requeue(ctx, p.e.part, []pool.Entry{EntryOf(t)}, entryTTL(p.now, t.Deadline), p.now)
 	} else {
 		_, err = p.e.cfg.Pool.Remove(ctx, p.e.part, id)
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
-	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -585,11 +584,15 @@ func reconcilePending(ctx context.Context, l Ledger, p *pool.Pool, part Partitio
 	if err != nil {
 		return 0, fmt.Errorf("read pending matches: %w", err)
 	}
+	inIndex := make(map[string]bool, len(indexed))
+	for _, id := range indexed {
+		inIndex[id] = true
+	}
 	open := make(map[string]bool, len(pending))
 	var missing []pool.Pending
 	for _, m := range pending {
 		open[m.ID] = true
-		if !slices.Contains(indexed, m.ID) && m.AcceptBy != nil {
+		if !inIndex[m.ID] && m.AcceptBy != nil {
 			missing = append(missing, pool.Pending{MatchID: m.ID, AcceptBy: *m.AcceptBy})
 		}
 	}

@@ -222,9 +222,6 @@ func (p *player) readLoop(ctx context.Context, conn *websocket.Conn) error {
 			_, err = buf.ReadFrom(r)
 		}
 		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
 			return err
 		}
 		data := buf.Bytes()
