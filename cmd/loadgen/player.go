@@ -3,13 +3,16 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/coder/websocket"
+	// A drop-in for encoding/json that decodes the frames in about a third
+	// of the time: decoding was a quarter of the load generator's CPU,
+	// taken from the system it measures.
+	json "github.com/segmentio/encoding/json"
 
 	"github.com/matchgate/matchgate/internal/clientwire"
 	"github.com/matchgate/matchgate/matcher"
