@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -66,7 +65,7 @@ func (l *Postgres) insertBatch(ctx context.Context, batch []insertReq) []insertR
 	}
 	n := len(batch)
 	var (
-		ids                    = make([]uuid.UUID, n)
+		ids                    = make([][16]byte, n)
 		users, queues, regions = make([]string, n), make([]string, n), make([]string, n)
 		skills, activities     = make([]float64, n), make([]float64, n)
 		estimated              = make([]bool, n)
@@ -77,7 +76,7 @@ func (l *Postgres) insertBatch(ctx context.Context, batch []insertReq) []insertR
 	)
 	for i, r := range batch {
 		t := r.t
-		ids[i], users[i], queues[i], regions[i] = uuid.MustParse(t.ID), t.UserID, t.Queue, t.Region
+		ids[i], users[i], queues[i], regions[i] = uuidParam(t.ID), t.UserID, t.Queue, t.Region
 		skills[i], activities[i], estimated[i] = t.Skill, t.Activity, t.Estimated
 		if r.attrs != nil {
 			a := string(r.attrs)

@@ -185,13 +185,19 @@ func (l *Postgres) Ticket(ctx context.Context, id string) (matcher.Ticket, error
 }
 
 // uuids converts canonical ids (already checked) for uuid parameters.
-func uuids(ids []string) []uuid.UUID {
-	out := make([]uuid.UUID, len(ids))
+func uuids(ids []string) [][16]byte {
+	out := make([][16]byte, len(ids))
 	for i, id := range ids {
-		out[i] = uuid.MustParse(id)
+		out[i] = uuidParam(id)
 	}
 	return out
 }
+
+// uuidParam is a canonical id (already checked) as a uuid parameter. Not a
+// uuid.UUID: that is a driver.Valuer, which pgx prefers to the bytes, so
+// every element of a []uuid.UUID was formatted as text and parsed back —
+// a tenth of the server's CPU offered 5,000 joins/s.
+func uuidParam(id string) [16]byte { return uuid.MustParse(id) }
 
 // Match implements matcher.Ledger.
 func (l *Postgres) Match(ctx context.Context, id string) (matcher.Match, error) {
@@ -299,7 +305,7 @@ func (l *Postgres) CommitMatches(ctx context.Context, ms []matcher.Match, epoch 
 	}
 	n := len(ms)
 	var (
-		ids                      = make([]uuid.UUID, n)
+		ids                      = make([][16]byte, n)
 		queues, regions, states  = make([]string, n), make([]string, n), make([]string, n)
 		formedBy, players, parts = make([]string, n), make([]string, n), make([]string, n)
 		bots                     = make([]int32, n)
@@ -309,7 +315,7 @@ func (l *Postgres) CommitMatches(ctx context.Context, ms []matcher.Match, epoch 
 		created                  = make([]time.Time, n)
 		versions                 = make([]int64, n)
 		seatMatch, userMatch     []int32
-		seats                    []uuid.UUID
+		seats                    [][16]byte
 		users                    []string
 		payloads                 = make([][]byte, n)
 		events                   = make([]matcher.Event, n)
@@ -325,7 +331,7 @@ func (l *Postgres) CommitMatches(ctx context.Context, ms []matcher.Match, epoch 
 		if err != nil {
 			return nil, fmt.Errorf("commit match %s: players: %w", m.ID, err)
 		}
-		ids[i], queues[i], regions[i], states[i] = uuid.MustParse(m.ID), m.Queue, m.Region, m.State
+		ids[i], queues[i], regions[i], states[i] = uuidParam(m.ID), m.Queue, m.Region, m.State
 		formedBy[i], players[i], parts[i] = m.FormedBy, string(p), partitionOf(m)
 		bots[i], spreads[i], acceptBy[i], created[i], versions[i] = int32(m.Bots), m.Spread, m.AcceptBy, m.CreatedAt, m.Version
 		if m.Server != nil {
@@ -333,7 +339,7 @@ func (l *Postgres) CommitMatches(ctx context.Context, ms []matcher.Match, epoch 
 		}
 		for _, id := range m.TicketIDs() {
 			seatMatch = append(seatMatch, int32(i+1))
-			seats = append(seats, uuid.MustParse(id))
+			seats = append(seats, uuidParam(id))
 		}
 		events[i] = matcher.MatchFoundEvent(m)
 		for _, u := range events[i].Users {
