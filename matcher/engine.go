@@ -310,6 +310,10 @@ type pass struct {
 	// The head of the partition, read at the start of the pass in one round
 	// trip: the silent (ghost candidates), the due, and the oldest (anchors).
 	stale, due, oldest []pool.Entry
+	// near holds the candidates of the anchors last read (the head's, then
+	// those read after each round's claims), read with them; nil when the
+	// anchors were the whole pool.
+	near [][]pool.Entry
 }
 
 // staleBatch, dueBatch: how many ghosts and deadlines one pass takes on.
@@ -325,10 +329,14 @@ func (p *pass) readHead(ctx context.Context) error {
 	if q.Kind == KindRoom {
 		anchors = q.Players * q.AnchorDepth
 	}
+	oldest := pool.OldestScan(anchors)
+	if q.Kind != KindRoom {
+		oldest = pool.AnchorsScan(anchors, q.ScanLimit, &p.near)
+	}
 	head, err := p.e.cfg.Pool.ScanMany(ctx, p.e.part, []pool.Scan{
 		pool.StaleScan(p.now.Add(-q.HeartbeatTimeout), staleBatch),
 		pool.DueScan(p.now, dueBatch),
-		pool.OldestScan(anchors),
+		oldest,
 	})
 	if err != nil {
 		return fmt.Errorf("read the head of the pool: %w", err)
@@ -457,13 +465,17 @@ func (p *pass) skillRound(ctx context.Context, anchors, offered []pool.Entry, wh
 	}
 	// The ScanLimit players closest in skill to each anchor: in a dense
 	// pool this reads a few dozen entries instead of the whole window, and
-	// the closest are the best candidates anyway. When the anchors are the
-	// whole pool they are chosen from those, without a round trip, and
-	// as each anchor's turn comes: the players earlier groups took are not
-	// among them (with equal skills, every anchor's closest would otherwise
-	// be the same first few).
+	// the closest are the best candidates anyway. They were read with the
+	// anchors, in that round trip; offered players, read elsewhere, send
+	// the round for one more. When the anchors are the whole pool they are
+	// chosen from those, without a round trip, and as each anchor's turn
+	// comes: the players earlier groups took are not among them (with
+	// equal skills, every anchor's closest would otherwise be the same
+	// first few).
 	var nears [][]pool.Entry
-	if !whole {
+	if !whole && len(offered) == 0 && len(p.near) == len(anchors) {
+		nears = p.near
+	} else if !whole {
 		scans := make([]pool.Scan, 0, len(anchors))
 		for _, a := range anchors {
 			scans = append(scans, pool.NearestToScan(a, q.ScanLimit))
@@ -750,7 +762,7 @@ func (p *pass) form(ctx context.Context, group []pool.Entry, formedBy string, bo
 func (p *pass) formMany(ctx context.Context, groups [][]pool.Entry, formedBy string, next int) ([]pool.Entry, error) {
 	var then []pool.Scan
 	if next > 0 {
-		then = append(then, pool.OldestScan(next))
+		then = append(then, pool.AnchorsScan(next, p.e.q.ScanLimit, &p.near))
 	}
 	if len(groups) == 0 && len(then) == 0 {
 		return nil, nil

@@ -24,6 +24,9 @@ type Scan struct {
 	n      int
 	params []string
 	skill  float64 // nearest: the reads are ordered by distance to it
+	// anchors: where the candidates go, and how many for each anchor.
+	near  *[][]Entry
+	limit int
 }
 
 // OldestScan reads as Oldest does.
@@ -37,6 +40,15 @@ func DueScan(now time.Time, n int) Scan {
 // StaleScan reads as Stale does.
 func StaleScan(before time.Time, n int) Scan {
 	return Scan{mode: "stale", n: n, params: []string{msTime(before)}}
+}
+
+// AnchorsScan reads as OldestScan(n) does and, in the same call, the
+// candidates of each anchor: (*near)[i] is what NearestToScan(anchors[i],
+// limit) would read. A matching pass then reads its anchors and their
+// candidates in one round trip instead of two. When fewer than n are read
+// (the whole pool), *near is nil: the caller picks among the anchors.
+func AnchorsScan(n, limit int, near *[][]Entry) Scan {
+	return Scan{mode: "anchors", n: n, params: []string{strconv.Itoa(max(limit, 1))}, near: near, limit: max(limit, 1)}
 }
 
 // NearestScan reads as Nearest does.
@@ -97,7 +109,21 @@ func scanCall(ctx context.Context, pipe redis.Pipeliner, keys []string, scans []
 }
 
 // scanResults reads the reply of scanCall: out[i] is what scans[i] read.
-func scanResults(cmd *redis.Cmd, scans []Scan) ([][]Entry, error) {
+func scanResults(cmd *redis.Cmd, scans []Scan) (_ [][]Entry, err error) {
+	// Candidates come with their anchors or not at all.
+	drop := func() {
+		for _, s := range scans {
+			if s.near != nil {
+				*s.near = nil
+			}
+		}
+	}
+	drop()
+	defer func() {
+		if err != nil {
+			drop()
+		}
+	}()
 	vals, err := cmd.Slice()
 	if err != nil {
 		return nil, err
@@ -111,6 +137,33 @@ func scanResults(cmd *redis.Cmd, scans []Scan) ([][]Entry, error) {
 			continue
 		}
 		rows, _ := vals[i].([]any)
+		if s.mode == "anchors" {
+			if len(rows) == 0 {
+				return nil, fmt.Errorf("anchors: empty reply")
+			}
+			anchors, _ := rows[0].([]any)
+			es, err := parseEntries(anchors)
+			if err != nil {
+				return nil, fmt.Errorf("anchors: %w", err)
+			}
+			out[i] = es
+			if len(rows) == 1 {
+				continue
+			}
+			if len(rows) != 1+len(es) {
+				return nil, fmt.Errorf("anchors: %d candidate lists for %d anchors", len(rows)-1, len(es))
+			}
+			near := make([][]Entry, len(es))
+			for j, a := range es {
+				cands, _ := rows[1+j].([]any)
+				if near[j], err = parseEntries(cands); err != nil {
+					return nil, fmt.Errorf("anchors: near %s: %w", a.TicketID, err)
+				}
+				near[j] = Closest(near[j], a.Skill, s.limit)
+			}
+			*s.near = near
+			continue
+		}
 		es, err := parseEntries(rows)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", s.mode, err)

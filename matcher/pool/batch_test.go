@@ -184,6 +184,89 @@ func TestBatches(t *testing.T) {
 			}
 		})
 
+		t.Run("AnchorsScanIsOldestWithEachNearest", func(t *testing.T) {
+			const part = "anch:eu"
+			rng := rand.New(rand.NewPCG(3, 5))
+			for i := range 120 {
+				// Whole skills: ties, where the read must centre on each anchor.
+				mustEnqueue(t, p, part, entry(fmt.Sprint("a", i), float64(rng.IntN(20)), time.Duration(rng.IntN(5000))*time.Millisecond, time.Hour))
+			}
+			check := func(t *testing.T, n, limit int) {
+				t.Helper()
+				near := [][]Entry{{}} // cleared by every read
+				got, err := p.ScanMany(ctx, part, []Scan{DueScan(t0, 5), AnchorsScan(n, limit, &near)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := p.Oldest(ctx, part, n)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(got[1], want) {
+					t.Fatalf("n=%d: anchors %v, oldest %v", n, ids(got[1]), ids(want))
+				}
+				if len(want) < n {
+					if near != nil {
+						t.Fatalf("n=%d: the whole pool read, yet %d candidate lists", n, len(near))
+					}
+					return
+				}
+				if len(near) != len(want) {
+					t.Fatalf("n=%d: %d candidate lists for %d anchors", n, len(near), len(want))
+				}
+				for i, a := range want {
+					one, err := p.ScanMany(ctx, part, []Scan{NearestToScan(a, limit)})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !reflect.DeepEqual(near[i], one[0]) {
+						t.Errorf("n=%d limit=%d anchor %s: read with it %v, alone %v", n, limit, a.TicketID, ids(near[i]), ids(one[0]))
+					}
+				}
+			}
+			for _, n := range []int{1, 10, 60, 120, 121, 500} {
+				for _, limit := range []int{1, 4, 9} {
+					check(t, n, limit)
+				}
+			}
+
+			// Read after the claims of one call: the claimed are gone from
+			// the anchors and from every candidate list.
+			oldest, err := p.Oldest(ctx, part, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var near [][]Entry
+			claims, read, err := p.ClaimMany(ctx, part, 0, []ClaimRequest{{MatchID: "m-anch", TicketIDs: ids(oldest)}}, AnchorsScan(10, 120, &near))
+			if err != nil || !claims[0].OK {
+				t.Fatalf("claim %+v, %v", claims, err)
+			}
+			if len(read[0]) != 10 || len(near) != 10 {
+				t.Fatalf("after the claims: %d anchors, %d candidate lists", len(read[0]), len(near))
+			}
+			for _, es := range append(near, read[0]) {
+				for _, e := range es {
+					if e.TicketID == oldest[0].TicketID || e.TicketID == oldest[1].TicketID {
+						t.Fatalf("claimed %s read after its claim", e.TicketID)
+					}
+				}
+			}
+
+			// An anchor whose hash is gone comes without a user, for the
+			// caller to repair, and reads no candidates.
+			first := read[0][0]
+			if err := rdb.Del(ctx, p.ticketKey(part, first.TicketID)).Err(); err != nil {
+				t.Fatal(err)
+			}
+			got, err := p.ScanMany(ctx, part, []Scan{AnchorsScan(3, 4, &near)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got[0][0].TicketID != first.TicketID || got[0][0].UserID != "" || got[0][0].Skill != first.Skill || len(near[0]) != 0 || len(near[1]) != 4 {
+				t.Fatalf("lost hash: anchor %+v, candidates %d / %d", got[0][0], len(near[0]), len(near[1]))
+			}
+		})
+
 		t.Run("NearestToIsCentredOnTheAnchor", func(t *testing.T) {
 			const part = "centred:eu"
 			// A crowd of one skill between a few neighbours: ids in member

@@ -28,9 +28,18 @@
 --                       each of them instead of the same few
 --            "stale"    members of hb with score <= p1 (cutoff ms: no sign of
 --                       life since then), oldest first, at most n
+--            "anchors"  as "oldest" and, when it read n members, for each of
+--                       them what "nearest" reads with p1 = its skill and
+--                       p2 = its id, at most p1 (> 0) of them: a matching
+--                       pass's anchors with their candidates, in the round
+--                       trip that reads the anchors rather than one more.
+--                       With fewer than n members the pass holds the whole
+--                       pool and reads no candidates.
 --
 -- Returns one reply per scan, each a flat array of 8 strings per entry:
 --   id, user, skill, enq ms, deadline ms, estimated, activity, heartbeat ms
+-- except for "anchors": an array of the anchors' flat array and then one flat
+-- array per anchor, its candidates (none when it read fewer than n).
 -- Missing values are "". The score of the scanned set comes with the range;
 -- the other two are read from the hash, which holds copies written by the same
 -- scripts, so an entry costs one HMGET (a few ZSCOREs more per entry made a
@@ -98,13 +107,8 @@ end
 -- The hash fields of the entries read so far in this call.
 local fields = {}
 
-local replies = {}
-for a = 1, #ARGV, 4 do
-  local mode = ARGV[a]
-  local rs, primary = rows(mode, tonumber(ARGV[a + 1]), ARGV[a + 2], ARGV[a + 3])
-  if not rs then
-    return redis.error_reply('ERR scan: unknown mode ' .. tostring(mode))
-  end
+-- entries turns a scan's members and scores into its flat reply.
+local function entries(rs, primary)
   local out, o = {}, 0
   for i = 1, #rs, 2 do
     local id = rs[i]
@@ -128,6 +132,34 @@ for a = 1, #ARGV, 4 do
     end
     o = o + 8
   end
-  replies[#replies + 1] = out
+  return out
+end
+
+local replies = {}
+for a = 1, #ARGV, 4 do
+  local mode, n = ARGV[a], tonumber(ARGV[a + 1])
+  if mode == 'anchors' then
+    local anchors = entries(rows('oldest', n))
+    local reply = {anchors}
+    if #anchors == 8 * n then
+      local limit = tonumber(ARGV[a + 2])
+      for o = 0, #anchors - 8, 8 do
+        -- An anchor whose hash is gone is not matched (the caller repairs
+        -- it), and one gone from the pool has no skill to centre on.
+        local near = {}
+        if anchors[o + 2] ~= '' and anchors[o + 3] ~= '' then
+          near = entries(rows('nearest', limit, anchors[o + 3], anchors[o + 1]))
+        end
+        reply[#reply + 1] = near
+      end
+    end
+    replies[#replies + 1] = reply
+  else
+    local rs, primary = rows(mode, n, ARGV[a + 2], ARGV[a + 3])
+    if not rs then
+      return redis.error_reply('ERR scan: unknown mode ' .. tostring(mode))
+    end
+    replies[#replies + 1] = entries(rs, primary)
+  end
 end
 return replies
