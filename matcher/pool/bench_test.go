@@ -282,3 +282,21 @@ func BenchmarkMembers_100k(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAnchors_100k_n160 is the read of a dense pass's fifth round: 160
+// anchors and the 4 candidates of each (a pairs queue's scanLimit), in one
+// call. Its entries/op counts the anchors and the candidates.
+func BenchmarkAnchors_100k_n160(b *testing.B) {
+	benchScan(b, 160*5, func(p *Pool, _ *rand.Rand) ([]Entry, error) {
+		var near [][]Entry
+		got, err := p.ScanMany(context.Background(), bigPart, []Scan{AnchorsScan(160, 4, &near)})
+		if err != nil {
+			return nil, err
+		}
+		es := got[0]
+		for _, n := range near {
+			es = append(es, n...)
+		}
+		return es, nil
+	})
+}
