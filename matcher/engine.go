@@ -71,6 +71,9 @@ type Engine struct {
 	// pendingChecked is when (unix ms) a pass last looked for passed accept
 	// windows, for queues without an accept window.
 	pendingChecked atomic.Int64
+	// depth is how many anchors the first round of the next pass tries
+	// (see pass.skill); 0 until a pass sets it: AnchorDepth.
+	depth atomic.Int32
 }
 
 // NewEngine validates the configuration; it starts nothing.
@@ -308,8 +311,10 @@ type pass struct {
 	// for the pass's one commit.
 	staged []staged
 	// The head of the partition, read at the start of the pass in one round
-	// trip: the silent (ghost candidates), the due, and the oldest (anchors).
+	// trip: the silent (ghost candidates), the due, and the oldest (anchors),
+	// depth of them for a skill queue.
 	stale, due, oldest []pool.Entry
+	depth              int
 	// near holds the candidates of the anchors last read (the head's, then
 	// those read after each round's claims), read with them; nil when the
 	// anchors were the whole pool.
@@ -325,13 +330,13 @@ const (
 // readHead reads what the pass starts from in one round trip.
 func (p *pass) readHead(ctx context.Context) error {
 	q := p.e.q
-	anchors := q.AnchorDepth
-	if q.Kind == KindRoom {
-		anchors = q.Players * q.AnchorDepth
+	p.depth = q.AnchorDepth
+	if d := int(p.e.depth.Load()); d > 0 {
+		p.depth = d
 	}
-	oldest := pool.OldestScan(anchors)
-	if q.Kind != KindRoom {
-		oldest = pool.AnchorsScan(anchors, q.ScanLimit, &p.near)
+	oldest := pool.AnchorsScan(p.depth, q.ScanLimit, &p.near)
+	if q.Kind == KindRoom {
+		oldest = pool.OldestScan(q.Players * q.AnchorDepth)
 	}
 	head, err := p.e.cfg.Pool.ScanMany(ctx, p.e.part, []pool.Scan{
 		pool.StaleScan(p.now.Add(-q.HeartbeatTimeout), staleBatch),
@@ -394,12 +399,14 @@ func (p *pass) usable(group []pool.Entry, c pool.Entry) bool {
 }
 
 // skill tries the oldest waiters as anchors, up to AnchorDepth of them, so an
-// outlier at the head never blocks the players behind it. The candidates of
-// every anchor are read in one round trip and the groups claimed in one
+// outlier at the head never blocks the players behind it. The anchors and
+// their candidates are read in one round trip and the groups claimed in one
 // more; a group that loses a player to a cancel meanwhile is left for the
 // next pass. When every anchor of a full round formed a match (a backlog),
 // twice as many more are tried in the same pass (up to passSeats players),
-// whose one commit then carries them all.
+// whose one commit then carries them all. While the backlog lasts, the next
+// pass starts where this one left off rather than at AnchorDepth again
+// (see firstRound).
 func (p *pass) skill(ctx context.Context) error {
 	q := p.e.q
 	anchors := p.oldest
@@ -407,7 +414,9 @@ func (p *pass) skill(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for want := q.AnchorDepth; ; {
+	depth := q.AnchorDepth
+	defer func() { p.e.depth.Store(int32(depth)) }()
+	for want := p.depth; ; {
 		before := len(p.staged)
 		own, full, tried, err := p.skillRound(ctx, anchors, offered, len(anchors) < want)
 		if err != nil {
@@ -424,6 +433,9 @@ func (p *pass) skill(ctx context.Context) error {
 		next := 0
 		if dense := len(anchors) >= want && tried > 0 && 2*full >= tried; dense {
 			next = min(2*want, (passSeats-p.seats()-len(own)*q.Players)/q.Players)
+			depth = max(depth, firstRound(q, want))
+		} else {
+			depth = q.AnchorDepth
 		}
 		anchors, err = p.formMany(ctx, own, FormedFilled, next)
 		if err != nil || next <= 0 || len(p.staged)-before < full {
@@ -439,6 +451,17 @@ func (p *pass) skill(ctx context.Context) error {
 // backlog the pass rate, not the machine, bounded the matching at 128
 // (≈ 4,600 players a second, offered 5,000 joins/s on two cores).
 const passSeats = 512
+
+// firstRound is how many anchors the next pass tries first after a pass
+// whose largest round, of want anchors, was dense to the end. Under a backlog every pass read on
+// through rounds of 10, 20, 40… anchors, a round trip each, and a busy
+// server's round trips wait their turn among thousands of goroutines: the
+// passes' length, not the machine, then bounded the matching. A pass that
+// starts with the last dense round's size reaches passSeats in two rounds
+// (at most half of passSeats, so that it still reads on at least once).
+func firstRound(q *QueueConfig, want int) int {
+	return max(q.AnchorDepth, min(want, passSeats/(2*q.Players)))
+}
 
 // seats counts the players of the staged matches.
 func (p *pass) seats() int {

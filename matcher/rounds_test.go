@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -50,11 +51,71 @@ func TestDensePassReadsCandidatesWithTheAnchors(t *testing.T) {
 	})
 }
 
-// tripCounter counts round trips to Redis, and those that read candidates
-// (a scan of mode "nearest").
+// TestBacklogPassStartsWhereTheLastLeftOff: under a backlog a pass starts
+// with as many anchors as the last dense round of the pass before it (at
+// most half a pass), not with AnchorDepth again; once a round finds the
+// backlog gone, the next pass starts at AnchorDepth.
+func TestBacklogPassStartsWhereTheLastLeftOff(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+		trips := &tripCounter{}
+		crdb := redis.NewClient(rdb.Options())
+		defer crdb.Close()
+		crdb.AddHook(trips)
+		h := newHarnessWith(t, matcher.QueueConfig{
+			Name: "duel", Players: 2, Regions: []string{"eu"},
+			Window: &matcher.Window{Points: []matcher.WindowPoint{{After: 0, Width: 1000}}},
+		}, crdb, prefix, ledger.NewMemory())
+		joined := 0
+		join := func(n int) {
+			for range n {
+				h.join(fmt.Sprint("u", joined), float64(joined%50))
+				joined++
+				h.advance(time.Millisecond)
+			}
+		}
+		pass := func() (matches int, rounds []string) {
+			t.Helper()
+			trips.reset()
+			res := h.tick()
+			return res.Matches, trips.anchorReads()
+		}
+		first := func(rounds []string) int {
+			if len(rounds) == 0 {
+				t.Fatal("a pass read no anchors")
+			}
+			n, _ := strconv.Atoi(rounds[0])
+			return n
+		}
+		join(1200) // more than two passes of 512 seats
+		m1, r1 := pass()
+		m2, r2 := pass()
+		m3, r3 := pass()
+		t.Logf("rounds of anchors: %v, %v, %v", r1, r2, r3)
+		if m1 != 256 || m2 != 256 || m3 != 88 {
+			t.Fatalf("passes formed %d, %d, %d matches, want 256, 256, 88", m1, m2, m3)
+		}
+		// The first pass finds the backlog from AnchorDepth up; the next
+		// starts with its largest round, up to half a pass (128 pairs).
+		if first(r1) != 10 || first(r2) <= 10 || first(r2) > 128 || first(r3) != 128 {
+			t.Fatalf("first rounds of %d, %d, %d anchors, want 10, 11..128, 128", first(r1), first(r2), first(r3))
+		}
+		if len(r2) >= len(r1) {
+			t.Errorf("the second pass took %d rounds, the first %d", len(r2), len(r1))
+		}
+		// The third pass's last round found the backlog gone.
+		join(40)
+		if m, r := pass(); m != 20 || first(r) != 10 {
+			t.Fatalf("after the backlog: %d matches, first round of %d anchors, want 20 and 10", m, first(r))
+		}
+	})
+}
+
+// tripCounter counts round trips to Redis, those that read candidates (a
+// scan of mode "nearest"), and the anchors each read (mode "anchors").
 type tripCounter struct {
 	mu           sync.Mutex
 	all, nearest int
+	anchors      []string
 }
 
 func (*tripCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -81,12 +142,24 @@ func (c *tripCounter) count(cmds []redis.Cmder) {
 	if near {
 		c.nearest++
 	}
+	for _, cmd := range cmds {
+		args := cmd.Args()
+		if i := slices.Index(args, any("anchors")); i >= 0 && i+1 < len(args) {
+			c.anchors = append(c.anchors, fmt.Sprint(args[i+1]))
+		}
+	}
+}
+
+func (c *tripCounter) anchorReads() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.anchors)
 }
 
 func (c *tripCounter) reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.all, c.nearest = 0, 0
+	c.all, c.nearest, c.anchors = 0, 0, nil
 }
 
 func (c *tripCounter) get() (all, nearest int) {
