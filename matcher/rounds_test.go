@@ -23,14 +23,7 @@ import (
 // gateway's goroutines, so the pass's round trips bound its length.
 func TestDensePassReadsCandidatesWithTheAnchors(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
-		trips := &tripCounter{}
-		crdb := redis.NewClient(rdb.Options())
-		defer crdb.Close()
-		crdb.AddHook(trips)
-		h := newHarnessWith(t, matcher.QueueConfig{
-			Name: "duel", Players: 2, Regions: []string{"eu"},
-			Window: &matcher.Window{Points: []matcher.WindowPoint{{After: 0, Width: 1000}}},
-		}, crdb, prefix, ledger.NewMemory())
+		h, trips := countedHarness(t, rdb, prefix)
 		const players = 300
 		for i := range players {
 			h.join(fmt.Sprint("u", i), float64(i%50))
@@ -57,14 +50,7 @@ func TestDensePassReadsCandidatesWithTheAnchors(t *testing.T) {
 // backlog gone, the next pass starts at AnchorDepth.
 func TestBacklogPassStartsWhereTheLastLeftOff(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
-		trips := &tripCounter{}
-		crdb := redis.NewClient(rdb.Options())
-		defer crdb.Close()
-		crdb.AddHook(trips)
-		h := newHarnessWith(t, matcher.QueueConfig{
-			Name: "duel", Players: 2, Regions: []string{"eu"},
-			Window: &matcher.Window{Points: []matcher.WindowPoint{{After: 0, Width: 1000}}},
-		}, crdb, prefix, ledger.NewMemory())
+		h, trips := countedHarness(t, rdb, prefix)
 		joined := 0
 		join := func(n int) {
 			for range n {
@@ -108,6 +94,21 @@ func TestBacklogPassStartsWhereTheLastLeftOff(t *testing.T) {
 			t.Fatalf("after the backlog: %d matches, first round of %d anchors, want 20 and 10", m, first(r))
 		}
 	})
+}
+
+// countedHarness is a harness of a pairs queue where everyone fits every
+// window, whose Redis client counts its round trips.
+func countedHarness(t *testing.T, rdb *redis.Client, prefix string) (*harness, *tripCounter) {
+	t.Helper()
+	trips := &tripCounter{}
+	crdb := redis.NewClient(rdb.Options())
+	t.Cleanup(func() { _ = crdb.Close() })
+	crdb.AddHook(trips)
+	h := newHarnessWith(t, matcher.QueueConfig{
+		Name: "duel", Players: 2, Regions: []string{"eu"},
+		Window: &matcher.Window{Points: []matcher.WindowPoint{{After: 0, Width: 1000}}},
+	}, crdb, prefix, ledger.NewMemory())
+	return h, trips
 }
 
 // tripCounter counts round trips to Redis, those that read candidates (a
