@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -187,12 +186,27 @@ type Config struct {
 	Queues   []QueueConfig `yaml:"queues"`
 }
 
-var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,47}$`)
+// namePattern is what ValidName accepts, as error messages state it.
+const namePattern = `^[a-z0-9][a-z0-9_-]{0,47}$`
 
 // ValidName reports whether s may be a queue or region name: lower-case
 // letters, digits, '-' and '_', at most 48 characters. Names end up inside
-// Redis keys and metric labels, so nothing else is let through.
-func ValidName(s string) bool { return nameRE.MatchString(s) }
+// Redis keys and metric labels, so nothing else is let through. A loop, not
+// namePattern's regexp: every join checks its queue and region.
+func ValidName(s string) bool {
+	if s == "" || len(s) > 48 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case 'a' <= c && c <= 'z', '0' <= c && c <= '9':
+		case (c == '-' || c == '_') && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 func decodeStrict(n *yaml.Node, v any) error {
 	// yaml.v3 nodes have no KnownFields switch; re-encode and decode strictly.
@@ -319,7 +333,7 @@ func (q *QueueConfig) applyBuiltins() {
 func (q *QueueConfig) Validate() error {
 	var errs []string
 	if !ValidName(q.Name) {
-		errs = append(errs, "name must match "+nameRE.String())
+		errs = append(errs, "name must match "+namePattern)
 	}
 	if q.Kind != KindSkill && q.Kind != KindRoom {
 		errs = append(errs, "kind must be skill or room")
@@ -365,7 +379,7 @@ func (q *QueueConfig) Validate() error {
 	}
 	for _, r := range q.Regions {
 		if !ValidName(r) {
-			errs = append(errs, fmt.Sprintf("region %q must match %s", r, nameRE))
+			errs = append(errs, fmt.Sprintf("region %q must match %s", r, namePattern))
 		}
 	}
 	for k, w := range q.Weights {

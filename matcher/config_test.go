@@ -1,6 +1,8 @@
 package matcher_test
 
 import (
+	"math/rand/v2"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -124,5 +126,44 @@ queues:
 	}
 	if got := p.PoolOf("anyone", "global"); got.String() != "plain:global" {
 		t.Fatalf("unsharded pool %v", got)
+	}
+}
+
+// ValidName accepts exactly what the documented pattern does: strings of
+// the letters that matter, and their neighbours, at every length around
+// the limit.
+func TestValidNameIsThePattern(t *testing.T) {
+	re := regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,47}$`)
+	rng := rand.New(rand.NewPCG(5, 8))
+	// Mostly the letters a name may hold, so that many strings are names.
+	const valid, other = "az09_-", "AZ/.:{} \n\x00é`{"
+	accepted := 0
+	for range 200_000 {
+		b := make([]byte, rng.IntN(52))
+		for i := range b {
+			if rng.IntN(50) == 0 {
+				b[i] = other[rng.IntN(len(other))]
+			} else {
+				b[i] = valid[rng.IntN(len(valid))]
+			}
+		}
+		if s := string(b); matcher.ValidName(s) != re.MatchString(s) {
+			t.Fatalf("ValidName(%q) = %v, the pattern says %v", s, matcher.ValidName(s), re.MatchString(s))
+		} else if re.MatchString(s) {
+			accepted++
+		}
+	}
+	if accepted < 20_000 {
+		t.Fatalf("only %d of the strings were names: the test checks little", accepted)
+	}
+	for _, s := range []string{"a", "duel", "ranked-eu_2", strings.Repeat("a", 48)} {
+		if !matcher.ValidName(s) {
+			t.Errorf("ValidName(%q) = false", s)
+		}
+	}
+	for _, s := range []string{"", "-a", "_a", "A", strings.Repeat("a", 49), "a\n"} {
+		if matcher.ValidName(s) {
+			t.Errorf("ValidName(%q) = true", s)
+		}
 	}
 }
