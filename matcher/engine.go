@@ -453,12 +453,13 @@ func (p *pass) skill(ctx context.Context) error {
 const passSeats = 512
 
 // firstRound is how many anchors the next pass tries first after a pass
-// whose largest round, of want anchors, was dense to the end. Under a backlog every pass read on
-// through rounds of 10, 20, 40… anchors, a round trip each, and a busy
-// server's round trips wait their turn among thousands of goroutines: the
-// passes' length, not the machine, then bounded the matching. A pass that
-// starts with the last dense round's size reaches passSeats in two rounds
-// (at most half of passSeats, so that it still reads on at least once).
+// whose largest round, of want anchors, was dense to the end. Under a
+// backlog every pass read on through rounds of 10, 20, 40… anchors, a
+// round trip each, and on a busy server each round trip waits its turn
+// among thousands of goroutines. Starting with the last dense round's size
+// (at most half of passSeats, so that a pass still reads on at least once)
+// takes two or three fewer round trips a pass, and a backlog clears
+// sooner.
 func firstRound(q *QueueConfig, want int) int {
 	return max(q.AnchorDepth, min(want, passSeats/(2*q.Players)))
 }

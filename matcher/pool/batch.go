@@ -46,7 +46,8 @@ func StaleScan(before time.Time, n int) Scan {
 // candidates of each anchor: (*near)[i] is what NearestToScan(anchors[i],
 // limit) would read. A matching pass then reads its anchors and their
 // candidates in one round trip instead of two. When fewer than n are read
-// (the whole pool), *near is nil: the caller picks among the anchors.
+// (the whole pool), *near is nil: the caller picks among the anchors; and
+// when the call fails.
 func AnchorsScan(n, limit int, near *[][]Entry) Scan {
 	return Scan{mode: "anchors", n: n, params: []string{strconv.Itoa(max(limit, 1))}, near: near, limit: max(limit, 1)}
 }
