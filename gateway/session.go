@@ -31,7 +31,7 @@ type session struct {
 	id       uint64
 	socketID string // the per-user socket lease: instance/id
 	conn     *websocket.Conn
-	raw      net.Conn // the hijacked connection, for drop
+	raw      net.Conn // the hijacked connection (every upgrade has one): write deadlines, drop
 	p        principal
 	ip       netip.Addr // the client, for per-IP limits
 
@@ -161,11 +161,6 @@ func (s *session) writeLoop() {
 // watch inside the library and their garbage on every frame of every
 // socket, a twelfth of the gateway's allocations under load.
 func (s *session) write(data []byte) error {
-	if s.raw == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), s.srv.cfg.WriteTimeout)
-		defer cancel()
-		return s.conn.Write(ctx, websocket.MessageText, data)
-	}
 	if err := s.raw.SetWriteDeadline(time.Now().Add(s.srv.cfg.WriteTimeout)); err != nil {
 		return err
 	}

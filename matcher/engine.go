@@ -496,10 +496,8 @@ func (p *pass) skillRound(ctx context.Context, anchors, offered []pool.Entry, wh
 	// comes: the players earlier groups took are not among them (with
 	// equal skills, every anchor's closest would otherwise be the same
 	// first few).
-	var nears [][]pool.Entry
-	if !whole && len(offered) == 0 && len(p.near) == len(anchors) {
-		nears = p.near
-	} else if !whole {
+	nears := p.near
+	if !whole && len(nears) != len(anchors) { // offered players among them
 		scans := make([]pool.Scan, 0, len(anchors))
 		for _, a := range anchors {
 			scans = append(scans, pool.NearestToScan(a, q.ScanLimit))
