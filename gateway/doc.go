@@ -44,8 +44,11 @@
 //     loads the user's state, holds pushes until the hello frame is queued,
 //     and sends hello first: a push published during the load is delivered
 //     after hello, never lost (clients keep the highest version they see).
-//   - One pinger per Server walks the sockets every Config.PingInterval and
-//     pings them with bounded concurrency; a failed ping closes the socket.
+//   - One pinger per Server pings each socket once per Config.PingInterval,
+//     at a phase of its own: a socket gets one of up to 100 slots when it
+//     registers, and the pinger visits one slot per PingInterval/slots, so
+//     thousands of sockets never ping at once. Pings in flight are bounded;
+//     a failed ping closes the socket.
 //   - Disconnects are detected from read errors, never from the upgrade
 //     request's context.
 //   - Run drains in order: mark draining (/readyz fails, upgrades get 503),

@@ -32,6 +32,17 @@ const (
 	// pingConcurrency bounds the pings in flight at once (each a short-lived
 	// goroutine waiting up to PingTimeout for its pong).
 	pingConcurrency = 256
+	// pingSlots spreads the pinger's work over PingInterval. Each socket
+	// gets a slot when it registers, in turn, and every PingInterval /
+	// pingSlots the pinger pings the sockets of the next slot and renews
+	// their leases. Pinging every socket at once is a burst of thousands of
+	// pings, pongs and lease writes that the matching path queues behind:
+	// at 2,000 joins/s over 6,000 sockets it was most of join→match.found's
+	// p99 (docs/BENCHMARKS.md).
+	pingSlots = 100
+	// minPingStep keeps a short PingInterval (tests) from waking the pinger
+	// more often than this: it gets fewer slots instead.
+	minPingStep = 10 * time.Millisecond
 	// wsRoute is the WebSocket endpoint.
 	wsRoute = "/v1/ws"
 	// readyTimeout bounds one /readyz dependency check.
@@ -59,8 +70,12 @@ type Server struct {
 	baseCtx    context.Context
 	cancelBase context.CancelFunc
 
-	mu            sync.Mutex
-	sessions      map[*session]struct{}
+	mu sync.Mutex
+	// slots holds the open sockets by ping slot; nextSlot is the slot of
+	// the next socket to register.
+	slots         []map[*session]struct{}
+	nextSlot      int
+	registered    int // sockets in slots
 	byUser        map[string][]*session
 	draining      bool
 	drainDeadline time.Time // when the drain drops what is still open
@@ -125,8 +140,11 @@ func New(cfg Config) (*Server, error) {
 		jwtParser: newJWTParser(cfg.Now),
 		keys:      keys,
 		instance:  strings.ReplaceAll(uuid.NewString(), "-", "")[:12],
-		sessions:  make(map[*session]struct{}),
 		byUser:    make(map[string][]*session),
+	}
+	s.slots = make([]map[*session]struct{}, min(max(int(cfg.PingInterval/minPingStep), 1), pingSlots))
+	for i := range s.slots {
+		s.slots[i] = make(map[*session]struct{})
 	}
 	for _, t := range cfg.AdminTokens {
 		s.adminKeys = append(s.adminKeys, sha256.Sum256([]byte(t)))
@@ -331,14 +349,20 @@ func (s *Server) register(sess *session) (deadline time.Time, draining bool) {
 	if s.draining {
 		return s.drainDeadline, true
 	}
-	s.sessions[sess] = struct{}{}
+	sess.slot = s.nextSlot
+	s.nextSlot = (s.nextSlot + 1) % len(s.slots)
+	s.slots[sess.slot][sess] = struct{}{}
+	s.registered++
 	s.byUser[sess.p.UserID] = append(s.byUser[sess.p.UserID], sess)
 	return time.Time{}, false
 }
 
 func (s *Server) unregister(sess *session) {
 	s.mu.Lock()
-	delete(s.sessions, sess)
+	if _, ok := s.slots[sess.slot][sess]; ok {
+		delete(s.slots[sess.slot], sess)
+		s.registered--
+	}
 	list := s.byUser[sess.p.UserID]
 	for i, x := range list {
 		if x == sess {
@@ -357,9 +381,11 @@ func (s *Server) unregister(sess *session) {
 // snapshotLocked copies the registry so that slow work (pings, closes)
 // happens after the lock is released.
 func (s *Server) snapshotLocked() []*session {
-	out := make([]*session, 0, len(s.sessions))
-	for sess := range s.sessions {
-		out = append(out, sess)
+	out := make([]*session, 0, s.registered)
+	for _, slot := range s.slots {
+		for sess := range slot {
+			out = append(out, sess)
+		}
 	}
 	return out
 }
@@ -370,29 +396,42 @@ func (s *Server) isDraining() bool {
 	return s.draining
 }
 
-// pingLoop pings every socket once per PingInterval until ctx ends.
+// pingLoop visits one slot every PingInterval/len(slots) until ctx ends, so
+// that each socket is pinged, and its lease renewed, once per PingInterval
+// at a phase of its own. When pingConcurrency pings are waiting for their
+// pongs the next slot waits for one of them: the interval stretches, and no
+// socket is skipped.
 func (s *Server) pingLoop(ctx context.Context) {
-	t := time.NewTicker(s.cfg.PingInterval)
+	t := time.NewTicker(s.cfg.PingInterval / time.Duration(len(s.slots)))
 	defer t.Stop()
-	for {
+	sem := make(chan struct{}, pingConcurrency)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for slot := 0; ; slot = (slot + 1) % len(s.slots) {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			s.pingAll(ctx)
 		}
+		s.pingSlot(ctx, slot, sem, &wg)
 	}
 }
 
-// pingAll pings the open sockets with bounded concurrency, and closes those
-// whose token has expired. A sweep finishes before the next one starts.
-func (s *Server) pingAll(ctx context.Context) {
+// pingSlot pings the sockets of one slot (the pings go on in wg, each
+// holding a place in sem until its pong), closes those whose token has
+// expired, and renews the per-user socket leases of every one of them, so a
+// live socket keeps counting and a dead node's stop counting.
+func (s *Server) pingSlot(ctx context.Context, slot int, sem chan struct{}, wg *sync.WaitGroup) {
 	s.mu.Lock()
-	open := s.snapshotLocked()
+	open := make([]*session, 0, len(s.slots[slot]))
+	for sess := range s.slots[slot] {
+		open = append(open, sess)
+	}
 	s.mu.Unlock()
+	if len(open) == 0 {
+		return
+	}
 	now := s.cfg.Now()
-	sem := make(chan struct{}, pingConcurrency)
-	var wg sync.WaitGroup
 	leases := make([]ratelimit.Lease, 0, len(open))
 sweep:
 	for _, sess := range open {
@@ -416,9 +455,6 @@ sweep:
 			sess.ping(ctx)
 		})
 	}
-	wg.Wait()
-	// Renew the per-user socket leases of every socket that was open, so a
-	// live socket keeps counting and a dead node's stop counting.
 	rctx, cancel := context.WithTimeout(ctx, s.cfg.WriteTimeout)
 	if err := s.cfg.Sockets.Renew(rctx, leases); err != nil && ctx.Err() == nil {
 		s.warnEvery(&s.lastLimiterWarn, "renew socket leases", slog.Any("error", err))

@@ -30,6 +30,7 @@ type session struct {
 	srv      *Server
 	id       uint64
 	socketID string // the per-user socket lease: instance/id
+	slot     int    // ping slot (Server.slots)
 	conn     *websocket.Conn
 	raw      net.Conn // the hijacked connection (every upgrade has one): write deadlines, drop
 	p        principal

@@ -13,6 +13,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/matchgate/matchgate/matcher"
+	"github.com/matchgate/matchgate/ratelimit"
 )
 
 func TestHelloIsFirstFrameWithState(t *testing.T) {
@@ -359,6 +360,75 @@ func TestUnansweredPingDropsSocket(t *testing.T) {
 	}
 	_ = live.CloseNow()
 	wg.Wait()
+}
+
+// TestPingerSpreadsSocketsOverTheInterval: each socket is pinged and its
+// lease renewed once per PingInterval at a phase of its own, not all of them
+// in one burst.
+func TestPingerSpreadsSocketsOverTheInterval(t *testing.T) {
+	const sockets, interval = 20, 200 * time.Millisecond // 20 slots, 10 ms apart
+	renews := &renewLog{at: map[string][]time.Time{}}
+	env := startServer(t, Config{PingInterval: interval, Sockets: renews})
+	var wg sync.WaitGroup
+	for i := range sockets {
+		c := dial(t, env.wsURL(), mustToken(t, fmt.Sprint("spread", i), nil))
+		readFrame(t, c)
+		wg.Go(func() { waitCloseStatus(t, c) }) // reads, so it answers pings
+	}
+	eventually(t, 10*time.Second, "every socket's lease renewed three times", func() bool {
+		renews.mu.Lock()
+		defer renews.mu.Unlock()
+		if len(renews.at) < sockets {
+			return false
+		}
+		for _, at := range renews.at {
+			if len(at) < 3 {
+				return false
+			}
+		}
+		return true
+	})
+	renews.mu.Lock()
+	for _, n := range renews.sizes {
+		if n > 1 {
+			t.Errorf("a renewal carried %d leases: 20 sockets in 20 slots should be renewed one at a time (sizes %v)", n, renews.sizes)
+			break
+		}
+	}
+	for id, at := range renews.at {
+		for i := 1; i < len(at); i++ {
+			if gap := at[i].Sub(at[i-1]); gap < interval/2 {
+				t.Errorf("socket %s renewed %v after the previous renewal, want about %v", id, gap, interval)
+			}
+		}
+	}
+	renews.mu.Unlock()
+	if n := metricValue(t, env.reg, "matchgate_ws_ping_rtt_seconds"); n < sockets {
+		t.Errorf("%v pings answered, want every socket pinged", n)
+	}
+	_ = env.stop() // closes the sockets: their readers return
+	wg.Wait()
+}
+
+// renewLog is a SocketLimiter that admits every socket and records each
+// Renew: the number of leases and when each socket's lease was renewed.
+type renewLog struct {
+	mu    sync.Mutex
+	sizes []int
+	at    map[string][]time.Time
+}
+
+func (r *renewLog) Acquire(context.Context, string, string, int) (bool, error) { return true, nil }
+func (r *renewLog) Release(context.Context, string, string) error              { return nil }
+func (r *renewLog) Renew(_ context.Context, leases []ratelimit.Lease) error {
+	now := time.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sizes = append(r.sizes, len(leases))
+	for _, l := range leases {
+		r.at[l.SocketID] = append(r.at[l.SocketID], now)
+	}
+	return nil
 }
 
 func TestExpiredTokenClosesSocket4401(t *testing.T) {
