@@ -31,11 +31,30 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// refreshSlots spreads the refresh over its period, as the gateway spreads
+// its pings: a user gets one of up to this many slots when their first
+// socket on this node opens, in turn, and every TTL/3 / slots Run rewrites
+// the records of one slot. Rewriting every record at once is a burst of
+// one SET per user each TTL/3 (19,000 at a full gateway) that joins in
+// flight queue behind.
+const refreshSlots = 50
+
+// minRefreshStep keeps a short TTL (tests) from waking Run more often than
+// this: it gets fewer slots instead.
+const minRefreshStep = 10 * time.Millisecond
+
 // Tracker publishes the presence of this node's users and reads everyone's.
 type Tracker struct {
 	cfg   Config
 	mu    sync.Mutex
-	local map[string]int // user → sockets on this node
+	local map[string]online     // this node's users
+	slots []map[string]struct{} // the same users by refresh slot
+	next  int                   // the slot of the next new user
+}
+
+// online is a user of this node: their open sockets and refresh slot.
+type online struct {
+	sockets, slot int
 }
 
 // New builds a Tracker; it starts nothing.
@@ -55,7 +74,12 @@ func New(cfg Config) *Tracker {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Tracker{cfg: cfg, local: map[string]int{}}
+	t := &Tracker{cfg: cfg, local: map[string]online{}}
+	t.slots = make([]map[string]struct{}, min(max(int(cfg.TTL/3/minRefreshStep), 1), refreshSlots))
+	for i := range t.slots {
+		t.slots[i] = map[string]struct{}{}
+	}
+	return t
 }
 
 // Key is the presence record of a user: "on <node>" while a socket is open,
@@ -65,7 +89,14 @@ func (t *Tracker) Key(user string) string { return t.cfg.Prefix + ":presence:" +
 // Connected records a new socket of user on this node.
 func (t *Tracker) Connected(ctx context.Context, user string) error {
 	t.mu.Lock()
-	t.local[user]++
+	o, ok := t.local[user]
+	if !ok {
+		o.slot = t.next
+		t.next = (t.next + 1) % len(t.slots)
+		t.slots[o.slot][user] = struct{}{}
+	}
+	o.sockets++
+	t.local[user] = o
 	t.mu.Unlock()
 	if err := t.cfg.Redis.Set(ctx, t.Key(user), "on "+t.cfg.Node, t.cfg.TTL).Err(); err != nil {
 		return fmt.Errorf("presence of %s: %w", user, err)
@@ -77,10 +108,15 @@ func (t *Tracker) Connected(ctx context.Context, user string) error {
 // one on this node, the record becomes "last seen now".
 func (t *Tracker) Disconnected(user string) {
 	t.mu.Lock()
-	t.local[user]--
-	last := t.local[user] <= 0
-	if last {
+	o, ok := t.local[user]
+	o.sockets--
+	last := o.sockets <= 0
+	switch {
+	case last && ok:
 		delete(t.local, user)
+		delete(t.slots[o.slot], user)
+	case !last:
+		t.local[user] = o
 	}
 	t.mu.Unlock()
 	if !last {
@@ -102,28 +138,30 @@ func (t *Tracker) Online() int {
 	return len(t.local)
 }
 
-// Run refreshes this node's records every TTL/3 until ctx ends, then marks
-// them last seen (a draining node's users reconnect elsewhere).
+// Run rewrites this node's records until ctx ends: each once every TTL/3,
+// one slot at a time. (A draining node closes its sockets, and the last
+// close of each user records them as last seen.)
 func (t *Tracker) Run(ctx context.Context) error {
-	tick := time.NewTicker(t.cfg.TTL / 3)
+	tick := time.NewTicker(t.cfg.TTL / 3 / time.Duration(len(t.slots)))
 	defer tick.Stop()
-	for {
+	for slot := 0; ; slot = (slot + 1) % len(t.slots) {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
 		}
-		if err := t.refresh(ctx); err != nil && ctx.Err() == nil {
+		if err := t.refresh(ctx, slot); err != nil && ctx.Err() == nil {
 			t.cfg.Logger.Warn("presence refresh", "err", err)
 		}
 	}
 }
 
-// refresh rewrites every local user's record in pipelines of bounded size.
-func (t *Tracker) refresh(ctx context.Context) error {
+// refresh rewrites the records of one slot's users in pipelines of bounded
+// size.
+func (t *Tracker) refresh(ctx context.Context, slot int) error {
 	t.mu.Lock()
-	users := make([]string, 0, len(t.local))
-	for u := range t.local {
+	users := make([]string, 0, len(t.slots[slot]))
+	for u := range t.slots[slot] {
 		users = append(users, u)
 	}
 	t.mu.Unlock()

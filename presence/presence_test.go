@@ -2,6 +2,8 @@ package presence_test
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -77,4 +79,94 @@ func TestRunRefreshes(t *testing.T) {
 	}
 	cancel()
 	<-done
+}
+
+// Run rewrites the records one slot at a time, each user once per TTL/3,
+// not every record in one burst.
+func TestRunSpreadsTheRefresh(t *testing.T) {
+	const users, period = 20, 200 * time.Millisecond // TTL/3: 20 slots, 10 ms apart
+	rdb, _ := redistest.MiniServer(t)
+	sets := &setLog{at: map[string][]time.Time{}}
+	rdb.AddHook(sets)
+	ctx, cancel := context.WithCancel(context.Background())
+	a := presence.New(presence.Config{Redis: rdb, Node: "a", TTL: 3 * period})
+	for i := range users {
+		if err := a.Connected(ctx, fmt.Sprint("u", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a.Disconnected("u0") // gone before Run: its record must stay "last seen"
+	done := make(chan struct{})
+	go func() { a.Run(ctx); close(done) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for !sets.everyOneAtLeast(users-1, 3) {
+		if time.Now().After(deadline) {
+			t.Fatal("not every record was refreshed three times")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	if node, ok, err := a.Where(context.Background(), "u0"); ok || err != nil {
+		t.Fatalf("a user who left was refreshed as online on %q (%v)", node, err)
+	}
+	sets.mu.Lock()
+	defer sets.mu.Unlock()
+	for _, n := range sets.sizes {
+		if n > 1 {
+			t.Fatalf("a refresh rewrote %d records: 19 users in 20 slots should be rewritten one at a time (sizes %v)", n, sets.sizes)
+		}
+	}
+	for u, at := range sets.at {
+		for i := 1; i < len(at); i++ {
+			if gap := at[i].Sub(at[i-1]); gap < period/2 {
+				t.Errorf("%s refreshed %v after the previous refresh, want about %v", u, gap, period)
+			}
+		}
+	}
+}
+
+// setLog records the pipelines of SETs that go through a client: their
+// sizes, and when each key was set.
+type setLog struct {
+	mu    sync.Mutex
+	sizes []int
+	at    map[string][]time.Time
+}
+
+func (l *setLog) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (l *setLog) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (l *setLog) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		now := time.Now()
+		l.mu.Lock()
+		n := 0
+		for _, c := range cmds {
+			if c.Name() == "set" {
+				n++
+				key := fmt.Sprint(c.Args()[1])
+				l.at[key] = append(l.at[key], now)
+			}
+		}
+		if n > 0 {
+			l.sizes = append(l.sizes, n)
+		}
+		l.mu.Unlock()
+		return next(ctx, cmds)
+	}
+}
+
+// everyOneAtLeast reports whether users keys were each set at least n times.
+func (l *setLog) everyOneAtLeast(users, n int) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.at) < users {
+		return false
+	}
+	for _, at := range l.at {
+		if len(at) < n {
+			return false
+		}
+	}
+	return true
 }
