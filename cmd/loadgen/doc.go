@@ -53,8 +53,9 @@
 // # Report
 //
 // A progress line every --progress (sockets, connects/s, joins/s, match.found
-// per second, matches per second, waiting tickets, errors, closes,
-// reconnects), then a table: achieved against target rates; p50, p90, p95,
+// per second, matches per second, waiting tickets, the p50 and p99 of
+// join→match.found over the line's interval, errors, closes, reconnects),
+// then a table: achieved against target rates; p50, p90, p95,
 // p99 and max of connect (dial → upgraded), connect→hello, join→joined,
 // join→match.found, push delivery (match createdAt, stamped by the matcher
 // when its pass starts and sent with millisecond precision, or the publish

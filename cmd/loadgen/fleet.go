@@ -22,6 +22,9 @@ type snapshot struct {
 	Counters map[string]int64 `json:"counters"`
 	Errors   int64            `json:"errors"`
 	Closes   int64            `json:"closes"`
+	// Found is the join→match.found histogram's bucket counts so far, for
+	// the progress line's percentiles of its interval.
+	Found []uint64 `json:"found,omitempty"`
 }
 
 var phaseOrder = []string{phaseStart, phaseConnect, phaseRun, phaseDrain, phaseVerify, phaseClose, phaseDone}
@@ -59,7 +62,8 @@ func (f *localFleet) snapshot() snapshot { return snapshotOf(f.r) }
 
 func snapshotOf(r *runner) snapshot {
 	return snapshot{Phase: r.Phase(), Counters: r.stats.Counters(),
-		Errors: r.stats.labeledTotal(lErrors), Closes: r.stats.labeledTotal(lCloses)}
+		Errors: r.stats.labeledTotal(lErrors), Closes: r.stats.labeledTotal(lCloses),
+		Found: r.stats.hist(hFound).Counts()}
 }
 
 func (f *localFleet) wait() (*Report, *Checker, error) {
@@ -180,6 +184,7 @@ func (f *workerFleet) snapshot() snapshot {
 		}
 		sum.Errors += s.Errors
 		sum.Closes += s.Closes
+		sum.Found = addBuckets(sum.Found, s.Found)
 	}
 	return sum
 }

@@ -102,21 +102,43 @@ func (h *Histogram) quantileLocked(q float64) float64 {
 	if h.n == 0 {
 		return 0
 	}
-	rank := uint64(math.Ceil(q * float64(h.n)))
-	rank = max(1, min(rank, h.n))
-	if rank == h.n {
+	if rankOf(q, h.n) == h.n {
 		return float64(h.max)
 	}
+	mid, ok := bucketQuantile(h.counts, h.n, q)
+	if !ok {
+		return float64(h.max)
+	}
+	return math.Max(float64(h.min), math.Min(float64(h.max), mid))
+}
+
+// rankOf is the rank, in 1..n, of the q-quantile of n observations.
+func rankOf(q float64, n uint64) uint64 {
+	return max(1, min(uint64(math.Ceil(q*float64(n))), n))
+}
+
+// bucketQuantile returns the midpoint (µs) of the bucket of counts that
+// holds the observation of rank ceil(q·n), where n > 0 is the sum of
+// counts; false when counts hold fewer than that rank.
+func bucketQuantile(counts []uint64, n uint64, q float64) (float64, bool) {
+	rank := rankOf(q, n)
 	var seen uint64
-	for i, c := range h.counts {
+	for i, c := range counts {
 		seen += c
 		if seen >= rank {
 			lo, hi := bucketRange(i)
-			mid := float64(lo+hi) / 2
-			return math.Max(float64(h.min), math.Min(float64(h.max), mid))
+			return float64(lo+hi) / 2, true
 		}
 	}
-	return float64(h.max)
+	return 0, false
+}
+
+// Counts returns a copy of the bucket counts: subtracting an earlier copy
+// gives the observations made in between (the progress line's interval).
+func (h *Histogram) Counts() []uint64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]uint64(nil), h.counts...)
 }
 
 // Merge adds o's observations to h.
@@ -133,14 +155,7 @@ func (h *Histogram) Merge(o *Histogram) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if len(counts) > len(h.counts) {
-		grown := make([]uint64, len(counts))
-		copy(grown, h.counts)
-		h.counts = grown
-	}
-	for i, c := range counts {
-		h.counts[i] += c
-	}
+	h.counts = addBuckets(h.counts, counts)
 	if h.n == 0 || lo < h.min {
 		h.min = lo
 	}

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 )
@@ -103,5 +105,41 @@ func TestHistogramJSONRoundTrip(t *testing.T) {
 	}
 	if back.Summary() != h.Summary() {
 		t.Fatalf("round trip %+v, want %+v", back.Summary(), h.Summary())
+	}
+}
+
+// The progress line's percentiles are those of its interval: a stall after
+// a calm start shows in full in the line that covers it.
+func TestProgressLineShowsTheIntervalsPercentiles(t *testing.T) {
+	var h Histogram
+	for range 1000 {
+		h.Record(time.Millisecond)
+	}
+	first := h.Counts()
+	for range 100 {
+		h.Record(200 * time.Millisecond)
+	}
+	var out strings.Builder
+	p := newProgress(&out, Config{Mode: modePlayers, Progress: time.Nanosecond})
+	p.maybePrint(snapshot{Phase: phaseRun, Counters: map[string]int64{}, Found: first}, true)
+	p.maybePrint(snapshot{Phase: phaseRun, Counters: map[string]int64{}, Found: h.Counts()}, true)
+	p.maybePrint(snapshot{Phase: phaseRun, Counters: map[string]int64{}, Found: h.Counts()}, true)
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("%d progress lines, want 3:\n%s", len(lines), out.String())
+	}
+	// The run so far has a p50 of 1 ms and a p99 of 200 ms; the second
+	// interval holds only the 200 ms ones.
+	for i, want := range []string{"found p50/p99 1.0/1.0 ms", "found p50/p99 200.", "found p50/p99 -"} {
+		if !strings.Contains(lines[i], want) {
+			t.Errorf("line %d = %q, want it to contain %q", i+1, lines[i], want)
+		}
+	}
+}
+
+func TestAddBucketsSumsAcrossWorkers(t *testing.T) {
+	got := addBuckets([]uint64{1, 2}, []uint64{3, 4, 5})
+	if want := []uint64{4, 6, 5}; !slices.Equal(got, want) {
+		t.Fatalf("addBuckets = %v, want %v", got, want)
 	}
 }

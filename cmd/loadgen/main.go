@@ -181,11 +181,12 @@ func verdict(c *Checker, verified int) Invariants {
 
 // progress prints a k6-style line every --progress.
 type progress struct {
-	w     io.Writer
-	cfg   Config
-	start time.Time
-	last  time.Time
-	prev  map[string]int64
+	w         io.Writer
+	cfg       Config
+	start     time.Time
+	last      time.Time
+	prev      map[string]int64
+	prevFound []uint64
 }
 
 func newProgress(w io.Writer, cfg Config) *progress {
@@ -207,13 +208,46 @@ func (p *progress) maybePrint(s snapshot, force bool) {
 		s.Counters["sockets_open"], p.cfg.Sockets, per("connects"))
 	switch p.cfg.Mode {
 	case modePlayers:
-		line += fmt.Sprintf("  joins/s %.0f  found/s %.0f  matches/s %.0f  waiting %d",
-			per("joins_sent"), per("match_found"), per("matches"), s.Counters["waiting"])
+		line += fmt.Sprintf("  joins/s %.0f  found/s %.0f  matches/s %.0f  waiting %d  found p50/p99 %s",
+			per("joins_sent"), per("match_found"), per("matches"), s.Counters["waiting"],
+			intervalPercentiles(s.Found, p.prevFound))
 	case modePush:
 		line += fmt.Sprintf("  pushes/s %.0f  received/s %.0f", per("pushes_sent"), per("pushes_received"))
 	}
 	line += fmt.Sprintf("  errors %d  closes %d  reconnects %d  connect-failures %d",
 		s.Errors, s.Closes, s.Counters["reconnects"], s.Counters["connect_failed"])
 	fmt.Fprintln(p.w, line)
-	p.last, p.prev = now, s.Counters
+	p.last, p.prev, p.prevFound = now, s.Counters, s.Found
+}
+
+// intervalPercentiles formats the p50 and p99 (ms) of the observations in
+// cur that are not in prev, bucket counts of one histogram: "-" when none.
+// A stall shows here in the interval it happens, where the run's totals
+// would average it away.
+func intervalPercentiles(cur, prev []uint64) string {
+	diff := make([]uint64, len(cur))
+	var n uint64
+	for i, c := range cur {
+		if i < len(prev) {
+			c -= min(c, prev[i])
+		}
+		diff[i], n = c, n+c
+	}
+	if n == 0 {
+		return "-"
+	}
+	p50, _ := bucketQuantile(diff, n, 0.50)
+	p99, _ := bucketQuantile(diff, n, 0.99)
+	return fmt.Sprintf("%.1f/%.1f ms", p50/1000, p99/1000)
+}
+
+// addBuckets adds b to a bucket by bucket, growing a as needed.
+func addBuckets(a, b []uint64) []uint64 {
+	if len(b) > len(a) {
+		a = append(a, make([]uint64, len(b)-len(a))...)
+	}
+	for i, c := range b {
+		a[i] += c
+	}
+	return a
 }
