@@ -215,7 +215,11 @@ func (s *Server) releaseSocket(userID, socketID string) {
 // success teardown undoes the subscription and the presence record once the
 // socket ends; on failure the socket is closed and code is what to record.
 func (s *session) setup() (teardown func(), code websocket.StatusCode, ok bool) {
-	cfg := s.srv.cfg
+	// A pointer, not a copy: the teardown closure lives as long as the
+	// socket, and the copy of the Config (520 bytes, much of it pointers)
+	// it captured stayed on the heap with every idle socket, for every
+	// garbage collection to scan.
+	cfg := &s.srv.cfg
 	// Subscribe first: a push published while the state loads is queued
 	// (behind hello) instead of lost.
 	unsubscribe, err := cfg.Subscriber.Subscribe(s.srv.baseCtx, s.p.UserID, s.push)
