@@ -166,8 +166,11 @@ func TestPostgresGroupCommitDissolves(t *testing.T) {
 		mu  sync.Mutex
 		out = map[string]*outcome{}
 	)
+	// Every outcome exists before the first goroutine reads the map.
 	for _, m := range ms {
 		out[m.ID] = &outcome{}
+	}
+	for _, m := range ms {
 		accepter := m.Players[0].UserID
 		wg.Go(func() {
 			_, _, err := l.Accept(ctx, m.ID, accepter, m.AcceptBy.Add(-time.Millisecond))
