@@ -54,7 +54,9 @@
 //
 // A progress line every --progress (sockets, connects/s, joins/s, match.found
 // per second, matches per second, waiting tickets, the p50 and p99 of
-// join→match.found over the line's interval, errors, closes, reconnects),
+// join→match.found over the line's interval, errors, closes, reconnects;
+// with worker processes, a match whose players are on two workers counts
+// once in each worker's matches per second, and once in the final report),
 // then a table: achieved against target rates; p50, p90, p95,
 // p99 and max of connect (dial → upgraded), connect→hello, join→joined,
 // join→match.found, push delivery (match createdAt, stamped by the matcher
