@@ -208,13 +208,7 @@ func (s *session) closeHandshake(code websocket.StatusCode, reason string, limit
 
 // drop closes the TCP connection at once, ending any close handshake in
 // progress.
-func (s *session) drop() {
-	if s.raw != nil {
-		_ = s.raw.Close()
-	} else {
-		_ = s.conn.CloseNow()
-	}
-}
+func (s *session) drop() { _ = s.raw.Close() }
 
 // ping sends one protocol ping; a missing pong drops the connection.
 func (s *session) ping(parent context.Context) {

@@ -72,7 +72,7 @@ type Engine struct {
 	// windows, for queues without an accept window.
 	pendingChecked atomic.Int64
 	// depth is how many anchors the first round of the next pass tries
-	// (see pass.skill); 0 until a pass sets it: AnchorDepth.
+	// (see pass.skill); 0 until a pass sets it, and never below AnchorDepth.
 	depth atomic.Int32
 }
 
@@ -330,13 +330,12 @@ const (
 // readHead reads what the pass starts from in one round trip.
 func (p *pass) readHead(ctx context.Context) error {
 	q := p.e.q
-	p.depth = q.AnchorDepth
-	if d := int(p.e.depth.Load()); d > 0 {
-		p.depth = d
-	}
-	oldest := pool.AnchorsScan(p.depth, q.ScanLimit, &p.near)
+	var oldest pool.Scan
 	if q.Kind == KindRoom {
 		oldest = pool.OldestScan(q.Players * q.AnchorDepth)
+	} else {
+		p.depth = max(q.AnchorDepth, int(p.e.depth.Load()))
+		oldest = pool.AnchorsScan(p.depth, q.ScanLimit, &p.near)
 	}
 	head, err := p.e.cfg.Pool.ScanMany(ctx, p.e.part, []pool.Scan{
 		pool.StaleScan(p.now.Add(-q.HeartbeatTimeout), staleBatch),

@@ -49,7 +49,8 @@ func StaleScan(before time.Time, n int) Scan {
 // (the whole pool), *near is nil: the caller picks among the anchors; and
 // when the call fails.
 func AnchorsScan(n, limit int, near *[][]Entry) Scan {
-	return Scan{mode: "anchors", n: n, params: []string{strconv.Itoa(max(limit, 1))}, near: near, limit: max(limit, 1)}
+	limit = max(limit, 1)
+	return Scan{mode: "anchors", n: n, params: []string{strconv.Itoa(limit)}, near: near, limit: limit}
 }
 
 // NearestScan reads as Nearest does.
