@@ -506,6 +506,14 @@ func (p *pass) skillRound(ctx context.Context, anchors, offered []pool.Entry, wh
 		}
 	}
 	for i, a := range anchors {
+		if a.UserID == "" && a.Home == "" && !p.used[a.TicketID] {
+			// A member without the entry's fields: put it back as the
+			// record has it rather than leave it in the way at the head.
+			if err := p.restore(ctx, a); err != nil {
+				return nil, full, tried, err
+			}
+			continue
+		}
 		if !p.usable(nil, a) {
 			continue
 		}
@@ -616,9 +624,10 @@ func (p *pass) deadlines(ctx context.Context) error {
 			continue
 		}
 		if d.UserID == "" {
-			// The ticket's hash is gone (a partial loss of Redis): restore
-			// the entry from the record now rather than let the deadline slip.
-			if err := p.restore(ctx, d.TicketID); err != nil {
+			// A member without the entry's fields (see pool.Entry):
+			// restore the entry from the record now rather than let the
+			// deadline slip.
+			if err := p.restore(ctx, d); err != nil {
 				return err
 			}
 			continue
@@ -702,20 +711,21 @@ func (p *pass) ghosts(ctx context.Context) error {
 	return nil
 }
 
-// restore rebuilds a pool entry whose ticket hash is missing from the
-// record: put back with its original scores while WAITING, else removed.
-func (p *pass) restore(ctx context.Context, id string) error {
+// restore rebuilds a pool entry read without its fields from the record:
+// put back with its original scores while WAITING, else removed.
+func (p *pass) restore(ctx context.Context, e pool.Entry) error {
+	id := e.TicketID
 	p.used[id] = true
 	t, err := p.e.cfg.Ledger.Ticket(ctx, id)
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return fmt.Errorf("restore %s: %w", id, err)
 	}
 	if err == nil && t.Status == StatusWaiting {
-		// The pool lost its hash: Requeue gives it a full timeout from now
-		// to be seen again.
+		// Requeue replaces the member, and gives a ticket whose hash is
+		// gone a full timeout from now to be seen again.
 		_, err = p.e.cfg.Pool.Requeue(ctx, p.e.part, []pool.Entry{EntryOf(t)}, entryTTL(p.now, t.Deadline), p.now)
 	} else {
-		_, err = p.e.cfg.Pool.Remove(ctx, p.e.part, id)
+		_, err = p.e.cfg.Pool.RemoveEntry(ctx, []string{p.e.part}, e)
 	}
 	if err != nil {
 		return fmt.Errorf("restore %s: %w", id, err)
@@ -748,7 +758,8 @@ func (p *pass) resolve(ctx context.Context, d pool.Entry, status TicketStatus, r
 		}
 		p.e.cfg.Metrics.outcome(p.e.q.Name, string(status))
 	}
-	if _, err := p.e.cfg.Pool.RemoveAny(ctx, p.e.pools, d.TicketID); err != nil {
+	// By the entry's member: the ticket's hash may be gone.
+	if _, err := p.e.cfg.Pool.RemoveEntry(ctx, p.e.pools, d); err != nil {
 		return fmt.Errorf("remove %s: %w", d.TicketID, err)
 	}
 	p.deliver(ctx, events)
@@ -792,10 +803,7 @@ func (p *pass) formMany(ctx context.Context, groups [][]pool.Entry, formedBy str
 	reqs := make([]pool.ClaimRequest, len(groups))
 	for i, group := range groups {
 		ms[i] = p.newMatch(group, formedBy, 0)
-		reqs[i] = pool.ClaimRequest{MatchID: ms[i].ID, TicketIDs: make([]string, len(group))}
-		for j, g := range group {
-			reqs[i].TicketIDs[j] = g.TicketID
-		}
+		reqs[i] = pool.ClaimRequest{MatchID: ms[i].ID, Entries: group}
 	}
 	cs, read, err := p.e.cfg.Pool.ClaimMany(ctx, p.e.part, p.fence, reqs, then...)
 	if err != nil {
@@ -980,10 +988,6 @@ func (p *pass) claim(ctx context.Context, matchID string, group []pool.Entry) ([
 		if len(es) == 0 {
 			continue
 		}
-		ids := make([]string, len(es))
-		for i, g := range es {
-			ids[i] = g.TicketID
-		}
 		fence := p.fence
 		if h != p.e.part {
 			// Another partition's pool: its fence is not ours to hold. The
@@ -991,7 +995,7 @@ func (p *pass) claim(ctx context.Context, matchID string, group []pool.Entry) ([
 			// keep the player in one match whoever claims.
 			fence = 0
 		}
-		res, err := p.e.cfg.Pool.Claim(ctx, h, fence, matchID, ids)
+		res, err := p.e.cfg.Pool.Claim(ctx, h, fence, matchID, es)
 		if err != nil {
 			p.requeue(ctx, matchID, claimed)
 			return nil, fmt.Errorf("claim %s: %w", matchID, err)

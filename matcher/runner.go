@@ -503,8 +503,12 @@ func reconcile(ctx context.Context, l Ledger, p *pool.Pool, q *QueueConfig, part
 		return res, fmt.Errorf("reconcile %s: read record: %w", key, err)
 	}
 	inPool := make(map[string]bool, len(members))
-	for _, id := range members {
-		inPool[id] = true
+	for _, e := range members {
+		// A member without the entry's fields is put back as the record
+		// has it (Requeue replaces it).
+		if e.UserID != "" {
+			inPool[e.TicketID] = true
+		}
 	}
 	live := make(map[string]bool, len(waiting))
 	var errs []error
@@ -547,11 +551,12 @@ func reconcile(ctx context.Context, l Ledger, p *pool.Pool, q *QueueConfig, part
 		res.Added += added
 		back = back[n:]
 	}
-	for _, id := range members {
-		if live[id] {
+	for _, e := range members {
+		if live[e.TicketID] {
 			continue
 		}
-		if _, err := p.RemoveAny(ctx, pools, id); err != nil {
+		// By the entry's member: the stray's hash may be gone.
+		if _, err := p.RemoveEntry(ctx, pools, e); err != nil {
 			errs = append(errs, err)
 			continue
 		}

@@ -66,7 +66,11 @@ func NearestScan(skill float64, n int) Scan {
 // skills). An anchor no longer in the pool, or another pool's, reads as
 // NearestScan.
 func NearestToScan(anchor Entry, n int) Scan {
-	return Scan{mode: "nearest", n: n, params: []string{score(anchor.Skill), anchor.TicketID}, skill: anchor.Skill}
+	own := ""
+	if checkEntry(anchor) == nil {
+		own = member(anchor)
+	}
+	return Scan{mode: "nearest", n: n, params: []string{score(anchor.Skill), own}, skill: anchor.Skill}
 }
 
 // ScanMany runs every scan of one partition in one round trip; out[i] is
@@ -90,9 +94,7 @@ func (p *Pool) ScanMany(ctx context.Context, partition string, scans []Scan) (ou
 	return scanResults(cmds[0], scans)
 }
 
-func (p *Pool) scanKeys(partition string) []string {
-	return append(p.setKeys(partition), p.ticketKey(partition, ""))
-}
+func (p *Pool) scanKeys(partition string) []string { return p.setKeys(partition) }
 
 // scanCall queues scans as one call of scan.lua on pipe.
 func scanCall(ctx context.Context, pipe redis.Pipeliner, keys []string, scans []Scan) *redis.Cmd {
@@ -144,7 +146,7 @@ func scanResults(cmd *redis.Cmd, scans []Scan) (_ [][]Entry, err error) {
 				return nil, fmt.Errorf("anchors: empty reply")
 			}
 			anchors, _ := rows[0].([]any)
-			es, err := parseEntries(anchors)
+			es, err := parseScanned(anchors, s.mode)
 			if err != nil {
 				return nil, fmt.Errorf("anchors: %w", err)
 			}
@@ -158,7 +160,7 @@ func scanResults(cmd *redis.Cmd, scans []Scan) (_ [][]Entry, err error) {
 			near := make([][]Entry, len(es))
 			for j, a := range es {
 				cands, _ := rows[1+j].([]any)
-				if near[j], err = parseEntries(cands); err != nil {
+				if near[j], err = parseScanned(cands, "nearest"); err != nil {
 					return nil, fmt.Errorf("anchors: near %s: %w", a.TicketID, err)
 				}
 				near[j] = Closest(near[j], a.Skill, s.limit)
@@ -166,7 +168,7 @@ func scanResults(cmd *redis.Cmd, scans []Scan) (_ [][]Entry, err error) {
 			*s.near = near
 			continue
 		}
-		es, err := parseEntries(rows)
+		es, err := parseScanned(rows, s.mode)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", s.mode, err)
 		}
@@ -224,10 +226,11 @@ func ClosestFunc(es []Entry, skill float64, n int, keep func(Entry) bool) []Entr
 	return out
 }
 
-// ClaimRequest is one group of a ClaimMany.
+// ClaimRequest is one group of a ClaimMany: the entries as read from the
+// pool (see Claim).
 type ClaimRequest struct {
-	MatchID   string
-	TicketIDs []string
+	MatchID string
+	Entries []Entry
 }
 
 // Claimed is the outcome of one claim of a ClaimMany. Err set means the

@@ -88,7 +88,7 @@ func TestBatches(t *testing.T) {
 				{"eb1:eu", entry("a", 1, 0, time.Hour)}, {"eb2:eu", entry("b", 2, 0, time.Hour)},
 				{"eb1:eu", entry("a", 9, time.Second, time.Hour)}, {"eb1:eu", hb},
 			} {
-				calls = append(calls, enqueueCall{partition: c.part, key: p.ticketKey(c.part, c.e.TicketID), args: append(entryArgs(c.e), ms(hashTTL))})
+				calls = append(calls, enqueueCall{partition: c.part, key: p.ticketKey(c.part, c.e.TicketID), args: enqueueArgs(c.e, hashTTL)})
 			}
 			var added []bool
 			for _, r := range p.enqueueBatch(ctx, calls) {
@@ -104,8 +104,11 @@ func TestBatches(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(got) != 2 || got[0].TicketID != "a" || got[0].Skill != 1 || got[1].TicketID != "h" || !got[1].Heartbeat.Equal(hb.Heartbeat) {
-				t.Fatalf("eb1 holds %+v", got)
+			if want := scanned(entry("a", 1, 0, time.Hour), hb); !reflect.DeepEqual(got, want) {
+				t.Fatalf("eb1 holds %+v, want %+v", got, want)
+			}
+			if at := heartbeatOf(t, p, "eb1:eu", hb); !at.Equal(hb.Heartbeat) {
+				t.Fatalf("h's heartbeat %v, want %v", at, hb.Heartbeat)
 			}
 			if got := inSets(t, p, "eb2:eu", "b"); got != [3]bool{true, true, true} {
 				t.Errorf("b in eb2's sets: %v", got)
@@ -163,8 +166,8 @@ func TestBatches(t *testing.T) {
 					t.Errorf("nearest %v n=%d: distances %v, want %v", s.skill, s.n, d, w)
 				}
 			}
-			// Scans of one call that read the same entries (their hashes are
-			// read once) each get every field.
+			// Scans of one call that read the same entries each get every
+			// field.
 			again, err := p.ScanMany(ctx, part, []Scan{OldestScan(300), NearestScan(30, 300), OldestScan(300)})
 			if err != nil {
 				t.Fatal(err)
@@ -237,7 +240,7 @@ func TestBatches(t *testing.T) {
 				t.Fatal(err)
 			}
 			var near [][]Entry
-			claims, read, err := p.ClaimMany(ctx, part, 0, []ClaimRequest{{MatchID: "m-anch", TicketIDs: ids(oldest)}}, AnchorsScan(10, 120, &near))
+			claims, read, err := p.ClaimMany(ctx, part, 0, []ClaimRequest{{MatchID: "m-anch", Entries: oldest}}, AnchorsScan(10, 120, &near))
 			if err != nil || !claims[0].OK {
 				t.Fatalf("claim %+v, %v", claims, err)
 			}
@@ -252,9 +255,14 @@ func TestBatches(t *testing.T) {
 				}
 			}
 
-			// An anchor whose hash is gone comes without a user, for the
-			// caller to repair, and reads no candidates.
+			// An anchor whose hash is gone is read whole from its member,
+			// with its candidates: the scans do not read the hashes.
 			first := read[0][0]
+			withHash, err := p.ScanMany(ctx, part, []Scan{AnchorsScan(3, 4, &near)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			nearWithHash := near
 			if err := rdb.Del(ctx, p.ticketKey(part, first.TicketID)).Err(); err != nil {
 				t.Fatal(err)
 			}
@@ -262,8 +270,67 @@ func TestBatches(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got[0][0].TicketID != first.TicketID || got[0][0].UserID != "" || got[0][0].Skill != first.Skill || len(near[0]) != 0 || len(near[1]) != 4 {
-				t.Fatalf("lost hash: anchor %+v, candidates %d / %d", got[0][0], len(near[0]), len(near[1]))
+			if !reflect.DeepEqual(got, withHash) || !reflect.DeepEqual(near, nearWithHash) || got[0][0] != first || len(near[0]) != 4 {
+				t.Fatalf("lost hash: anchors %v, candidates %v; with the hash %v, %v", got, near, withHash, nearWithHash)
+			}
+
+			// An anchor no longer in pool (a stray in enq, which the
+			// reconciler removes) is read whole from enq, and reads no
+			// candidates.
+			m := member(first)
+			poolScore, err := rdb.ZScore(ctx, p.Key(part, "pool"), m).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := rdb.ZRem(ctx, p.Key(part, "pool"), m).Err(); err != nil {
+				t.Fatal(err)
+			}
+			got, err = p.ScanMany(ctx, part, []Scan{AnchorsScan(3, 4, &near)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got[0][0] != first || len(near[0]) != 0 || len(near[1]) != 4 {
+				t.Fatalf("stray: anchor %+v, candidates %d / %d", got[0][0], len(near[0]), len(near[1]))
+			}
+
+			// An anchor whose member is a bare ticket id (a layout without
+			// the fields) comes without a user, for the caller to repair.
+			if err := rdb.ZAdd(ctx, p.Key(part, "pool"), redis.Z{Score: poolScore, Member: m}).Err(); err != nil {
+				t.Fatal(err)
+			}
+			for _, set := range []string{"pool", "enq", "due", "hb"} {
+				key := p.Key(part, set)
+				sc, err := rdb.ZScore(ctx, key, m).Result()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := rdb.ZRem(ctx, key, m).Err(); err != nil {
+					t.Fatal(err)
+				}
+				if err := rdb.ZAdd(ctx, key, redis.Z{Score: sc, Member: first.TicketID}).Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err = p.ScanMany(ctx, part, []Scan{AnchorsScan(3, 4, &near)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// (Among anchors enqueued in the same millisecond, the new member
+			// may sort elsewhere.)
+			found := false
+			for i, a := range got[0] {
+				switch {
+				case a.TicketID == first.TicketID:
+					found = true
+					if a != (Entry{TicketID: first.TicketID}) || len(near[i]) != 0 {
+						t.Fatalf("bare id: anchor %+v with %d candidates, want none", a, len(near[i]))
+					}
+				case len(near[i]) != 4:
+					t.Fatalf("bare id: anchor %+v beside it read %d candidates", a, len(near[i]))
+				}
+			}
+			if !found {
+				t.Fatalf("bare id: anchors %v without %s", ids(got[0]), first.TicketID)
 			}
 		})
 
@@ -328,19 +395,20 @@ func TestBatches(t *testing.T) {
 
 		t.Run("ClaimManyIsEachClaim", func(t *testing.T) {
 			const part = "claims:eu"
-			mustEnqueue(t, p, part, entry("a", 1, 0, time.Hour), entry("b", 2, 0, time.Hour),
+			es := byID(entry("a", 1, 0, time.Hour), entry("b", 2, 0, time.Hour),
 				entry("c", 3, 0, time.Hour), entry("d", 4, 0, time.Hour), entry("e", 5, 0, time.Hour),
 				entry("f", 6, 0, time.Hour), entry("g", 7, 0, time.Hour))
+			mustEnqueue(t, p, part, pick(es, "a", "b", "c", "d", "e", "f", "g")...)
 			if err := p.rdb.Set(ctx, p.FenceKey(part), 3, 0).Err(); err != nil {
 				t.Fatal(err)
 			}
 			got, next, err := p.ClaimMany(ctx, part, 3, []ClaimRequest{
-				{MatchID: "m1", TicketIDs: []string{"a", "b"}},
-				{MatchID: "m2", TicketIDs: []string{"b", "c"}}, // b went to m1
-				{MatchID: "m3", TicketIDs: []string{"d", "e"}},
-				{MatchID: "m4", TicketIDs: []string{"c", "gone"}},
-				{MatchID: "m5", TicketIDs: []string{"f", "gone"}},
-				{MatchID: "m6", TicketIDs: []string{"g", "f"}}, // m5 took nothing
+				{MatchID: "m1", Entries: pick(es, "a", "b")},
+				{MatchID: "m2", Entries: pick(es, "b", "c")}, // b went to m1
+				{MatchID: "m3", Entries: pick(es, "d", "e")},
+				{MatchID: "m4", Entries: pick(es, "c", "gone")},
+				{MatchID: "m5", Entries: pick(es, "f", "gone")},
+				{MatchID: "m6", Entries: pick(es, "g", "f")}, // m5 took nothing
 			}, OldestScan(10))
 			if err != nil {
 				t.Fatal(err)
@@ -364,11 +432,11 @@ func TestBatches(t *testing.T) {
 				t.Errorf("unclaimed c left the pool: %v", got)
 			}
 			// A stale fence refuses every claim, and takes nothing.
-			got, _, err = p.ClaimMany(ctx, part, 2, []ClaimRequest{{MatchID: "m5", TicketIDs: []string{"c"}}})
+			got, _, err = p.ClaimMany(ctx, part, 2, []ClaimRequest{{MatchID: "m5", Entries: pick(es, "c")}})
 			if err != nil || !errors.Is(got[0].Err, ErrStaleFence) {
 				t.Fatalf("stale claim = %+v, %v; want ErrStaleFence", got, err)
 			}
-			if _, _, err := p.ClaimMany(ctx, part, 3, []ClaimRequest{{MatchID: "m6", TicketIDs: []string{"c", "c"}}}); err == nil {
+			if _, _, err := p.ClaimMany(ctx, part, 3, []ClaimRequest{{MatchID: "m6", Entries: pick(es, "c", "c")}}); err == nil {
 				t.Fatal("a claim listing a ticket twice was sent")
 			}
 		})
@@ -391,7 +459,7 @@ func TestBatchScriptFallback(t *testing.T) {
 	if err := rdb.ScriptFlush(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	claims, _, err := p.ClaimMany(ctx, "fb:eu", 0, []ClaimRequest{{MatchID: "m", TicketIDs: []string{"a", "b"}}})
+	claims, _, err := p.ClaimMany(ctx, "fb:eu", 0, []ClaimRequest{{MatchID: "m", Entries: []Entry{entry("a", 1, 0, time.Hour), entry("b", 2, 0, time.Hour)}}})
 	if err != nil || claims[0].Err != nil || !claims[0].OK {
 		t.Fatalf("claim after flush = %+v, %v", claims, err)
 	}
@@ -404,7 +472,7 @@ func TestBatchScriptFallback(t *testing.T) {
 		calls = append(calls, enqueueCall{
 			partition: "fb:eu",
 			key:       p.ticketKey("fb:eu", id),
-			args:      append(entryArgs(entry(id, 3, 0, time.Hour)), ms(hashTTL)),
+			args:      enqueueArgs(entry(id, 3, 0, time.Hour), hashTTL),
 		})
 	}
 	for i, r := range p.enqueueBatch(ctx, calls) {

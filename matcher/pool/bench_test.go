@@ -95,7 +95,7 @@ func preload(p *Pool, partition string, from, to int, mk func(i int) Entry) erro
 			e := mk(i)
 			enqueueScript.EvalSha(ctx, pipe,
 				append(p.setKeys(partition), p.ticketKey(partition, e.TicketID)),
-				append(entryArgs(e), ms(hashTTL))...)
+				enqueueArgs(e, hashTTL)...)
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
 			return err
@@ -141,11 +141,11 @@ func BenchmarkClaim_K4(b *testing.B) {
 	if err := p.rdb.Set(ctx, p.FenceKey("bench:eu"), 1, 0).Err(); err != nil {
 		b.Fatal(err)
 	}
-	group := make([]string, k)
+	group := make([]Entry, k)
 	b.ResetTimer()
 	for i := range b.N {
 		for j := range k {
-			group[j] = "t" + strconv.Itoa(i*k+j)
+			group[j] = simple(i*k + j)
 		}
 		res, err := p.Claim(ctx, "bench:eu", 1, "m"+strconv.Itoa(i), group)
 		if err != nil || !res.OK {
@@ -160,7 +160,7 @@ func BenchmarkClaim_K4_Missing(b *testing.B) {
 	if err := preload(p, "bench:eu", 0, 3, simple); err != nil {
 		b.Fatal(err)
 	}
-	group := []string{"t0", "t1", "t2", "gone"}
+	group := []Entry{simple(0), simple(1), simple(2), entry("gone", 0, 0, time.Hour)}
 	for b.Loop() {
 		if res, err := p.Claim(ctx, "bench:eu", 0, "m", group); err != nil || res.OK {
 			b.Fatalf("claim %+v %v", res, err)
@@ -186,10 +186,9 @@ func BenchmarkRequeue_K4(b *testing.B) {
 	p := benchPool(b)
 	ctx := context.Background()
 	es := []Entry{simple(0), simple(1), simple(2), simple(3)}
-	group := ids(es)
 	for b.Loop() {
 		b.StopTimer()
-		if res, err := p.Claim(ctx, "bench:eu", 0, "m", group); err != nil || (!res.OK && len(res.Missing) != 4) {
+		if res, err := p.Claim(ctx, "bench:eu", 0, "m", es); err != nil || (!res.OK && len(res.Missing) != 4) {
 			b.Fatalf("claim %+v %v", res, err)
 		}
 		b.StartTimer()

@@ -13,7 +13,7 @@
 //	<prefix>:{<partition>}:enq         ZSET  effective enqueue time, unix ms
 //	<prefix>:{<partition>}:due         ZSET  deadline, unix ms
 //	<prefix>:{<partition>}:hb          ZSET  last sign of life, unix ms
-//	<prefix>:{<partition>}:t:<ticket>  HASH  user skill act est enq dl hb state match
+//	<prefix>:{<partition>}:t:<ticket>  HASH  m (the member) state hb match
 //	<prefix>:{<partition>}:fence       INT   fencing counter of the partition lease
 //	<prefix>:{<partition>}:lease       STR   "<owner> <token>", expiring
 //	<prefix>:{<partition>}:offers      ZSET  offers from adjacent regions, by expiry
@@ -31,7 +31,15 @@
 // "<prefix>:cd:<queue>:<user>" (join cooldown) and "<prefix>:skill:<user>"
 // (last known skill).
 //
-// Every change goes through one Lua script (lua/*.lua), so the three sets and
+// The four sets share one member per ticket: its id followed by the fields
+// a matching pass reads, "<ticket>|<skill>|<enq>|<deadline>|<est>|<activity>|<user>"
+// (see member). A scan is then its range reads, with no hash read per entry;
+// the hash names the member for those who know only the ticket id (a cancel,
+// a heartbeat). A member that is a bare ticket id, written by a layout
+// without the fields, is read as an entry without a user, which the
+// matcher restores from the record (Requeue replaces the member).
+//
+// Every change goes through one Lua script (lua/*.lua), so the four sets and
 // the hash never disagree. A ticket is in the pool exactly when it is a member
 // of the pool ZSET; Claim and Remove both test that membership inside their
 // script, which is what makes exactly one of a racing claim and cancel win.

@@ -43,11 +43,12 @@ func TestLease(t *testing.T) {
 		if ok, _ := p.RenewLease(ctx, part, "a", tokA, time.Minute); ok {
 			t.Fatal("stale owner renewed")
 		}
-		mustEnqueue(t, p, part, entry("x", 10, 0, time.Minute), entry("y", 10, time.Second, time.Minute))
-		if _, err := p.Claim(ctx, part, tokA, "m1", []string{"x", "y"}); !errors.Is(err, ErrStaleFence) {
+		xy := []Entry{entry("x", 10, 0, time.Minute), entry("y", 10, time.Second, time.Minute)}
+		mustEnqueue(t, p, part, xy...)
+		if _, err := p.Claim(ctx, part, tokA, "m1", xy); !errors.Is(err, ErrStaleFence) {
 			t.Fatalf("claim with the stale token: %v", err)
 		}
-		if res, err := p.Claim(ctx, part, tokB, "m1", []string{"x", "y"}); err != nil || !res.OK {
+		if res, err := p.Claim(ctx, part, tokB, "m1", xy); err != nil || !res.OK {
 			t.Fatalf("claim with the current token: %+v %v", res, err)
 		}
 	})
@@ -111,7 +112,7 @@ func TestStale(t *testing.T) {
 		if ok, err := p.Heartbeat(ctx, part, "a", t0.Add(4*time.Second)); err != nil || !ok {
 			t.Fatal(ok, err)
 		}
-		if _, err := p.Claim(ctx, part, 0, "m", []string{"b", "c"}); err != nil {
+		if _, err := p.Claim(ctx, part, 0, "m", []Entry{b, c}); err != nil {
 			t.Fatal(err)
 		}
 		if got, _ := p.Stale(ctx, part, t0.Add(time.Hour), 10); len(got) != 1 || got[0].TicketID != "a" || !got[0].Heartbeat.Equal(t0.Add(4*time.Second)) {

@@ -70,11 +70,11 @@ func (p *Pool) Offers(ctx context.Context, partition string, now time.Time, n in
 		return nil, fmt.Errorf("reply of %d values is not a multiple of %d", len(vals), offerFields)
 	}
 	for i := 0; i < len(vals); i += offerFields {
-		got, err := parseEntries(vals[i : i+scanFields])
+		got, err := parseEntries(vals[i : i+entryFields])
 		if err != nil {
 			return nil, err
 		}
-		got[0].Home = str(vals[i+scanFields])
+		got[0].Home = str(vals[i+entryFields])
 		es = append(es, got[0])
 	}
 	return es, nil

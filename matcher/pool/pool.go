@@ -174,7 +174,10 @@ func (p *Pool) setKeys(partition string) []string {
 	return []string{p.Key(partition, "pool"), p.Key(partition, "enq"), p.Key(partition, "due"), p.Key(partition, "hb")}
 }
 
-// Entry is one waiting ticket as the pool sees it.
+// Entry is one waiting ticket as the pool sees it. An entry read from a
+// member that is a bare ticket id (the layout before members carried the
+// fields) has its TicketID alone, an empty UserID: the caller restores it
+// from the record.
 type Entry struct {
 	TicketID  string
 	UserID    string
@@ -221,7 +224,7 @@ func (p *Pool) Enqueue(ctx context.Context, partition string, e Entry, ttl time.
 	r := p.enqueues.Do(ctx, enqueueCall{
 		partition: partition,
 		key:       p.ticketKey(partition, e.TicketID),
-		args:      append(entryArgs(e), ms(ttl)),
+		args:      []any{member(e), score(e.Skill), msTime(e.Enqueue), msTime(e.Deadline), heartbeatArg(e), ms(ttl)},
 	})
 	return r.added, r.err
 }
@@ -234,7 +237,7 @@ const (
 	enqueueTimeout  = 10 * time.Second
 )
 
-// enqueueCall is one ticket of enqueue.lua: its hash key and its nine
+// enqueueCall is one ticket of enqueue.lua: its hash key and its six
 // arguments.
 type enqueueCall struct {
 	partition string
@@ -261,7 +264,7 @@ func (p *Pool) enqueueBatch(ctx context.Context, calls []enqueueCall) []enqueueR
 	cmds := p.pipelined(ctx, len(parts), func(pipe redis.Pipeliner, j int) *redis.Cmd {
 		idx := of[parts[j]]
 		keys := append(make([]string, 0, 4+len(idx)), p.setKeys(parts[j])...)
-		args := make([]any, 0, 9*len(idx))
+		args := make([]any, 0, 6*len(idx))
 		for _, i := range idx {
 			keys = append(keys, calls[i].key)
 			args = append(args, calls[i].args...)
@@ -287,17 +290,20 @@ func (p *Pool) enqueueBatch(ctx context.Context, calls []enqueueCall) []enqueueR
 	return out
 }
 
-// Claim removes ticketIDs from the pool for match matchID, all of them or none.
-// fence is the caller's lease token (0 skips the check); a token that is not
-// the current value of FenceKey is refused with ErrStaleFence before anything
-// is touched. When a ticket is gone (cancelled, claimed by someone else) the
-// result lists it in Missing and the others stay in the pool.
-func (p *Pool) Claim(ctx context.Context, partition string, fence int64, matchID string, ticketIDs []string) (res ClaimResult, err error) {
+// Claim removes entries from the pool for match matchID, all of them or none.
+// The entries are as read from the pool (or rebuilt from the record): an
+// entry is found by all of its fields, so one whose fields differ from the
+// pool's is missing. fence is the caller's lease token (0 skips the check);
+// a token that is not the current value of FenceKey is refused with
+// ErrStaleFence before anything is touched. When a ticket is gone
+// (cancelled, claimed by someone else) the result lists its id in Missing
+// and the others stay in the pool.
+func (p *Pool) Claim(ctx context.Context, partition string, fence int64, matchID string, entries []Entry) (res ClaimResult, err error) {
 	defer wrap(&err, "claim %s in %s", matchID, partition)
 	if err := checkPartition(partition); err != nil {
 		return ClaimResult{}, err
 	}
-	keys, args, err := p.claimCall(partition, fence, []ClaimRequest{{MatchID: matchID, TicketIDs: ticketIDs}})
+	keys, args, err := p.claimCall(partition, fence, []ClaimRequest{{MatchID: matchID, Entries: entries}})
 	if err != nil {
 		return ClaimResult{}, err
 	}
@@ -315,7 +321,7 @@ func (p *Pool) claimCall(partition string, fence int64, reqs []ClaimRequest) ([]
 	}
 	n := 0
 	for _, r := range reqs {
-		n += len(r.TicketIDs)
+		n += len(r.Entries)
 	}
 	keys := make([]string, 0, 5+n)
 	keys = append(keys, p.FenceKey(partition))
@@ -326,21 +332,21 @@ func (p *Pool) claimCall(partition string, fence int64, reqs []ClaimRequest) ([]
 		if r.MatchID == "" {
 			return nil, nil, errors.New("empty match id")
 		}
-		if len(r.TicketIDs) == 0 {
+		if len(r.Entries) == 0 {
 			return nil, nil, fmt.Errorf("match %s: no tickets", r.MatchID)
 		}
-		args = append(args, r.MatchID, strconv.Itoa(len(r.TicketIDs)))
-		for i, id := range r.TicketIDs {
-			if id == "" {
-				return nil, nil, fmt.Errorf("match %s: empty ticket id", r.MatchID)
+		args = append(args, r.MatchID, strconv.Itoa(len(r.Entries)))
+		for i, e := range r.Entries {
+			if err := checkEntry(e); err != nil {
+				return nil, nil, fmt.Errorf("match %s: %w", r.MatchID, err)
 			}
 			// A duplicate would pass the membership check twice and claim
 			// a group one player short.
-			if slices.Contains(r.TicketIDs[:i], id) {
-				return nil, nil, fmt.Errorf("match %s: ticket %s listed twice", r.MatchID, id)
+			if slices.ContainsFunc(r.Entries[:i], func(o Entry) bool { return o.TicketID == e.TicketID }) {
+				return nil, nil, fmt.Errorf("match %s: ticket %s listed twice", r.MatchID, e.TicketID)
 			}
-			keys = append(keys, p.ticketKey(partition, id))
-			args = append(args, id)
+			keys = append(keys, p.ticketKey(partition, e.TicketID))
+			args = append(args, member(e))
 		}
 	}
 	return keys, args, nil
@@ -379,7 +385,7 @@ func claimResult(vals []any) (ClaimResult, error) {
 	}
 	missing := make([]string, 0, len(vals)-1)
 	for _, v := range vals[1:] {
-		missing = append(missing, str(v))
+		missing = append(missing, memberID(str(v)))
 	}
 	return ClaimResult{Missing: missing}, nil
 }
@@ -396,6 +402,25 @@ func (p *Pool) Remove(ctx context.Context, partition, ticketID string) (res Remo
 // pool), all of one (queue, region): it is taken out of whichever holds it,
 // atomically.
 func (p *Pool) RemoveAny(ctx context.Context, partitions []string, ticketID string) (res RemoveResult, err error) {
+	return p.remove(ctx, partitions, ticketID, "")
+}
+
+// RemoveEntry is RemoveAny for an entry read from the pool (or rebuilt from
+// the record): it is found by its member even when the ticket's hash is
+// gone. An entry read without its fields (a member that is a bare ticket
+// id) is removed by that id.
+func (p *Pool) RemoveEntry(ctx context.Context, partitions []string, e Entry) (res RemoveResult, err error) {
+	hint := e.TicketID
+	if checkEntry(e) == nil {
+		hint = member(e)
+	} else if strings.IndexByte(e.TicketID, memberSep) >= 0 {
+		// It would name another ticket's member.
+		return RemoveResult{}, fmt.Errorf("remove from %v: ticket id %q holds %q", partitions, e.TicketID, memberSep)
+	}
+	return p.remove(ctx, partitions, e.TicketID, hint)
+}
+
+func (p *Pool) remove(ctx context.Context, partitions []string, ticketID, hint string) (res RemoveResult, err error) {
 	defer wrap(&err, "remove %s from %v", ticketID, partitions)
 	if err := checkSiblings(partitions); err != nil {
 		return RemoveResult{}, err
@@ -408,7 +433,7 @@ func (p *Pool) RemoveAny(ctx context.Context, partitions []string, ticketID stri
 		keys = append(keys, p.setKeys(part)...)
 	}
 	keys = append(keys, p.ticketKey(partitions[0], ticketID))
-	vals, err := cancelScript.Run(ctx, p.rdb, keys, ticketID).Slice()
+	vals, err := cancelScript.Run(ctx, p.rdb, keys, hint).Slice()
 	if err != nil {
 		return RemoveResult{}, err
 	}
@@ -444,7 +469,7 @@ func (p *Pool) Requeue(ctx context.Context, partition string, entries []Entry, t
 	}
 	keys := make([]string, 0, 4+len(entries))
 	keys = append(keys, p.setKeys(partition)...)
-	args := make([]any, 0, 2+8*len(entries))
+	args := make([]any, 0, 2+6*len(entries))
 	lostMS := "0"
 	if !lost.IsZero() {
 		lostMS = msTime(lost)
@@ -460,7 +485,7 @@ func (p *Pool) Requeue(ctx context.Context, partition string, entries []Entry, t
 		}
 		seen[e.TicketID] = struct{}{}
 		keys = append(keys, p.ticketKey(partition, e.TicketID))
-		args = append(args, entryArgs(e)...)
+		args = append(args, e.TicketID, member(e), score(e.Skill), msTime(e.Enqueue), msTime(e.Deadline), heartbeatArg(e))
 	}
 	return requeueScript.Run(ctx, p.rdb, keys, args...).Int()
 }
@@ -486,7 +511,7 @@ func (p *Pool) HeartbeatAny(ctx context.Context, partitions []string, ticketID s
 	for _, part := range partitions {
 		keys = append(keys, p.Key(part, "hb"))
 	}
-	n, err := heartbeatScript.Run(ctx, p.rdb, keys, ticketID, msTime(at)).Int()
+	n, err := heartbeatScript.Run(ctx, p.rdb, keys, msTime(at)).Int()
 	if err != nil {
 		return false, err
 	}
@@ -505,18 +530,19 @@ func (p *Pool) Size(ctx context.Context, partition string) (int64, error) {
 	return n, nil
 }
 
-// Members lists every ticket id in the partition's pool, for the reconciler.
+// Members lists every entry in the partition's pool, for the reconciler.
 // It pages with ZSCAN rather than one ZRANGE so that a large pool does not
 // block Redis; like ZSCAN, it is not a snapshot: a ticket present for the whole
 // call is listed, one added or removed meanwhile may or may not be. Order is
-// unspecified.
-func (p *Pool) Members(ctx context.Context, partition string) ([]string, error) {
+// unspecified. A member that is not an entry (a bare ticket id) is listed
+// with its TicketID alone.
+func (p *Pool) Members(ctx context.Context, partition string) ([]Entry, error) {
 	if err := checkPartition(partition); err != nil {
 		return nil, fmt.Errorf("members of %s: %w", partition, err)
 	}
 	key := p.Key(partition, "pool")
 	seen := make(map[string]struct{})
-	var out []string
+	var out []Entry
 	var cursor uint64
 	for {
 		kv, next, err := p.rdb.ZScan(ctx, key, cursor, "", 1000).Result()
@@ -527,7 +553,11 @@ func (p *Pool) Members(ctx context.Context, partition string) ([]string, error) 
 		for i := 0; i < len(kv); i += 2 {
 			if _, dup := seen[kv[i]]; !dup {
 				seen[kv[i]] = struct{}{}
-				out = append(out, kv[i])
+				e, err := parseMember(kv[i])
+				if err != nil {
+					e = Entry{TicketID: memberID(kv[i])}
+				}
+				out = append(out, e)
 			}
 		}
 		if next == 0 {
@@ -570,6 +600,8 @@ func checkEntry(e Entry) error {
 	switch {
 	case e.TicketID == "":
 		return errors.New("empty ticket id")
+	case strings.IndexByte(e.TicketID, memberSep) >= 0:
+		return fmt.Errorf("ticket id %q holds %q", e.TicketID, memberSep)
 	case math.IsNaN(e.Skill) || math.IsInf(e.Skill, 0):
 		return fmt.Errorf("ticket %s: skill %v not finite", e.TicketID, e.Skill)
 	case math.IsNaN(e.Activity) || math.IsInf(e.Activity, 0):
@@ -582,20 +614,74 @@ func checkEntry(e Entry) error {
 	return nil
 }
 
-// entryArgs is the 8-field layout shared by enqueue.lua and requeue.lua.
+// entryArgs is the 8-field layout of offer.lua.
 func entryArgs(e Entry) []any {
 	est := "0"
 	if e.Estimated {
 		est = "1"
 	}
-	hb := "0"
-	if !e.Heartbeat.IsZero() {
-		hb = msTime(e.Heartbeat)
-	}
 	return []any{
 		e.TicketID, e.UserID, score(e.Skill), score(e.Activity), est,
-		msTime(e.Enqueue), msTime(e.Deadline), hb,
+		msTime(e.Enqueue), msTime(e.Deadline), heartbeatArg(e),
 	}
+}
+
+// heartbeatArg is e's heartbeat for a script, "0" for none.
+func heartbeatArg(e Entry) string {
+	if e.Heartbeat.IsZero() {
+		return "0"
+	}
+	return msTime(e.Heartbeat)
+}
+
+// memberSep separates the fields of a member; a ticket id may not hold it.
+const memberSep = '|'
+
+// member is an entry's name in the partition's sorted sets: its ticket id,
+// then every field a matching pass reads, user id last (it may hold
+// anything), e.g. "t1|1500|1700000000000|1700000300000|0|0.5|u1". Reading a
+// set is then reading the entries: a pass costs its range reads and no hash
+// read per entry, which were half of Redis's time in a tick over a large
+// pool. The skill comes second so that a script finds it with one match.
+// The fields never change while the ticket waits (the heartbeat, which
+// does, is the hb set's score), and formatting the fields parsed from a
+// member gives the member back, so the entries a pass read name their
+// members.
+func member(e Entry) string {
+	est := "0"
+	if e.Estimated {
+		est = "1"
+	}
+	return e.TicketID + "|" + score(e.Skill) + "|" + msTime(e.Enqueue) + "|" + msTime(e.Deadline) + "|" +
+		est + "|" + score(e.Activity) + "|" + e.UserID
+}
+
+// parseMember reads a member written by member.
+func parseMember(m string) (Entry, error) {
+	var f [6]string
+	rest := m
+	for i := range f {
+		var ok bool
+		if f[i], rest, ok = strings.Cut(rest, "|"); !ok {
+			return Entry{}, fmt.Errorf("member %q: %d fields, want 7", m, i+1)
+		}
+	}
+	e := Entry{TicketID: f[0], UserID: rest, Estimated: f[4] == "1"}
+	var err1, err2, err3, err4 error
+	e.Skill, err1 = strconv.ParseFloat(f[1], 64)
+	e.Enqueue, err2 = parseMs(f[2])
+	e.Deadline, err3 = parseMs(f[3])
+	e.Activity, err4 = strconv.ParseFloat(f[5], 64)
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
+		return Entry{}, fmt.Errorf("member %q: %w", m, err)
+	}
+	return e, nil
+}
+
+// memberID is the ticket id a member names.
+func memberID(m string) string {
+	id, _, _ := strings.Cut(m, "|")
+	return id
 }
 
 // score formats a float so that Redis parses back exactly the same double.

@@ -85,20 +85,99 @@ func hash(tb testing.TB, p *Pool, partition, id string) map[string]string {
 	return h
 }
 
+// inSets tells whether the pool, enq and due sets of a partition hold a
+// member naming the ticket id (its fields whatever they are).
 func inSets(tb testing.TB, p *Pool, partition, id string) [3]bool {
 	tb.Helper()
 	var out [3]bool
 	for i, s := range []string{"pool", "enq", "due"} {
-		err := p.rdb.ZScore(context.Background(), p.Key(partition, s), id).Err()
-		switch {
-		case err == nil:
-			out[i] = true
-		case errors.Is(err, redis.Nil):
-		default:
-			tb.Fatal(err)
+		out[i] = len(membersOf(tb, p, partition, s, id)) > 0
+	}
+	return out
+}
+
+// membersOf is every member of one set of a partition that names the ticket
+// id: one at most, while the pool is sound.
+func membersOf(tb testing.TB, p *Pool, partition, set, id string) []string {
+	tb.Helper()
+	all, err := p.rdb.ZRange(context.Background(), p.Key(partition, set), 0, -1).Result()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var out []string
+	for _, m := range all {
+		if memberID(m) == id {
+			out = append(out, m)
 		}
 	}
 	return out
+}
+
+// zscore is the score of member m in one set of a partition; ok is false
+// when m is not there.
+func zscore(tb testing.TB, p *Pool, partition, set, m string) (sc float64, ok bool) {
+	tb.Helper()
+	sc, err := p.rdb.ZScore(context.Background(), p.Key(partition, set), m).Result()
+	switch {
+	case err == nil:
+		return sc, true
+	case errors.Is(err, redis.Nil):
+		return 0, false
+	default:
+		tb.Fatal(err)
+		return 0, false
+	}
+}
+
+// heartbeatOf is the hb score of e's member: its last sign of life (the
+// enqueue time before any heartbeat).
+func heartbeatOf(tb testing.TB, p *Pool, partition string, e Entry) time.Time {
+	tb.Helper()
+	sc, ok := zscore(tb, p, partition, "hb", member(e))
+	if !ok {
+		tb.Fatalf("%s: member %q not in hb", e.TicketID, member(e))
+	}
+	return time.UnixMilli(int64(sc))
+}
+
+// scanned is e as a scan other than "stale" reads it: every field but the
+// heartbeat, which is the hb set's score and not part of the member.
+func scanned(es ...Entry) []Entry {
+	out := make([]Entry, len(es))
+	for i, e := range es {
+		e.Heartbeat = time.Time{}
+		out[i] = e
+	}
+	return out
+}
+
+// byID indexes entries by ticket id.
+func byID(es ...Entry) map[string]Entry {
+	m := make(map[string]Entry, len(es))
+	for _, e := range es {
+		m[e.TicketID] = e
+	}
+	return m
+}
+
+// pick is the entries of ticketIDs, in order; an id m does not hold is an
+// entry by that id that was never enqueued.
+func pick(m map[string]Entry, ticketIDs ...string) []Entry {
+	out := make([]Entry, len(ticketIDs))
+	for i, id := range ticketIDs {
+		e, ok := m[id]
+		if !ok {
+			e = entry(id, 0, 0, time.Hour)
+		}
+		out[i] = e
+	}
+	return out
+}
+
+// enqueueArgs is enqueue.lua's six arguments for e (see Enqueue), for tests
+// that pipeline the script by hand.
+func enqueueArgs(e Entry, ttl time.Duration) []any {
+	return []any{member(e), score(e.Skill), msTime(e.Enqueue), msTime(e.Deadline), heartbeatArg(e), ms(ttl)}
 }
 
 // TestPool is the pool's contract, run against miniredis and a real Redis.
@@ -132,19 +211,29 @@ func testPool(t *testing.T, p *Pool) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(got) != 1 || !reflect.DeepEqual(got[0], first) {
-			t.Fatalf("after retry got %+v, want %+v", got, first)
+		if want := scanned(first); !reflect.DeepEqual(got, want) {
+			t.Fatalf("after retry got %+v, want %+v", got, want)
 		}
-		if h := hash(t, p, part, "a"); h["state"] != "waiting" || h["user"] != "u-a" {
+		// The heartbeat is the hb score, read by a stale scan.
+		if got, err := p.Stale(ctx, part, t0.Add(time.Hour), 10); err != nil || !reflect.DeepEqual(got, []Entry{first}) {
+			t.Fatalf("stale after retry got %+v, %v; want %+v", got, err, first)
+		}
+		if h := hash(t, p, part, "a"); h["state"] != "waiting" || h["m"] != member(first) || h["hb"] != msTime(first.Heartbeat) {
 			t.Fatalf("hash %v", h)
+		}
+		for _, set := range []string{"pool", "enq", "due", "hb"} {
+			if ms := membersOf(t, p, part, set, "a"); !reflect.DeepEqual(ms, []string{member(first)}) {
+				t.Fatalf("%s holds %q for a, want only the first member", set, ms)
+			}
 		}
 	})
 
 	t.Run("ClaimAllOrNothing", func(t *testing.T) {
 		const part = "aon:eu"
-		mustEnqueue(t, p, part, entry("a", 10, 0, time.Hour), entry("b", 20, time.Second, time.Hour))
+		es := byID(entry("a", 10, 0, time.Hour), entry("b", 20, time.Second, time.Hour))
+		mustEnqueue(t, p, part, pick(es, "a", "b")...)
 		before := contents(t, p, part, "a", "b", "ghost")
-		res, err := p.Claim(ctx, part, 0, "m1", []string{"a", "ghost", "b"})
+		res, err := p.Claim(ctx, part, 0, "m1", pick(es, "a", "ghost", "b"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -158,9 +247,9 @@ func testPool(t *testing.T, p *Pool) {
 
 	t.Run("ClaimRemovesAndMarks", func(t *testing.T) {
 		const part = "claim:eu"
-		mustEnqueue(t, p, part,
-			entry("a", 10, 0, time.Hour), entry("b", 20, time.Second, time.Hour), entry("c", 30, 2*time.Second, time.Hour))
-		res, err := p.Claim(ctx, part, 0, "m1", []string{"a", "b"})
+		es := byID(entry("a", 10, 0, time.Hour), entry("b", 20, time.Second, time.Hour), entry("c", 30, 2*time.Second, time.Hour))
+		mustEnqueue(t, p, part, pick(es, "a", "b", "c")...)
+		res, err := p.Claim(ctx, part, 0, "m1", pick(es, "a", "b"))
 		if err != nil || !res.OK || res.Missing != nil {
 			t.Fatalf("claim = %+v, %v", res, err)
 		}
@@ -168,8 +257,11 @@ func testPool(t *testing.T, p *Pool) {
 			if s := inSets(t, p, part, id); s != [3]bool{} {
 				t.Fatalf("%s still in pool/enq/due: %v", id, s)
 			}
+			if hb := membersOf(t, p, part, "hb", id); len(hb) != 0 {
+				t.Fatalf("%s still in hb: %q", id, hb)
+			}
 			h := hash(t, p, part, id)
-			if h["state"] != "claimed" || h["match"] != "m1" || h["user"] != "u-"+id {
+			if h["state"] != "claimed" || h["match"] != "m1" || h["m"] != member(es[id]) {
 				t.Fatalf("hash of %s = %v", id, h)
 			}
 		}
@@ -179,7 +271,7 @@ func testPool(t *testing.T, p *Pool) {
 		if n, _ := p.Size(ctx, part); n != 1 {
 			t.Fatalf("size = %d, want 1", n)
 		}
-		res, err = p.Claim(ctx, part, 0, "m2", []string{"c", "a"})
+		res, err = p.Claim(ctx, part, 0, "m2", pick(es, "c", "a"))
 		if err != nil || res.OK || !reflect.DeepEqual(res.Missing, []string{"a"}) {
 			t.Fatalf("claim of an already claimed ticket = %+v, %v", res, err)
 		}
@@ -190,10 +282,11 @@ func testPool(t *testing.T, p *Pool) {
 
 	t.Run("StaleFence", func(t *testing.T) {
 		const part = "fence:eu"
-		mustEnqueue(t, p, part, entry("a", 10, 0, time.Hour), entry("b", 20, time.Second, time.Hour))
+		es := byID(entry("a", 10, 0, time.Hour), entry("b", 20, time.Second, time.Hour))
+		mustEnqueue(t, p, part, pick(es, "a", "b")...)
 
 		// No fence key yet: any token but 0 is stale.
-		if _, err := p.Claim(ctx, part, 3, "m0", []string{"a"}); !errors.Is(err, ErrStaleFence) {
+		if _, err := p.Claim(ctx, part, 3, "m0", pick(es, "a")); !errors.Is(err, ErrStaleFence) {
 			t.Fatalf("claim without fence key: err = %v, want ErrStaleFence", err)
 		}
 		if err := p.rdb.Set(ctx, p.FenceKey(part), 5, 0).Err(); err != nil {
@@ -201,7 +294,7 @@ func testPool(t *testing.T, p *Pool) {
 		}
 		before := contents(t, p, part, "a", "b")
 		for _, ids := range [][]string{{"a", "b"}, {"a", "ghost"}} {
-			_, err := p.Claim(ctx, part, 4, "m1", ids)
+			_, err := p.Claim(ctx, part, 4, "m1", pick(es, ids...))
 			if !errors.Is(err, ErrStaleFence) {
 				t.Fatalf("claim %v with token 4 of 5: err = %v, want ErrStaleFence", ids, err)
 			}
@@ -209,20 +302,21 @@ func testPool(t *testing.T, p *Pool) {
 		if after := contents(t, p, part, "a", "b"); !reflect.DeepEqual(before, after) {
 			t.Fatalf("stale claim changed the pool:\nbefore %v\nafter  %v", before, after)
 		}
-		if _, err := p.Claim(ctx, part, 6, "m1", []string{"a"}); !errors.Is(err, ErrStaleFence) {
+		if _, err := p.Claim(ctx, part, 6, "m1", pick(es, "a")); !errors.Is(err, ErrStaleFence) {
 			t.Fatalf("token from the future: err = %v", err)
 		}
-		if res, err := p.Claim(ctx, part, 5, "m2", []string{"a"}); err != nil || !res.OK {
+		if res, err := p.Claim(ctx, part, 5, "m2", pick(es, "a")); err != nil || !res.OK {
 			t.Fatalf("claim with current token: %+v %v", res, err)
 		}
-		if res, err := p.Claim(ctx, part, 0, "m3", []string{"b"}); err != nil || !res.OK {
+		if res, err := p.Claim(ctx, part, 0, "m3", pick(es, "b")); err != nil || !res.OK {
 			t.Fatalf("unfenced claim: %+v %v", res, err)
 		}
 	})
 
 	t.Run("CancelFirst", func(t *testing.T) {
 		const part = "cf:eu"
-		mustEnqueue(t, p, part, entry("a", 10, 0, time.Hour), entry("b", 20, time.Second, time.Hour))
+		es := byID(entry("a", 10, 0, time.Hour), entry("b", 20, time.Second, time.Hour))
+		mustEnqueue(t, p, part, pick(es, "a", "b")...)
 		rr, err := p.Remove(ctx, part, "a")
 		if err != nil || rr != (RemoveResult{Removed: true}) {
 			t.Fatalf("remove = %+v, %v", rr, err)
@@ -230,10 +324,13 @@ func testPool(t *testing.T, p *Pool) {
 		if s := inSets(t, p, part, "a"); s != [3]bool{} {
 			t.Fatalf("a still in sets %v", s)
 		}
+		if hb := membersOf(t, p, part, "hb", "a"); len(hb) != 0 {
+			t.Fatalf("a still in hb: %q", hb)
+		}
 		if h := hash(t, p, part, "a"); len(h) != 0 {
 			t.Fatalf("hash left: %v", h)
 		}
-		res, err := p.Claim(ctx, part, 0, "m1", []string{"a", "b"})
+		res, err := p.Claim(ctx, part, 0, "m1", pick(es, "a", "b"))
 		if err != nil || res.OK || !reflect.DeepEqual(res.Missing, []string{"a"}) {
 			t.Fatalf("claim after cancel = %+v, %v", res, err)
 		}
@@ -248,8 +345,9 @@ func testPool(t *testing.T, p *Pool) {
 
 	t.Run("ClaimFirst", func(t *testing.T) {
 		const part = "clf:eu"
-		mustEnqueue(t, p, part, entry("a", 10, 0, time.Hour), entry("b", 20, time.Second, time.Hour))
-		if res, err := p.Claim(ctx, part, 0, "m-42", []string{"a", "b"}); err != nil || !res.OK {
+		es := byID(entry("a", 10, 0, time.Hour), entry("b", 20, time.Second, time.Hour))
+		mustEnqueue(t, p, part, pick(es, "a", "b")...)
+		if res, err := p.Claim(ctx, part, 0, "m-42", pick(es, "a", "b")); err != nil || !res.OK {
 			t.Fatalf("claim = %+v, %v", res, err)
 		}
 		rr, err := p.Remove(ctx, part, "a")
@@ -278,14 +376,26 @@ func testPool(t *testing.T, p *Pool) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !reflect.DeepEqual(before, []Entry{a, b, c}) {
+		if !reflect.DeepEqual(before, scanned(a, b, c)) {
 			t.Fatalf("oldest before = %+v", before)
 		}
-		if res, err := p.Claim(ctx, part, 0, "m1", []string{"a", "b"}); err != nil || !res.OK {
+		// The heartbeats (hb scores), silent longest first: b (its enqueue),
+		// c (its enqueue), a (its heartbeat).
+		staleBefore, err := p.Stale(ctx, part, t0.Add(time.Hour), 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bHB, cHB := b, c
+		bHB.Heartbeat, cHB.Heartbeat = b.Enqueue, c.Enqueue
+		if !reflect.DeepEqual(staleBefore, []Entry{bHB, cHB, a}) {
+			t.Fatalf("stale before = %+v", staleBefore)
+		}
+		// The claim names the entries as read from the pool.
+		if res, err := p.Claim(ctx, part, 0, "m1", before[:2]); err != nil || !res.OK {
 			t.Fatalf("claim = %+v, %v", res, err)
 		}
-		// Heartbeats are refused while claimed; the requeued entry carries
-		// the one read before the claim.
+		// Heartbeats are refused while claimed; the requeued entry (read
+		// without its heartbeat) gets the one its hash kept.
 		n, err := p.Requeue(ctx, part, before[:2], hashTTL, time.Time{})
 		if err != nil || n != 2 {
 			t.Fatalf("requeue = %d, %v; want 2", n, err)
@@ -297,8 +407,11 @@ func testPool(t *testing.T, p *Pool) {
 		if !reflect.DeepEqual(after, before) {
 			t.Fatalf("after requeue\n got  %+v\n want %+v", after, before)
 		}
-		if sc := p.rdb.ZScore(ctx, p.Key(part, "pool"), "a").Val(); sc != a.Skill {
-			t.Fatalf("skill score %v, want exactly %v", sc, a.Skill)
+		if staleAfter, err := p.Stale(ctx, part, t0.Add(time.Hour), 10); err != nil || !reflect.DeepEqual(staleAfter, staleBefore) {
+			t.Fatalf("heartbeats after requeue\n got  %+v, %v\n want %+v", staleAfter, err, staleBefore)
+		}
+		if sc, ok := zscore(t, p, part, "pool", member(a)); !ok || sc != a.Skill {
+			t.Fatalf("skill score %v (%v), want exactly %v", sc, ok, a.Skill)
 		}
 		h := hash(t, p, part, "a")
 		if h["state"] != "waiting" || h["match"] != "" {
@@ -309,7 +422,7 @@ func testPool(t *testing.T, p *Pool) {
 		if n, err := p.Requeue(ctx, part, before, hashTTL, time.Time{}); err != nil || n != 0 {
 			t.Fatalf("requeue of waiting tickets = %d, %v; want 0", n, err)
 		}
-		if res, err := p.Claim(ctx, part, 0, "m2", []string{"a", "b", "c"}); err != nil || !res.OK {
+		if res, err := p.Claim(ctx, part, 0, "m2", before); err != nil || !res.OK {
 			t.Fatalf("claim after requeue = %+v, %v", res, err)
 		}
 	})
@@ -326,9 +439,12 @@ func testPool(t *testing.T, p *Pool) {
 		if _, err := p.Requeue(ctx, part, []Entry{stale}, hashTTL, time.Time{}); err != nil {
 			t.Fatal(err)
 		}
-		got, _ := p.Oldest(ctx, part, 1)
+		got, _ := p.Stale(ctx, part, t0.Add(time.Hour), 10)
 		if len(got) != 1 || !got[0].Heartbeat.Equal(t0.Add(time.Minute)) {
 			t.Fatalf("heartbeat went backwards: %+v", got)
+		}
+		if h := hash(t, p, part, "a"); h["hb"] != msTime(t0.Add(time.Minute)) {
+			t.Fatalf("hash heartbeat went backwards: %v", h)
 		}
 	})
 
@@ -336,7 +452,7 @@ func testPool(t *testing.T, p *Pool) {
 		const part = "rqlost:eu"
 		a, b := entry("a", 10, 0, time.Hour), entry("b", 11, time.Second, time.Hour)
 		mustEnqueue(t, p, part, a, b)
-		if res, err := p.Claim(ctx, part, 0, "m1", []string{"a", "b"}); err != nil || !res.OK {
+		if res, err := p.Claim(ctx, part, 0, "m1", []Entry{a, b}); err != nil || !res.OK {
 			t.Fatalf("claim = %+v, %v", res, err)
 		}
 		// Redis loses a's keys while it is claimed; b's claimed hash stays.
@@ -347,15 +463,19 @@ func testPool(t *testing.T, p *Pool) {
 		if _, err := p.Requeue(ctx, part, []Entry{a, b}, hashTTL, now); err != nil {
 			t.Fatal(err)
 		}
-		got, err := p.Oldest(ctx, part, 10)
-		if err != nil {
-			t.Fatal(err)
+		if got, err := p.Oldest(ctx, part, 10); err != nil || !reflect.DeepEqual(got, scanned(a, b)) {
+			t.Fatalf("after requeue %+v, %v; want a, b", got, err)
 		}
-		if len(got) != 2 || !got[0].Heartbeat.Equal(now) || !got[1].Heartbeat.Equal(b.Heartbeat) {
-			t.Fatalf("after requeue %+v; want a seen at %v (lost), b at %v (its own)", got, now, b.Heartbeat)
+		// b has no heartbeat of its own: its last sign of life is its
+		// enqueue.
+		if ha, hb := heartbeatOf(t, p, part, a), heartbeatOf(t, p, part, b); !ha.Equal(now) || !hb.Equal(b.Enqueue) {
+			t.Fatalf("after requeue a seen at %v, b at %v; want a at %v (lost), b at %v (its own)", ha, hb, now, b.Enqueue)
+		}
+		if ha, hb := hash(t, p, part, "a")["hb"], hash(t, p, part, "b")["hb"]; ha != msTime(now) || hb != "" {
+			t.Fatalf("hash heartbeats a=%q b=%q; want a=%q, b none", ha, hb, msTime(now))
 		}
 		// Without a time given, a lost ticket keeps the heartbeat it carries.
-		if res, err := p.Claim(ctx, part, 0, "m2", []string{"a"}); err != nil || !res.OK {
+		if res, err := p.Claim(ctx, part, 0, "m2", []Entry{a}); err != nil || !res.OK {
 			t.Fatalf("claim = %+v, %v", res, err)
 		}
 		if err := p.rdb.Del(ctx, p.ticketKey(part, "a")).Err(); err != nil {
@@ -364,23 +484,30 @@ func testPool(t *testing.T, p *Pool) {
 		if _, err := p.Requeue(ctx, part, []Entry{a}, hashTTL, time.Time{}); err != nil {
 			t.Fatal(err)
 		}
-		if got, _ := p.Oldest(ctx, part, 1); len(got) != 1 || !got[0].Heartbeat.Equal(a.Heartbeat) {
-			t.Fatalf("after requeue without a time %+v; want its own heartbeat %v", got, a.Heartbeat)
+		// a carries none: its last sign of life is its enqueue.
+		if ha := heartbeatOf(t, p, part, a); !ha.Equal(a.Enqueue) {
+			t.Fatalf("after requeue without a time a seen at %v; want its own (enqueue) %v", ha, a.Enqueue)
+		}
+		if h := hash(t, p, part, "a"); h["hb"] != "" {
+			t.Fatalf("after requeue without a time hash %v; want no heartbeat", h)
 		}
 	})
 
 	t.Run("Heartbeat", func(t *testing.T) {
 		const part = "hb:eu"
-		mustEnqueue(t, p, part, entry("a", 10, 0, time.Hour))
+		a := entry("a", 10, 0, time.Hour)
+		mustEnqueue(t, p, part, a)
 		for _, at := range []time.Duration{10 * time.Second, 5 * time.Second} {
 			ok, err := p.Heartbeat(ctx, part, "a", t0.Add(at))
 			if err != nil || !ok {
 				t.Fatalf("heartbeat = %v, %v", ok, err)
 			}
 		}
-		got, _ := p.Oldest(ctx, part, 1)
-		if len(got) != 1 || !got[0].Heartbeat.Equal(t0.Add(10*time.Second)) {
-			t.Fatalf("heartbeat = %+v, want the later one", got)
+		if hb := heartbeatOf(t, p, part, a); !hb.Equal(t0.Add(10 * time.Second)) {
+			t.Fatalf("heartbeat = %v, want the later one", hb)
+		}
+		if h := hash(t, p, part, "a"); h["hb"] != msTime(t0.Add(10*time.Second)) {
+			t.Fatalf("hash %v, want the later heartbeat", h)
 		}
 		if ok, err := p.Heartbeat(ctx, part, "ghost", t0); err != nil || ok {
 			t.Fatalf("heartbeat of unknown = %v, %v", ok, err)
@@ -388,7 +515,7 @@ func testPool(t *testing.T, p *Pool) {
 		if n := p.rdb.Exists(ctx, p.ticketKey(part, "ghost")).Val(); n != 0 {
 			t.Fatal("heartbeat created a hash for an unknown ticket")
 		}
-		if res, err := p.Claim(ctx, part, 0, "m1", []string{"a"}); err != nil || !res.OK {
+		if res, err := p.Claim(ctx, part, 0, "m1", []Entry{a}); err != nil || !res.OK {
 			t.Fatalf("claim %+v %v", res, err)
 		}
 		if ok, err := p.Heartbeat(ctx, part, "a", t0.Add(time.Minute)); err != nil || ok {
@@ -409,7 +536,7 @@ func testPool(t *testing.T, p *Pool) {
 		if d := ttl(); d <= hashTTL-10*time.Second || d > hashTTL {
 			t.Fatalf("ttl after enqueue = %v, want ~%v", d, hashTTL)
 		}
-		if res, err := p.Claim(ctx, part, 0, "m1", []string{"a"}); err != nil || !res.OK {
+		if res, err := p.Claim(ctx, part, 0, "m1", []Entry{entry("a", 10, 0, time.Hour)}); err != nil || !res.OK {
 			t.Fatalf("claim %+v %v", res, err)
 		}
 		if d := ttl(); d <= 80*time.Second || d > 90*time.Second {
@@ -556,7 +683,8 @@ func testPool(t *testing.T, p *Pool) {
 		if err := p.rdb.Del(ctx, p.ticketKey(part, "a")).Err(); err != nil {
 			t.Fatal(err)
 		}
-		want := Entry{TicketID: "a", Skill: 12.5, Enqueue: t0, Deadline: t0.Add(time.Minute)}
+		// The member carries every field: the scans read the entry whole.
+		want := entry("a", 12.5, 0, time.Minute)
 		for name, scan := range map[string]func() ([]Entry, error){
 			"oldest":  func() ([]Entry, error) { return p.Oldest(ctx, part, 5) },
 			"due":     func() ([]Entry, error) { return p.Due(ctx, part, t0.Add(time.Hour), 5) },
@@ -571,9 +699,19 @@ func testPool(t *testing.T, p *Pool) {
 				t.Errorf("%s: got %+v, want %+v", name, got, want)
 			}
 		}
-		// The repair path: Remove cleans the member up.
-		if rr, err := p.Remove(ctx, part, "a"); err != nil || !rr.Removed {
-			t.Fatalf("remove %+v %v", rr, err)
+		// The repair path: Remove by id alone cannot find the member (the
+		// hash named it); RemoveEntry with the entry read cleans it up.
+		if rr, err := p.Remove(ctx, part, "a"); err != nil || rr != (RemoveResult{}) {
+			t.Fatalf("remove by id %+v %v", rr, err)
+		}
+		if s := inSets(t, p, part, "a"); s != [3]bool{true, true, true} {
+			t.Fatalf("remove by id touched the member: %v", s)
+		}
+		if rr, err := p.RemoveEntry(ctx, []string{part}, want); err != nil || !rr.Removed {
+			t.Fatalf("remove entry %+v %v", rr, err)
+		}
+		if s, hb := inSets(t, p, part, "a"), membersOf(t, p, part, "hb", "a"); s != [3]bool{} || len(hb) != 0 {
+			t.Fatalf("after remove entry: sets %v, hb %q", s, hb)
 		}
 	})
 
@@ -583,11 +721,13 @@ func testPool(t *testing.T, p *Pool) {
 		// Pipelined scripts need Load (done above): EVALSHA cannot fall back
 		// to EVAL inside a pipeline.
 		pipe := p.rdb.Pipeline()
+		want := map[string]Entry{}
 		for i := range total {
 			e := entry("m"+strconv.Itoa(i), float64(i%300), time.Duration(i)*time.Millisecond, time.Hour)
+			want[e.TicketID] = e
 			enqueueScript.EvalSha(ctx, pipe,
 				append(p.setKeys(part), p.ticketKey(part, e.TicketID)),
-				append(entryArgs(e), ms(hashTTL))...)
+				enqueueArgs(e, hashTTL)...)
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
 			t.Fatal(err)
@@ -600,8 +740,11 @@ func testPool(t *testing.T, p *Pool) {
 			t.Fatal(err)
 		}
 		seen := map[string]bool{}
-		for _, id := range got {
-			seen[id] = true
+		for _, e := range got {
+			seen[e.TicketID] = true
+			if e != want[e.TicketID] {
+				t.Fatalf("member %+v, want %+v", e, want[e.TicketID])
+			}
 		}
 		if len(got) != total || len(seen) != total {
 			t.Fatalf("members: %d (%d distinct), want %d", len(got), len(seen), total)
@@ -614,6 +757,8 @@ func testPool(t *testing.T, p *Pool) {
 		nan.Skill = math.NaN()
 		noDeadline := good
 		noDeadline.Deadline = time.Time{}
+		bar := good
+		bar.TicketID = "a|b"
 		for name, err := range map[string]error{
 			"brace partition": func() error { _, err := p.Enqueue(ctx, "a}b", good, hashTTL); return err }(),
 			"empty partition": func() error { _, err := p.Remove(ctx, "", "a"); return err }(),
@@ -621,8 +766,10 @@ func testPool(t *testing.T, p *Pool) {
 			"nan skill":       func() error { _, err := p.Enqueue(ctx, "x:eu", nan, hashTTL); return err }(),
 			"no deadline":     func() error { _, err := p.Requeue(ctx, "x:eu", []Entry{noDeadline}, hashTTL, time.Time{}); return err }(),
 			"no tickets":      func() error { _, err := p.Claim(ctx, "x:eu", 0, "m", nil); return err }(),
-			"duplicate":       func() error { _, err := p.Claim(ctx, "x:eu", 0, "m", []string{"a", "a"}); return err }(),
-			"no match id":     func() error { _, err := p.Claim(ctx, "x:eu", 0, "", []string{"a"}); return err }(),
+			"duplicate":       func() error { _, err := p.Claim(ctx, "x:eu", 0, "m", []Entry{good, good}); return err }(),
+			"no match id":     func() error { _, err := p.Claim(ctx, "x:eu", 0, "", []Entry{good}); return err }(),
+			"bar in id":       func() error { _, err := p.Enqueue(ctx, "x:eu", bar, hashTTL); return err }(),
+			"claim bar in id": func() error { _, err := p.Claim(ctx, "x:eu", 0, "m", []Entry{bar}); return err }(),
 			"nan window":      func() error { _, err := p.Window(ctx, "x:eu", math.NaN(), 1, 1); return err }(),
 		} {
 			if err == nil {
@@ -638,7 +785,7 @@ func testPool(t *testing.T, p *Pool) {
 		if err := p.rdb.Set(ctx, p.FenceKey("ctx:eu"), 2, 0).Err(); err != nil {
 			t.Fatal(err)
 		}
-		_, err := p.Claim(ctx, "ctx:eu", 1, "m-9", []string{"a"})
+		_, err := p.Claim(ctx, "ctx:eu", 1, "m-9", []Entry{entry("a", 1, 0, time.Hour)})
 		if want := "claim m-9 in ctx:eu: stale fence token"; err == nil || err.Error() != want {
 			t.Fatalf("err = %v, want %q", err, want)
 		}
@@ -673,7 +820,7 @@ func TestScriptFallback(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustEnqueue(t, p, "fb:eu", entry("a", 1, 0, time.Hour))
-	if res, err := p.Claim(ctx, "fb:eu", 0, "m", []string{"a"}); err != nil || !res.OK {
+	if res, err := p.Claim(ctx, "fb:eu", 0, "m", []Entry{entry("a", 1, 0, time.Hour)}); err != nil || !res.OK {
 		t.Fatalf("claim %+v %v", res, err)
 	}
 }

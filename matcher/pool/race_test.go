@@ -42,8 +42,10 @@ func testClaimRemoveRace(t *testing.T, p *Pool, rounds int) {
 	)
 	for r := range rounds {
 		id := func(i int) string { return fmt.Sprintf("r%d-t%d", r, i) }
+		es := make([]Entry, tickets)
 		for i := range tickets {
-			mustEnqueue(t, p, part, entry(id(i), float64(i), time.Duration(i)*time.Millisecond, time.Hour))
+			es[i] = entry(id(i), float64(i), time.Duration(i)*time.Millisecond, time.Hour)
+			mustEnqueue(t, p, part, es[i])
 		}
 
 		claims := make([]ClaimResult, len(groups))
@@ -54,9 +56,9 @@ func testClaimRemoveRace(t *testing.T, p *Pool, rounds int) {
 		var wg sync.WaitGroup
 		for g, group := range groups {
 			wg.Go(func() {
-				ticketIDs := make([]string, len(group))
+				entries := make([]Entry, len(group))
 				for k, i := range group {
-					ticketIDs[k] = id(i)
+					entries[k] = es[i]
 				}
 				// Half the claims unfenced, to race both code paths.
 				var token int64
@@ -64,7 +66,7 @@ func testClaimRemoveRace(t *testing.T, p *Pool, rounds int) {
 					token = fence
 				}
 				<-start
-				claims[g], claimErrs[g] = p.Claim(ctx, part, token, fmt.Sprintf("r%d-m%d", r, g), ticketIDs)
+				claims[g], claimErrs[g] = p.Claim(ctx, part, token, fmt.Sprintf("r%d-m%d", r, g), entries)
 			})
 		}
 		for c, i := range cancels {

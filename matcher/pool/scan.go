@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -67,16 +68,47 @@ func (p *Pool) scan(ctx context.Context, partition string, s Scan) ([]Entry, err
 	return out[0], nil
 }
 
-// scanFields is the number of strings scan.lua returns per entry.
-const scanFields = 8
-
-func parseEntries(vals []any) ([]Entry, error) {
-	if len(vals)%scanFields != 0 {
-		return nil, fmt.Errorf("reply of %d values is not a multiple of %d", len(vals), scanFields)
+// parseScanned reads a scan's reply: members, and for a "stale" scan
+// member, heartbeat pairs.
+func parseScanned(vals []any, mode string) ([]Entry, error) {
+	step := 1
+	if mode == "stale" {
+		step = 2
 	}
-	out := make([]Entry, 0, len(vals)/scanFields)
-	for i := 0; i < len(vals); i += scanFields {
-		f := vals[i : i+scanFields]
+	if len(vals)%step != 0 {
+		return nil, fmt.Errorf("reply of %d values is not pairs", len(vals))
+	}
+	out := make([]Entry, 0, len(vals)/step)
+	for i := 0; i < len(vals); i += step {
+		m := str(vals[i])
+		e, err := parseMember(m)
+		if err != nil {
+			// A bare ticket id, left by a layout without the fields: the
+			// caller restores it from the record.
+			if strings.IndexByte(m, memberSep) >= 0 || m == "" {
+				return nil, err
+			}
+			e = Entry{TicketID: m}
+		}
+		if step == 2 {
+			if e.Heartbeat, err = parseMs(str(vals[i+1])); err != nil {
+				return nil, fmt.Errorf("ticket %s: heartbeat: %w", e.TicketID, err)
+			}
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// parseEntries reads entries of 8 fields each: id, user, skill, enq ms,
+// deadline ms, estimated, activity, heartbeat ms ("" for absent).
+func parseEntries(vals []any) ([]Entry, error) {
+	if len(vals)%entryFields != 0 {
+		return nil, fmt.Errorf("reply of %d values is not a multiple of %d", len(vals), entryFields)
+	}
+	out := make([]Entry, 0, len(vals)/entryFields)
+	for i := 0; i < len(vals); i += entryFields {
+		f := vals[i : i+entryFields]
 		e := Entry{TicketID: str(f[0]), UserID: str(f[1]), Estimated: str(f[5]) == "1"}
 		var errs []error
 		var err error
@@ -97,6 +129,9 @@ func parseEntries(vals []any) ([]Entry, error) {
 	}
 	return out, nil
 }
+
+// entryFields is the number of strings per entry of parseEntries.
+const entryFields = 8
 
 // parseFloat reads a Redis score or hash field; "" (absent) is 0.
 func parseFloat(s string) (float64, error) {

@@ -33,7 +33,7 @@ func (p *Pool) Promote(ctx context.Context, from, to string, cutoff time.Time, n
 	}
 	moved = make([]string, 0, len(vals))
 	for _, v := range vals {
-		moved = append(moved, str(v))
+		moved = append(moved, memberID(str(v)))
 	}
 	return moved, nil
 }
@@ -46,12 +46,19 @@ func (p *Pool) Locate(ctx context.Context, partitions []string, ticketID string)
 	if err := checkSiblings(partitions); err != nil {
 		return "", Entry{}, false, err
 	}
+	f, err := p.rdb.HMGet(ctx, p.ticketKey(partitions[0], ticketID), "m", "hb").Result()
+	if err != nil {
+		return "", Entry{}, false, err
+	}
+	m := str(f[0])
+	if m == "" {
+		return "", Entry{}, false, nil
+	}
 	pipe := p.rdb.Pipeline()
 	scores := make([]*redis.FloatCmd, len(partitions))
 	for i, part := range partitions {
-		scores[i] = pipe.ZScore(ctx, p.Key(part, "pool"), ticketID)
+		scores[i] = pipe.ZScore(ctx, p.Key(part, "pool"), m)
 	}
-	h := pipe.HMGet(ctx, p.ticketKey(partitions[0], ticketID), "user", "skill", "enq", "dl", "est", "act", "hb")
 	_, _ = pipe.Exec(ctx) // a missing member is redis.Nil; read each result
 	for i, sc := range scores {
 		if _, err := sc.Result(); err == nil {
@@ -62,16 +69,11 @@ func (p *Pool) Locate(ctx context.Context, partitions []string, ticketID string)
 	if partition == "" {
 		return "", Entry{}, false, nil
 	}
-	f, err := h.Result()
-	if err != nil {
+	if e, err = parseMember(m); err != nil {
 		return "", Entry{}, false, err
 	}
-	row := make([]any, 0, scanFields)
-	row = append(row, ticketID)
-	row = append(row, f...)
-	es, err := parseEntries(row)
-	if err != nil {
-		return "", Entry{}, false, fmt.Errorf("ticket %s: %w", ticketID, err)
+	if e.Heartbeat, err = parseMs(str(f[1])); err != nil {
+		return "", Entry{}, false, fmt.Errorf("ticket %s: heartbeat: %w", ticketID, err)
 	}
-	return partition, es[0], true, nil
+	return partition, e, true, nil
 }

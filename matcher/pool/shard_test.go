@@ -66,7 +66,7 @@ func testSubPools(t *testing.T, p *Pool) {
 			b := before[set].([]redis.Z)
 			var want []redis.Z
 			for _, z := range b {
-				if z.Member != "young" {
+				if memberID(z.Member.(string)) != "young" {
 					want = append(want, z)
 				}
 			}
@@ -89,19 +89,22 @@ func testSubPools(t *testing.T, p *Pool) {
 		}
 		// Scans of the overflow pool read the shared hashes.
 		es, err := p.Oldest(ctx, ov, 10)
-		if err != nil || len(es) != 2 || es[0].TicketID != "old" || es[0].UserID != "u-old" || !es[0].Heartbeat.Equal(old.Heartbeat) {
+		if err != nil || !reflect.DeepEqual(es, scanned(old, mid)) {
 			t.Fatalf("oldest of overflow = %+v, %v", es, err)
+		}
+		if hb := heartbeatOf(t, p, ov, old); !hb.Equal(old.Heartbeat) {
+			t.Fatalf("heartbeat in overflow = %v, want %v", hb, old.Heartbeat)
 		}
 		// Heartbeat and cancel find it wherever it is.
 		both := []string{s0, ov}
 		if ok, err := p.HeartbeatAny(ctx, both, "old", t0.Add(time.Minute)); err != nil || !ok {
 			t.Fatalf("heartbeat = %v, %v", ok, err)
 		}
-		if sc, _ := p.rdb.ZScore(ctx, p.Key(ov, "hb"), "old").Result(); sc != float64(t0.Add(time.Minute).UnixMilli()) {
-			t.Fatalf("hb in overflow = %v", sc)
+		if sc, ok := zscore(t, p, ov, "hb", member(old)); !ok || sc != float64(t0.Add(time.Minute).UnixMilli()) {
+			t.Fatalf("hb in overflow = %v (%v)", sc, ok)
 		}
-		if err := p.rdb.ZScore(ctx, p.Key(s0, "hb"), "old").Err(); err != redis.Nil {
-			t.Fatalf("heartbeat added the ticket to the sub-pool's hb: %v", err)
+		if hb := membersOf(t, p, s0, "hb", "old"); len(hb) != 0 {
+			t.Fatalf("heartbeat added the ticket to the sub-pool's hb: %q", hb)
 		}
 		part, e, found, err := p.Locate(ctx, both, "old")
 		if err != nil || !found || part != ov || e.Skill != 10 || !e.Enqueue.Equal(old.Enqueue) {
@@ -127,8 +130,10 @@ func testSubPools(t *testing.T, p *Pool) {
 		// pool; nobody is in two pools or in none.
 		s0, ov := "race:eu/s0", "race:eu/ov"
 		const n = 300
+		es := make([]Entry, n)
 		for i := range n {
-			mustEnqueue(t, p, s0, entry(fmt.Sprint("r", i), float64(i), time.Duration(i)*time.Millisecond, time.Hour))
+			es[i] = entry(fmt.Sprint("r", i), float64(i), time.Duration(i)*time.Millisecond, time.Hour)
+			mustEnqueue(t, p, s0, es[i])
 		}
 		var (
 			mu      sync.Mutex
@@ -138,11 +143,12 @@ func testSubPools(t *testing.T, p *Pool) {
 		claimer := func(part string, seed uint64) {
 			rng := rand.New(rand.NewPCG(seed, 1))
 			for range 200 {
-				a, b := fmt.Sprint("r", rng.IntN(n)), fmt.Sprint("r", rng.IntN(n))
+				ea, eb := es[rng.IntN(n)], es[rng.IntN(n)]
+				a, b := ea.TicketID, eb.TicketID
 				if a == b {
 					continue
 				}
-				res, err := p.Claim(ctx, part, 0, fmt.Sprint("m-", seed, a, b), []string{a, b})
+				res, err := p.Claim(ctx, part, 0, fmt.Sprint("m-", seed, a, b), []Entry{ea, eb})
 				if err != nil {
 					t.Error(err)
 					return

@@ -5,6 +5,10 @@
 -- (409 ALREADY_MATCHED), which is why a claim keeps the hash, marked, for a
 -- while.
 --
+-- The sets name the ticket by its member, which the hash keeps. The caller
+-- may name a member too: one rebuilt from the record, or read from the pool
+-- by the reconciler, removes the entry even when the hash is gone.
+--
 -- A sharded queue's ticket is in its own sub-pool or in the overflow pool
 -- (promote.lua moves it), and both share the ticket hash: the caller names
 -- every pool the ticket may be in, so that finding it and removing it is one
@@ -12,7 +16,7 @@
 --
 -- KEYS[4(k-1)+1..4k]  pool, enq, due and hb ZSETs of the k-th pool (k = 1..G)
 -- KEYS[4G+1]          ticket HASH
--- ARGV[1]             ticket id
+-- ARGV[1]             the caller's member for the ticket, or ""
 --
 -- Returns {1} when the ticket was in one of the pools and is now removed
 -- (hash deleted); otherwise {0, state, match} read from the hash: state
@@ -20,27 +24,34 @@
 -- is unknown. A leftover hash that is not claimed (its members already gone)
 -- is deleted too, so a cancelled ticket leaves nothing behind.
 
-local id = ARGV[1]
 local g = (#KEYS - 1) / 4
 local h = KEYS[#KEYS]
-for k = 0, g - 1 do
-  if redis.call('ZSCORE', KEYS[4 * k + 1], id) then
-    for j = 1, 4 do
-      redis.call('ZREM', KEYS[4 * k + j], id)
+local f = redis.call('HMGET', h, 'm', 'state', 'match')
+local members = {}
+if f[1] then members[1] = f[1] end
+if ARGV[1] ~= '' and ARGV[1] ~= f[1] then members[#members + 1] = ARGV[1] end
+
+for _, m in ipairs(members) do
+  for k = 0, g - 1 do
+    if redis.call('ZSCORE', KEYS[4 * k + 1], m) then
+      for j = 1, 4 do
+        redis.call('ZREM', KEYS[4 * k + j], m)
+      end
+      redis.call('DEL', h)
+      return {1}
     end
-    redis.call('DEL', h)
-    return {1}
   end
 end
 
-local state = redis.call('HGET', h, 'state') or ''
-local match = redis.call('HGET', h, 'match') or ''
+local state, match = f[2] or '', f[3] or ''
 if state ~= 'claimed' then
   -- Strays in enq/due/hb without a pool member would otherwise be scanned
   -- forever.
-  for k = 0, g - 1 do
-    for j = 2, 4 do
-      redis.call('ZREM', KEYS[4 * k + j], id)
+  for _, m in ipairs(members) do
+    for k = 0, g - 1 do
+      for j = 2, 4 do
+        redis.call('ZREM', KEYS[4 * k + j], m)
+      end
     end
   end
   redis.call('DEL', h)

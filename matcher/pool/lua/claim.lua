@@ -20,11 +20,11 @@
 -- ARGV[1]      fence token; "0" skips the check (unfenced callers, tests)
 -- ARGV[2]      ticket hash TTL after the claim, ms (> 0)
 -- ARGV[3..]    the groups, each as: match id, ticket count n, then its n
---              ticket ids (in the same order as their KEYS)
+--              tickets' members (in the same order as their KEYS)
 --
 -- Returns the error reply "STALE_FENCE ..." when the token is not exactly the
 -- fence key's value (nothing touched); else one reply per group: {0, missing
--- ids...} when any of its tickets is no longer in the pool (that group
+-- members...} when any of its tickets is no longer in the pool (that group
 -- untouched), {1} when every ticket of it was claimed.
 
 if ARGV[1] ~= '0' then
@@ -35,17 +35,17 @@ if ARGV[1] ~= '0' then
 end
 
 -- The groups: where each starts in ARGV, its size, and its first KEYS index.
-local groups, ids = {}, {}
+local groups, members = {}, {}
 local a, k = 3, 6
 while a <= #ARGV do
   local n = tonumber(ARGV[a + 1])
   groups[#groups + 1] = {a, n, k}
   for i = 1, n do
-    ids[#ids + 1] = ARGV[a + 1 + i]
+    members[#members + 1] = ARGV[a + 1 + i]
   end
   a, k = a + 2 + n, k + n
 end
-if #ids == 0 then
+if #members == 0 then
   return {}
 end
 
@@ -63,11 +63,11 @@ local function chunked(cmd, key, list)
   return out
 end
 
-local score = chunked('ZMSCORE', KEYS[2], ids)
+local score = chunked('ZMSCORE', KEYS[2], members)
 local present, taken = {}, {}
-for j, id in ipairs(ids) do
+for j, m in ipairs(members) do
   if score[j] then
-    present[id] = true
+    present[m] = true
   end
 end
 
@@ -76,18 +76,18 @@ for g, grp in ipairs(groups) do
   local a, n, k = grp[1], grp[2], grp[3]
   local missing = {0}
   for i = 1, n do
-    local id = ARGV[a + 1 + i]
-    if not present[id] or taken[id] then
-      missing[#missing + 1] = id
+    local m = ARGV[a + 1 + i]
+    if not present[m] or taken[m] then
+      missing[#missing + 1] = m
     end
   end
   if #missing > 1 then
     replies[g] = missing
   else
     for i = 1, n do
-      local id = ARGV[a + 1 + i]
-      taken[id] = true
-      claimed[#claimed + 1] = id
+      local m = ARGV[a + 1 + i]
+      taken[m] = true
+      claimed[#claimed + 1] = m
       hashes[#hashes + 1] = {KEYS[k + i - 1], ARGV[a]}
     end
     replies[g] = {1}

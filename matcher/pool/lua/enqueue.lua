@@ -5,22 +5,24 @@
 -- write's scores stay. The joins of a burst share one call: each ticket costs
 -- its hash writes, and each sorted set takes every new member in one ZADD.
 --
+-- Every sorted set names a ticket by its member: the ticket id followed by
+-- the fields a pass needs (see member in pool.go), so that reading a set is
+-- reading the entries, with no hash read per entry. The hash keeps the
+-- member, the state and the last heartbeat.
+--
 -- KEYS[1]    pool ZSET   (score = skill)
 -- KEYS[2]    enq ZSET    (score = effective enqueue time, unix ms)
 -- KEYS[3]    due ZSET    (score = deadline, unix ms)
 -- KEYS[4]    hb ZSET     (score = last sign of life, unix ms: heartbeat, else
 --                         the enqueue time)
 -- KEYS[4+i]  ticket HASH of the i-th ticket
--- ARGV       nine arguments per ticket, in KEYS order:
---   1 ticket id (the member name in the four ZSETs)
---   2 user id
---   3 skill (float, shortest round-trip decimal)
---   4 activity (float)
---   5 estimated skill: "1" or "0"
---   6 effective enqueue time, unix ms
---   7 deadline, unix ms
---   8 last heartbeat, unix ms ("0" = none yet)
---   9 ticket hash TTL, ms (> 0)
+-- ARGV       six arguments per ticket, in KEYS order:
+--   1 member
+--   2 skill (float, shortest round-trip decimal)
+--   3 effective enqueue time, unix ms
+--   4 deadline, unix ms
+--   5 last heartbeat, unix ms ("0" = none yet)
+--   6 ticket hash TTL, ms (> 0)
 --
 -- Returns, per ticket, 1 when it was added, 0 when its hash already existed
 -- (the pool is left untouched for it, whatever state the hash is in; a ticket
@@ -29,23 +31,21 @@
 local out = {}
 local adds = {{}, {}, {}, {}} -- per sorted set: score, member, ...
 for i = 1, #KEYS - 4 do
-  local a, key = (i - 1) * 9, KEYS[4 + i]
+  local a, key = (i - 1) * 6, KEYS[4 + i]
   if redis.call('EXISTS', key) == 1 then
     out[i] = 0
   else
-    local id, hb = ARGV[a + 1], ARGV[a + 6]
-    if ARGV[a + 8] ~= '0' then
-      hb = ARGV[a + 8]
-      redis.call('HSET', key, 'user', ARGV[a + 2], 'skill', ARGV[a + 3], 'act', ARGV[a + 4], 'est', ARGV[a + 5],
-        'enq', ARGV[a + 6], 'dl', ARGV[a + 7], 'state', 'waiting', 'hb', hb)
+    local m, hb = ARGV[a + 1], ARGV[a + 3]
+    if ARGV[a + 5] ~= '0' then
+      hb = ARGV[a + 5]
+      redis.call('HSET', key, 'm', m, 'state', 'waiting', 'hb', hb)
     else
-      redis.call('HSET', key, 'user', ARGV[a + 2], 'skill', ARGV[a + 3], 'act', ARGV[a + 4], 'est', ARGV[a + 5],
-        'enq', ARGV[a + 6], 'dl', ARGV[a + 7], 'state', 'waiting')
+      redis.call('HSET', key, 'm', m, 'state', 'waiting')
     end
-    redis.call('PEXPIRE', key, ARGV[a + 9])
-    for s, score in ipairs({ARGV[a + 3], ARGV[a + 6], ARGV[a + 7], hb}) do
+    redis.call('PEXPIRE', key, ARGV[a + 6])
+    for s, score in ipairs({ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], hb}) do
       local l = adds[s]
-      l[#l + 1], l[#l + 2] = score, id
+      l[#l + 1], l[#l + 2] = score, m
     end
     out[i] = 1
   end

@@ -9,20 +9,20 @@
 --
 -- KEYS[1]     ticket HASH
 -- KEYS[2..]   hb ZSET of every pool the ticket may be in (same hash tag)
--- ARGV[1]     ticket id
--- ARGV[2]     heartbeat time, unix ms
+-- ARGV[1]     heartbeat time, unix ms
 --
 -- Returns 1 when the ticket is waiting (hb is now the later of its old value
--- and ARGV[2]), 0 when it is claimed or unknown.
+-- and ARGV[1]), 0 when it is claimed or unknown.
 
-if redis.call('HGET', KEYS[1], 'state') ~= 'waiting' then
+local f = redis.call('HMGET', KEYS[1], 'state', 'hb', 'm')
+if f[1] ~= 'waiting' or not f[3] then
   return 0
 end
-local prev = tonumber(redis.call('HGET', KEYS[1], 'hb') or '0') or 0
-if tonumber(ARGV[2]) > prev then
-  redis.call('HSET', KEYS[1], 'hb', ARGV[2])
+local prev = tonumber(f[2] or '0') or 0
+if tonumber(ARGV[1]) > prev then
+  redis.call('HSET', KEYS[1], 'hb', ARGV[1])
   for i = 2, #KEYS do
-    redis.call('ZADD', KEYS[i], 'XX', ARGV[2], ARGV[1])
+    redis.call('ZADD', KEYS[i], 'XX', ARGV[1], f[3])
   end
 end
 return 1

@@ -14,26 +14,26 @@
 --             at or before it move, unix ms
 -- ARGV[2]     at most this many move (> 0)
 --
--- Returns the ids moved, oldest first.
+-- Returns the members moved, oldest first.
 
-local ids = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
+local members = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
 local moved = {}
-for _, id in ipairs(ids) do
-  local skill = redis.call('ZSCORE', KEYS[1], id)
+for _, m in ipairs(members) do
+  local skill = redis.call('ZSCORE', KEYS[1], m)
   -- An enq member without a pool member is a stray the reconciler removes;
   -- it is not a waiting player and does not move.
   if skill then
     local scores = {skill}
     for j = 2, 4 do
-      scores[j] = redis.call('ZSCORE', KEYS[j], id)
+      scores[j] = redis.call('ZSCORE', KEYS[j], m)
     end
     for j = 1, 4 do
-      redis.call('ZREM', KEYS[j], id)
+      redis.call('ZREM', KEYS[j], m)
       if scores[j] then
-        redis.call('ZADD', KEYS[4 + j], scores[j], id)
+        redis.call('ZADD', KEYS[4 + j], scores[j], m)
       end
     end
-    moved[#moved + 1] = id
+    moved[#moved + 1] = m
   end
 end
 return moved

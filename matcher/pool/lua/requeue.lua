@@ -7,6 +7,10 @@
 -- undone. It is also the reconciler's repair for a WAITING ticket missing from
 -- the pool.
 --
+-- A ticket has one member at a time: one the hash names that differs from
+-- the caller's (fields read elsewhere), and the bare ticket id (a member
+-- written before members carried the entry's fields), are removed first.
+--
 -- KEYS[1]      pool ZSET
 -- KEYS[2]      enq ZSET
 -- KEYS[3]      due ZSET
@@ -19,44 +23,47 @@
 --              record with them, and is given a full timeout from the
 --              caller's clock to be seen again, as the reconciler gives what
 --              it re-adds
--- ARGV[3+8(i-1)+0..7]  the i-th ticket: id, user, skill, activity, estimated
---              ("1"/"0"), effective enqueue ms, deadline ms, heartbeat ms
---              ("0" = none)
+-- ARGV[3+6(i-1)+0..5]  the i-th ticket: id, member, skill, effective enqueue
+--              ms, deadline ms, heartbeat ms ("0" = none)
 --
--- Returns the number of tickets that were not in the pool before (re-added);
--- tickets already waiting get their original scores rewritten and are not
--- counted.
+-- Returns the number of members added to the pool: tickets that were not in
+-- it, and those whose member changed. A ticket already waiting under the
+-- same member gets its original scores rewritten and is not counted.
 
 local added = 0
 local lost = tonumber(ARGV[2])
 local n = #KEYS - 4
 for i = 1, n do
-  local a = 3 + 8 * (i - 1)
-  local id, user, skill, act, est, enq, dl, hb =
-    ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3],
-    ARGV[a + 4], ARGV[a + 5], ARGV[a + 6], ARGV[a + 7]
+  local a = 3 + 6 * (i - 1)
+  local id, m, skill, enq, dl, hb = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5]
   local h = KEYS[4 + i]
-  if lost > tonumber(hb) and redis.call('EXISTS', h) == 0 then
+  local f = redis.call('HMGET', h, 'm', 'hb')
+  if lost > tonumber(hb) and not f[1] then
     hb = ARGV[2]
+  end
+  for _, old in ipairs({f[1] or m, id}) do
+    if old ~= m then
+      for s = 1, 4 do
+        redis.call('ZREM', KEYS[s], old)
+      end
+    end
   end
 
   -- A heartbeat may have landed after the caller read the ticket: never move
   -- it backwards.
-  local prev = tonumber(redis.call('HGET', h, 'hb') or '0') or 0
+  local prev = tonumber(f[2] or '0') or 0
   if tonumber(hb) > prev then
-    redis.call('HSET', h, 'hb', hb)
     prev = tonumber(hb)
+    redis.call('HSET', h, 'hb', hb)
   end
   if prev == 0 then prev = tonumber(enq) end
-  redis.call('HSET', h,
-    'user', user, 'skill', skill, 'act', act, 'est', est,
-    'enq', enq, 'dl', dl, 'state', 'waiting')
+  redis.call('HSET', h, 'm', m, 'state', 'waiting')
   redis.call('HDEL', h, 'match')
   redis.call('PEXPIRE', h, ARGV[1])
 
-  added = added + redis.call('ZADD', KEYS[1], skill, id)
-  redis.call('ZADD', KEYS[2], enq, id)
-  redis.call('ZADD', KEYS[3], dl, id)
-  redis.call('ZADD', KEYS[4], prev, id)
+  added = added + redis.call('ZADD', KEYS[1], skill, m)
+  redis.call('ZADD', KEYS[2], enq, m)
+  redis.call('ZADD', KEYS[3], dl, m)
+  redis.call('ZADD', KEYS[4], prev, m)
 end
 return added
