@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -160,24 +161,62 @@ func scanResults(cmd *redis.Cmd, scans []Scan) (_ [][]Entry, err error) {
 			near := make([][]Entry, len(es))
 			for j, a := range es {
 				cands, _ := rows[1+j].([]any)
-				if near[j], err = parseScanned(cands, "nearest"); err != nil {
+				if near[j], err = closestMembers(cands, a.Skill, s.limit); err != nil {
 					return nil, fmt.Errorf("anchors: near %s: %w", a.TicketID, err)
 				}
-				near[j] = Closest(near[j], a.Skill, s.limit)
 			}
 			*s.near = near
 			continue
 		}
-		es, err := parseScanned(rows, s.mode)
+		var es []Entry
+		if s.mode == "nearest" {
+			es, err = closestMembers(rows, s.skill, s.n)
+		} else {
+			es, err = parseScanned(rows, s.mode)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", s.mode, err)
-		}
-		if s.mode == "nearest" {
-			es = Closest(es, s.skill, s.n)
 		}
 		out[i] = es
 	}
 	return out, nil
+}
+
+// closestMembers is Closest over the entries of members (a "nearest" read:
+// the n on each side of skill), parsing in full only those that can be
+// among the n closest: by their skills, the n-th closest distance and any
+// tied with it. A bare ticket id has no skill and is not a candidate.
+func closestMembers(members []any, skill float64, n int) ([]Entry, error) {
+	if n <= 0 || len(members) == 0 {
+		return []Entry{}, nil
+	}
+	dist := make([]float64, len(members))
+	for i, v := range members {
+		s, ok, err := memberSkill(str(v))
+		switch {
+		case err != nil:
+			return nil, err
+		case !ok:
+			dist[i] = math.Inf(1)
+		default:
+			dist[i] = math.Abs(s - skill)
+		}
+	}
+	sorted := slices.Clone(dist)
+	slices.Sort(sorted)
+	cut := sorted[min(n, len(sorted))-1]
+	es := make([]Entry, 0, n+1)
+	for i, v := range members {
+		if dist[i] > cut || math.IsInf(dist[i], 1) {
+			continue
+		}
+		e, err := parseMember(str(v))
+		if err != nil {
+			return nil, err
+		}
+		es = append(es, e)
+	}
+	return Closest(es, skill, n), nil
 }
 
 // Closest returns the n of es closest in skill to skill, ordered by

@@ -2,6 +2,8 @@ package pool
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"testing"
 	"time"
@@ -455,7 +457,7 @@ func testMemberLayout(t *testing.T, p *Pool) {
 			{bare, b},        // wait order
 			{bHB, staleBare}, // silent longest first, with the hb score
 			{bare, b},        // deadline order
-			{bare, b},        // closest to 10
+			{b},              // closest to 10: a bare id has no skill, and is no candidate
 		} {
 			if !reflect.DeepEqual(got[i], want) {
 				t.Errorf("scan %d: got %+v, want %+v", i, got[i], want)
@@ -561,4 +563,31 @@ func testMemberLayout(t *testing.T, p *Pool) {
 			t.Fatal("a ticket id with a bar got a hash")
 		}
 	})
+}
+
+// closestMembers parses only the members that can be among the n closest,
+// and must pick what Closest picks among all of them: ties in skill at the
+// cut (broken by wait order, then id) included.
+func TestClosestMembersIsClosest(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	for round := range 2000 {
+		size := 1 + rng.IntN(40)
+		var members []any
+		var all []Entry
+		for i := range size {
+			// Few distinct skills and enqueue times: ties everywhere.
+			e := entry(fmt.Sprintf("t%02d", i), float64(rng.IntN(6))*0.5, time.Duration(rng.IntN(3))*time.Millisecond, time.Hour)
+			members = append(members, member(e))
+			all = append(all, e)
+		}
+		skill := float64(rng.IntN(7))*0.5 - 0.25*float64(rng.IntN(2))
+		n := 1 + rng.IntN(10)
+		got, err := closestMembers(members, skill, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := Closest(all, skill, n); !reflect.DeepEqual(got, want) {
+			t.Fatalf("round %d, %d closest to %v: got %v, want %v", round, n, skill, ids(got), ids(want))
+		}
+	}
 }

@@ -667,15 +667,36 @@ func parseMember(m string) (Entry, error) {
 		}
 	}
 	e := Entry{TicketID: f[0], UserID: rest, Estimated: f[4] == "1"}
-	var err1, err2, err3, err4 error
-	e.Skill, err1 = strconv.ParseFloat(f[1], 64)
-	e.Enqueue, err2 = parseMs(f[2])
-	e.Deadline, err3 = parseMs(f[3])
-	e.Activity, err4 = strconv.ParseFloat(f[5], 64)
+	skill, err1 := strconv.ParseFloat(f[1], 64)
+	enq, err2 := strconv.ParseInt(f[2], 10, 64)
+	dl, err3 := strconv.ParseInt(f[3], 10, 64)
+	act, err4 := strconv.ParseFloat(f[5], 64)
 	if err := errors.Join(err1, err2, err3, err4); err != nil {
 		return Entry{}, fmt.Errorf("member %q: %w", m, err)
 	}
+	e.Skill, e.Activity = skill, act
+	// As parseMs reads them: 0 is no time.
+	if enq != 0 {
+		e.Enqueue = time.UnixMilli(enq)
+	}
+	if dl != 0 {
+		e.Deadline = time.UnixMilli(dl)
+	}
 	return e, nil
+}
+
+// memberSkill reads the skill of a member written by member; ok is false
+// for a bare ticket id.
+func memberSkill(m string) (skill float64, ok bool, err error) {
+	_, rest, ok := strings.Cut(m, "|")
+	if !ok {
+		return 0, false, nil
+	}
+	f, _, _ := strings.Cut(rest, "|")
+	if skill, err = strconv.ParseFloat(f, 64); err != nil {
+		return 0, false, fmt.Errorf("member %q: skill: %w", m, err)
+	}
+	return skill, true, nil
 }
 
 // memberID is the ticket id a member names.

@@ -34,16 +34,15 @@ if ARGV[1] ~= '0' then
   end
 end
 
--- The groups: where each starts in ARGV, its size, and its first KEYS index.
+-- The groups: where each starts in ARGV. Every member listed, in order.
 local groups, members = {}, {}
-local a, k = 3, 6
+local a = 3
 while a <= #ARGV do
-  local n = tonumber(ARGV[a + 1])
-  groups[#groups + 1] = {a, n, k}
-  for i = 1, n do
+  groups[#groups + 1] = a
+  for i = 1, tonumber(ARGV[a + 1]) do
     members[#members + 1] = ARGV[a + 1 + i]
   end
-  a, k = a + 2 + n, k + n
+  a = a + 2 + tonumber(ARGV[a + 1])
 end
 if #members == 0 then
   return {}
@@ -63,44 +62,44 @@ local function chunked(cmd, key, list)
   return out
 end
 
+-- free[m]: in the pool and not yet taken by an earlier group.
 local score = chunked('ZMSCORE', KEYS[2], members)
-local present, taken = {}, {}
+local free = {}
 for j, m in ipairs(members) do
   if score[j] then
-    present[m] = true
+    free[m] = true
   end
 end
 
-local replies, claimed, hashes = {}, {}, {}
-for g, grp in ipairs(groups) do
-  local a, n, k = grp[1], grp[2], grp[3]
-  local missing = {0}
-  for i = 1, n do
-    local m = ARGV[a + 1 + i]
-    if not present[m] or taken[m] then
-      missing[#missing + 1] = m
+-- Each group in order: j counts the members before it, which are also the
+-- KEYS before its hashes (after the first five).
+local replies, claimed, j = {}, {}, 0
+for g, a in ipairs(groups) do
+  local n = tonumber(ARGV[a + 1])
+  local missing
+  for i = j + 1, j + n do
+    if not free[members[i]] then
+      missing = missing or {0}
+      missing[#missing + 1] = members[i]
     end
   end
-  if #missing > 1 then
+  if missing then
     replies[g] = missing
   else
-    for i = 1, n do
-      local m = ARGV[a + 1 + i]
-      taken[m] = true
-      claimed[#claimed + 1] = m
-      hashes[#hashes + 1] = {KEYS[k + i - 1], ARGV[a]}
+    for i = j + 1, j + n do
+      free[members[i]] = nil
+      claimed[#claimed + 1] = members[i]
+      redis.call('HSET', KEYS[5 + i], 'state', 'claimed', 'match', ARGV[a])
+      redis.call('PEXPIRE', KEYS[5 + i], ARGV[2])
     end
     replies[g] = {1}
   end
+  j = j + n
 end
 
 if #claimed > 0 then
   for s = 2, 5 do
     chunked('ZREM', KEYS[s], claimed)
-  end
-  for _, h in ipairs(hashes) do
-    redis.call('HSET', h[1], 'state', 'claimed', 'match', h[2])
-    redis.call('PEXPIRE', h[1], ARGV[2])
   end
 end
 return replies
