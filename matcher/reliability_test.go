@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -303,4 +304,88 @@ func TestRequeueAfterRedisLossGivesAFullHeartbeatTimeout(t *testing.T) {
 			}
 		})
 	}
+}
+
+// bareMembers rewrites the pool entries of tickets as the layout before
+// members carried the entries' fields wrote them: each set names the ticket
+// by its bare id, and its hash holds no member.
+func bareMembers(t *testing.T, h *harness, rdb redis.UniversalClient, part string, tickets ...matcher.Ticket) {
+	t.Helper()
+	ctx := context.Background()
+	for _, set := range []string{"pool", "enq", "due", "hb"} {
+		key := h.pool.Key(part, set)
+		zs, err := rdb.ZRangeWithScores(ctx, key, 0, -1).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, z := range zs {
+			m := z.Member.(string)
+			for _, tk := range tickets {
+				if strings.HasPrefix(m, tk.ID+"|") {
+					if err := rdb.ZRem(ctx, key, m).Err(); err != nil {
+						t.Fatal(err)
+					}
+					if err := rdb.ZAdd(ctx, key, redis.Z{Score: z.Score, Member: tk.ID}).Err(); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+		}
+	}
+	for _, tk := range tickets {
+		if err := rdb.HDel(ctx, h.pool.Key(part, "t:"+tk.ID), "m").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Entries written by the earlier layout (bare ticket ids) are rewritten
+// from the record as the matcher meets them at the head, or removed when
+// the record no longer has them waiting, and are matched after that; the
+// reconciler rewrites them too.
+func TestBareMembersAreRestoredFromTheRecord(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+		h := newHarnessWith(t, matcher.QueueConfig{Name: "q", Players: 2}, rdb, prefix, ledger.NewMemory())
+		ctx := context.Background()
+		part := matcher.Partition{Queue: "q", Region: "global"}.String()
+		// The pair can only be matched together; the third is far from
+		// both and leaves without the pool knowing.
+		a := h.join("ua", 10)
+		h.advance(time.Second)
+		b := h.join("ub", 12)
+		h.advance(time.Second)
+		gone := h.join("uc", 900)
+		if _, _, err := h.led.Resolve(ctx, gone.ID, matcher.StatusCancelled, matcher.ReasonUser, h.clock()); err != nil {
+			t.Fatal(err)
+		}
+		bareMembers(t, h, rdb, part, a, b, gone)
+
+		h.tick() // restores what it meets, matches nothing with it
+		es, err := h.pool.Members(ctx, part)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]pool.Entry{}
+		for _, e := range es {
+			got[e.TicketID] = e
+		}
+		if len(got) != 2 || got[a.ID].UserID != "ua" || got[b.ID].UserID != "ub" {
+			t.Fatalf("after a pass the pool holds %+v, want a and b with their fields", es)
+		}
+		h.tick()
+		if s := h.ticket(a.ID).Status; s != matcher.StatusMatched || h.ticket(a.ID).MatchID != h.ticket(b.ID).MatchID {
+			t.Fatalf("a is %s, want matched with b", s)
+		}
+
+		// The reconciler rewrites a waiting one it finds bare.
+		d := h.join("ud", 2000)
+		bareMembers(t, h, rdb, part, d)
+		res, err := matcher.Reconcile(ctx, h.led, h.pool, matcher.Partition{Queue: "q", Region: "global"}, h.clock())
+		if err != nil || res.Added != 1 {
+			t.Fatalf("reconcile = %+v, %v; want 1 added", res, err)
+		}
+		if es, err := h.pool.Members(ctx, part); err != nil || len(es) != 1 || es[0].UserID != "ud" {
+			t.Fatalf("after reconcile the pool holds %+v, %v; want d with its fields", es, err)
+		}
+	})
 }
