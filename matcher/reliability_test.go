@@ -389,3 +389,28 @@ func TestBareMembersAreRestoredFromTheRecord(t *testing.T) {
 		}
 	})
 }
+
+// A cancel removes the pool entry the join wrote even when its ticket hash
+// is gone (a partial loss of Redis): the record's ticket names the member.
+func TestCancelRemovesTheEntryWithoutItsHash(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+		h := newHarnessWith(t, matcher.QueueConfig{Name: "q", Players: 2}, rdb, prefix, ledger.NewMemory())
+		ctx := context.Background()
+		part := matcher.Partition{Queue: "q", Region: "global"}.String()
+		a := h.join("ua", 10)
+		if err := rdb.Del(ctx, h.pool.Key(part, "t:"+a.ID)).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.svc.Cancel(ctx, "ua", a.ID); err != nil {
+			t.Fatal(err)
+		}
+		if d := h.depth(); d != 0 {
+			t.Fatalf("pool depth %d after the cancel, want 0", d)
+		}
+		for _, set := range []string{"enq", "due", "hb"} {
+			if n := rdb.ZCard(ctx, h.pool.Key(part, set)).Val(); n != 0 {
+				t.Fatalf("%s holds %d after the cancel, want 0", set, n)
+			}
+		}
+	})
+}

@@ -263,7 +263,8 @@ func (s *Service) Cancel(ctx context.Context, userID, ticketID string) (Ticket, 
 		return Ticket{}, unavailable(fmt.Errorf("cancel %s: %w", ticketID, err))
 	}
 	s.cfg.Metrics.outcome(t.Queue, string(StatusCancelled))
-	if _, err := s.cfg.Pool.RemoveAny(ctx, s.pools(t), t.ID); err != nil {
+	// By the entry the join wrote, so that it goes even if its hash went.
+	if _, err := s.cfg.Pool.RemoveEntry(ctx, s.pools(t), EntryOf(t)); err != nil {
 		// The record says CANCELLED: a claim that still finds it in the pool
 		// fails its row count, and the reconciler removes the entry.
 		s.log.Warn("remove cancelled ticket from pool", "ticket", t.ID, "err", err)
