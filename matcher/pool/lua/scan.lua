@@ -55,12 +55,13 @@ local function around(n, c)
   return redis.call('ZRANGE', KEYS[1], start, c + n - 1)
 end
 
--- nearest reads the n members of pool closest to skill s. Among equal
--- skills the members are in id order, and every anchor of that skill would
--- read the same n at the end of the run: centred on the anchor's own member
--- instead, when it is in pool at that skill.
+-- nearest reads the n members of pool closest to skill s (a string, as
+-- the caller and the members write it: passed on to Redis unconverted).
+-- Among equal skills the members are in id order, and every anchor of that
+-- skill would read the same n at the end of the run: centred on the
+-- anchor's own member instead, when it is in pool at that skill.
 local function nearest(n, s, own)
-  if own ~= '' and tonumber(skillOf(own) or '') == s then
+  if own ~= '' and skillOf(own) == s then
     local r = redis.call('ZRANK', KEYS[1], own)
     if r then
       return around(n, r + 1)
@@ -77,7 +78,7 @@ local function rows(mode, n, p1, p2)
   elseif mode == 'window' then
     return redis.call('ZRANGEBYSCORE', KEYS[1], p1, p2, 'LIMIT', 0, n)
   elseif mode == 'nearest' then
-    return nearest(n, tonumber(p1), p2)
+    return nearest(n, p1, p2)
   elseif mode == 'stale' then
     return redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', p1, 'WITHSCORES', 'LIMIT', 0, n)
   end
