@@ -101,3 +101,36 @@ func (p *Pool) WithdrawOffers(ctx context.Context, partition string, ticketIDs .
 	}
 	return nil
 }
+
+// parseEntries reads entries of 8 fields each: id, user, skill, enq ms,
+// deadline ms, estimated, activity, heartbeat ms ("" for absent).
+func parseEntries(vals []any) ([]Entry, error) {
+	if len(vals)%entryFields != 0 {
+		return nil, fmt.Errorf("reply of %d values is not a multiple of %d", len(vals), entryFields)
+	}
+	out := make([]Entry, 0, len(vals)/entryFields)
+	for i := 0; i < len(vals); i += entryFields {
+		f := vals[i : i+entryFields]
+		e := Entry{TicketID: str(f[0]), UserID: str(f[1]), Estimated: str(f[5]) == "1"}
+		var errs []error
+		var err error
+		e.Skill, err = parseFloat(str(f[2]))
+		errs = append(errs, err)
+		e.Enqueue, err = parseMs(str(f[3]))
+		errs = append(errs, err)
+		e.Deadline, err = parseMs(str(f[4]))
+		errs = append(errs, err)
+		e.Activity, err = parseFloat(str(f[6]))
+		errs = append(errs, err)
+		e.Heartbeat, err = parseMs(str(f[7]))
+		errs = append(errs, err)
+		if err := errors.Join(errs...); err != nil {
+			return nil, fmt.Errorf("ticket %s: %w", e.TicketID, err)
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// entryFields is the number of strings per entry of parseEntries.
+const entryFields = 8
