@@ -95,7 +95,9 @@ func (p *Pool) ScanMany(ctx context.Context, partition string, scans []Scan) (ou
 	return scanResults(cmds[0], scans)
 }
 
-func (p *Pool) scanKeys(partition string) []string { return p.setKeys(partition) }
+func (p *Pool) scanKeys(partition string) []string {
+	return append(p.setKeys(partition), p.ticketKey(partition, ""))
+}
 
 // scanCall queues scans as one call of scan.lua on pipe.
 func scanCall(ctx context.Context, pipe redis.Pipeliner, keys []string, scans []Scan) *redis.Cmd {

@@ -298,7 +298,7 @@ func TestBatches(t *testing.T) {
 			if err := rdb.ZAdd(ctx, p.Key(part, "pool"), redis.Z{Score: poolScore, Member: m}).Err(); err != nil {
 				t.Fatal(err)
 			}
-			for _, set := range []string{"pool", "enq", "due", "hb"} {
+			for _, set := range []string{"pool", "enq"} {
 				key := p.Key(part, set)
 				sc, err := rdb.ZScore(ctx, key, m).Result()
 				if err != nil {

@@ -31,13 +31,16 @@
 // "<prefix>:cd:<queue>:<user>" (join cooldown) and "<prefix>:skill:<user>"
 // (last known skill).
 //
-// The four sets share one member per ticket: its id followed by the fields
+// The pool and enq sets name a ticket by a member that carries the fields
 // a matching pass reads, "<ticket>|<skill>|<enq>|<deadline>|<est>|<activity>|<user>"
-// (see member). A scan is then its range reads, with no hash read per entry;
-// the hash names the member for those who know only the ticket id (a cancel,
-// a heartbeat). A member that is a bare ticket id, written by a layout
-// without the fields, is read as an entry without a user, which the
-// matcher restores from the record (Requeue replaces the member).
+// (see member): a scan of them is its range reads, with no hash read per
+// entry. The due and hb sets, read a few entries a pass, name it by its
+// bare id (less memory), and their scans read the member from the hash,
+// which also names it for those who know only the ticket id (a cancel). A
+// pool or enq member that is a bare ticket id, written by a layout without
+// the fields, and a due or hb id whose hash is gone, are read as entries
+// without a user, which the matcher restores from the record (Requeue
+// replaces the member).
 //
 // Every change goes through one Lua script (lua/*.lua), so the four sets and
 // the hash never disagree. A ticket is in the pool exactly when it is a member

@@ -433,7 +433,7 @@ func (p *Pool) remove(ctx context.Context, partitions []string, ticketID, hint s
 		keys = append(keys, p.setKeys(part)...)
 	}
 	keys = append(keys, p.ticketKey(partitions[0], ticketID))
-	vals, err := cancelScript.Run(ctx, p.rdb, keys, hint).Slice()
+	vals, err := cancelScript.Run(ctx, p.rdb, keys, hint, ticketID).Slice()
 	if err != nil {
 		return RemoveResult{}, err
 	}
@@ -511,7 +511,7 @@ func (p *Pool) HeartbeatAny(ctx context.Context, partitions []string, ticketID s
 	for _, part := range partitions {
 		keys = append(keys, p.Key(part, "hb"))
 	}
-	n, err := heartbeatScript.Run(ctx, p.rdb, keys, msTime(at)).Int()
+	n, err := heartbeatScript.Run(ctx, p.rdb, keys, msTime(at), ticketID).Int()
 	if err != nil {
 		return false, err
 	}
@@ -637,12 +637,12 @@ func heartbeatArg(e Entry) string {
 // memberSep separates the fields of a member; a ticket id may not hold it.
 const memberSep = '|'
 
-// member is an entry's name in the partition's sorted sets: its ticket id,
-// then every field a matching pass reads, user id last (it may hold
-// anything), e.g. "t1|1500|1700000000000|1700000300000|0|0.5|u1". Reading a
-// set is then reading the entries: a pass costs its range reads and no hash
-// read per entry, which were half of Redis's time in a tick over a large
-// pool. The skill comes second so that a script finds it with one match.
+// member is an entry's name in the partition's pool and enq sets (due and
+// hb name it by its ticket id): its ticket id, then every field a matching
+// pass reads, user id last (it may hold anything), e.g.
+// "t1|1500|1700000000000|1700000300000|0|0.5|u1". Reading those sets is
+// then reading the entries: a pass costs its range reads and no hash read
+// per entry, which were half of Redis's time in a tick over a large pool. The skill comes second so that a script finds it with one match.
 // The fields never change while the ticket waits (the heartbeat, which
 // does, is the hb set's score), and formatting the fields parsed from a
 // member gives the member back, so the entries a pass read name their

@@ -100,7 +100,7 @@ func testSubPools(t *testing.T, p *Pool) {
 		if ok, err := p.HeartbeatAny(ctx, both, "old", t0.Add(time.Minute)); err != nil || !ok {
 			t.Fatalf("heartbeat = %v, %v", ok, err)
 		}
-		if sc, ok := zscore(t, p, ov, "hb", member(old)); !ok || sc != float64(t0.Add(time.Minute).UnixMilli()) {
+		if sc, ok := zscore(t, p, ov, "hb", old.TicketID); !ok || sc != float64(t0.Add(time.Minute).UnixMilli()) {
 			t.Fatalf("hb in overflow = %v (%v)", sc, ok)
 		}
 		if hb := membersOf(t, p, s0, "hb", "old"); len(hb) != 0 {

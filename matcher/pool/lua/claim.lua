@@ -98,8 +98,14 @@ for g, a in ipairs(groups) do
 end
 
 if #claimed > 0 then
-  for s = 2, 5 do
-    chunked('ZREM', KEYS[s], claimed)
+  chunked('ZREM', KEYS[2], claimed)
+  chunked('ZREM', KEYS[3], claimed)
+  -- due and hb name the tickets by their ids.
+  local ids = {}
+  for i, m in ipairs(claimed) do
+    ids[i] = m:match('^[^|]*')
   end
+  chunked('ZREM', KEYS[4], ids)
+  chunked('ZREM', KEYS[5], ids)
 end
 return replies

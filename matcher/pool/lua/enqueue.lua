@@ -5,10 +5,11 @@
 -- write's scores stay. The joins of a burst share one call: each ticket costs
 -- its hash writes, and each sorted set takes every new member in one ZADD.
 --
--- Every sorted set names a ticket by its member: the ticket id followed by
--- the fields a pass needs (see member in pool.go), so that reading a set is
--- reading the entries, with no hash read per entry. The hash keeps the
--- member, the state and the last heartbeat.
+-- The pool and enq sets name a ticket by its member: the ticket id followed
+-- by the fields a pass needs (see member in pool.go), so that reading them
+-- is reading the entries, with no hash read per entry. The due and hb sets,
+-- read a few at a time, name it by its bare id: a shorter member costs less
+-- memory. The hash keeps the member, the state and the last heartbeat.
 --
 -- KEYS[1]    pool ZSET   (score = skill)
 -- KEYS[2]    enq ZSET    (score = effective enqueue time, unix ms)
@@ -17,7 +18,7 @@
 --                         the enqueue time)
 -- KEYS[4+i]  ticket HASH of the i-th ticket
 -- ARGV       six arguments per ticket, in KEYS order:
---   1 member
+--   1 member (the ticket id is its first field)
 --   2 skill (float, shortest round-trip decimal)
 --   3 effective enqueue time, unix ms
 --   4 deadline, unix ms
@@ -43,9 +44,10 @@ for i = 1, #KEYS - 4 do
       redis.call('HSET', key, 'm', m, 'state', 'waiting')
     end
     redis.call('PEXPIRE', key, ARGV[a + 6])
+    local id = m:match('^[^|]*')
     for s, score in ipairs({ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], hb}) do
       local l = adds[s]
-      l[#l + 1], l[#l + 2] = score, m
+      l[#l + 1], l[#l + 2] = score, s <= 2 and m or id
     end
     out[i] = 1
   end

@@ -10,19 +10,20 @@
 -- KEYS[1]     ticket HASH
 -- KEYS[2..]   hb ZSET of every pool the ticket may be in (same hash tag)
 -- ARGV[1]     heartbeat time, unix ms
+-- ARGV[2]     ticket id (the hb set's member)
 --
 -- Returns 1 when the ticket is waiting (hb is now the later of its old value
 -- and ARGV[1]), 0 when it is claimed or unknown.
 
-local f = redis.call('HMGET', KEYS[1], 'state', 'hb', 'm')
-if f[1] ~= 'waiting' or not f[3] then
+local f = redis.call('HMGET', KEYS[1], 'state', 'hb')
+if f[1] ~= 'waiting' then
   return 0
 end
 local prev = tonumber(f[2] or '0') or 0
 if tonumber(ARGV[1]) > prev then
   redis.call('HSET', KEYS[1], 'hb', ARGV[1])
   for i = 2, #KEYS do
-    redis.call('ZADD', KEYS[i], 'XX', ARGV[1], f[3])
+    redis.call('ZADD', KEYS[i], 'XX', ARGV[1], ARGV[2])
   end
 end
 return 1

@@ -23,14 +23,14 @@ for _, m in ipairs(members) do
   -- An enq member without a pool member is a stray the reconciler removes;
   -- it is not a waiting player and does not move.
   if skill then
-    local scores = {skill}
-    for j = 2, 4 do
-      scores[j] = redis.call('ZSCORE', KEYS[j], m)
-    end
+    -- pool and enq name the ticket by its member, due and hb by its id.
+    local id = m:match('^[^|]*')
+    local names = {m, m, id, id}
     for j = 1, 4 do
-      redis.call('ZREM', KEYS[j], m)
-      if scores[j] then
-        redis.call('ZADD', KEYS[4 + j], scores[j], m)
+      local score = j == 1 and skill or redis.call('ZSCORE', KEYS[j], names[j])
+      redis.call('ZREM', KEYS[j], names[j])
+      if score then
+        redis.call('ZADD', KEYS[4 + j], score, names[j])
       end
     end
     moved[#moved + 1] = m

@@ -7,9 +7,11 @@
 -- undone. It is also the reconciler's repair for a WAITING ticket missing from
 -- the pool.
 --
--- A ticket has one member at a time: one the hash names that differs from
--- the caller's (fields read elsewhere), and the bare ticket id (a member
--- written before members carried the entry's fields), are removed first.
+-- A ticket has one member at a time in the pool and enq sets: one the hash
+-- names that differs from the caller's (fields read elsewhere), and the
+-- bare ticket id (a member written before members carried the entry's
+-- fields), are removed from them first. The due and hb sets name it by its
+-- id, whose score the ZADD rewrites.
 --
 -- KEYS[1]      pool ZSET
 -- KEYS[2]      enq ZSET
@@ -43,9 +45,8 @@ for i = 1, n do
   end
   for _, old in ipairs({f[1] or m, id}) do
     if old ~= m then
-      for s = 1, 4 do
-        redis.call('ZREM', KEYS[s], old)
-      end
+      redis.call('ZREM', KEYS[1], old)
+      redis.call('ZREM', KEYS[2], old)
     end
   end
 
@@ -63,7 +64,7 @@ for i = 1, n do
 
   added = added + redis.call('ZADD', KEYS[1], skill, m)
   redis.call('ZADD', KEYS[2], enq, m)
-  redis.call('ZADD', KEYS[3], dl, m)
-  redis.call('ZADD', KEYS[4], prev, m)
+  redis.call('ZADD', KEYS[3], dl, id)
+  redis.call('ZADD', KEYS[4], prev, id)
 end
 return added

@@ -1,15 +1,19 @@
 -- scan.lua: read pool entries, for several scans of one partition in one
 -- call. Read-only.
 --
--- A set's members carry the entries' fields (see member in pool.go), so a
--- scan is its range reads and nothing more: no hash read per entry, no copy
--- of the entries in Lua, no scores but the heartbeats (the one field that
--- is not in the member).
+-- The pool and enq sets' members carry the entries' fields (see member in
+-- pool.go), so a scan of them is its range reads and nothing more: no hash
+-- read per entry, no copy of the entries in Lua. The due and hb sets name
+-- a ticket by its bare id (a shorter member, less memory): a scan of them,
+-- which reads a few at a time, reads each one's member from its hash.
+-- Those hashes are only known once the set has been read, so KEYS[5] is
+-- their common prefix; every key read carries the partition's hash tag.
 --
 -- KEYS[1]  pool ZSET
 -- KEYS[2]  enq ZSET
 -- KEYS[3]  due ZSET
 -- KEYS[4]  hb ZSET
+-- KEYS[5]  ticket HASH key prefix ("<prefix>:{<partition>}:t:")
 -- ARGV     the scans, four arguments each: mode, n (> 0), and two mode
 --          parameters ("" when unused). Modes:
 --            "oldest"   first n members of enq by rank (wait order)
@@ -38,7 +42,8 @@
 -- "stale": member, heartbeat pairs; and for "anchors": an array of the
 -- anchors' members and then one array of members per anchor, its
 -- candidates (none when it read fewer than n, or when the anchor is no
--- longer in pool).
+-- longer in pool). A due or stale ticket whose hash is gone is returned as
+-- its bare id, for the caller to restore.
 
 -- A member's skill is its second field: "<id>|<skill>|...".
 local function skillOf(m)
@@ -70,17 +75,27 @@ local function nearest(n, s, own)
   return around(n, redis.call('ZCOUNT', KEYS[1], '-inf', s))
 end
 
+-- members turns ids read from due or hb (with their scores when withScores)
+-- into members.
+local function members(rs, withScores)
+  local step = withScores and 2 or 1
+  for i = 1, #rs, step do
+    rs[i] = redis.call('HGET', KEYS[5] .. rs[i], 'm') or rs[i]
+  end
+  return rs
+end
+
 local function rows(mode, n, p1, p2)
   if mode == 'oldest' then
     return redis.call('ZRANGE', KEYS[2], 0, n - 1)
   elseif mode == 'due' then
-    return redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', p1, 'LIMIT', 0, n)
+    return members(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', p1, 'LIMIT', 0, n), false)
   elseif mode == 'window' then
     return redis.call('ZRANGEBYSCORE', KEYS[1], p1, p2, 'LIMIT', 0, n)
   elseif mode == 'nearest' then
     return nearest(n, p1, p2)
   elseif mode == 'stale' then
-    return redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', p1, 'WITHSCORES', 'LIMIT', 0, n)
+    return members(redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', p1, 'WITHSCORES', 'LIMIT', 0, n), true)
   end
   return nil
 end
