@@ -2,10 +2,12 @@ package gateway
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -605,7 +607,8 @@ func (w *statusWriter) status() int {
 }
 
 // hijackCapture remembers the hijacked net.Conn so that a drain that runs out
-// of time can drop a socket without waiting for its close handshake.
+// of time can drop a socket without waiting for its close handshake, and
+// hands coder/websocket smaller buffers than net/http's (see smallBuffers).
 type hijackCapture struct {
 	http.ResponseWriter
 	conn net.Conn
@@ -614,7 +617,39 @@ type hijackCapture struct {
 func (h *hijackCapture) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	c, brw, err := http.NewResponseController(h.ResponseWriter).Hijack()
 	h.conn = c
-	return c, brw, err
+	if err != nil {
+		return c, brw, err
+	}
+	return c, smallBuffers(c, brw), nil
+}
+
+// The buffers a WebSocket keeps for its life. net/http hands a hijacker a
+// 4 KiB reader and a 4 KiB writer, and coder/websocket keeps both: 8 KiB of
+// an idle socket's heap, for frames of a few hundred bytes. A frame larger
+// than a buffer still passes: in more reads, or written beside the buffer.
+const (
+	wsReadBuffer  = 1 << 10
+	wsWriteBuffer = 2 << 10
+)
+
+// smallBuffers returns brw with buffers of wsReadBuffer and wsWriteBuffer
+// bytes on c. The bytes the server read past the upgrade request (a client
+// may send its first frame with it) stay buffered in the new reader, where
+// coder/websocket looks for them. Should they not fit, brw is kept.
+func smallBuffers(c net.Conn, brw *bufio.ReadWriter) *bufio.ReadWriter {
+	n := brw.Reader.Buffered()
+	if n > wsReadBuffer || brw.Writer.Buffered() > 0 {
+		return brw
+	}
+	ahead, _ := brw.Reader.Peek(n)
+	br := bufio.NewReaderSize(io.MultiReader(bytes.NewReader(bytes.Clone(ahead)), c), wsReadBuffer)
+	if n > 0 {
+		// Reads the cloned bytes alone: Peek stops once it holds n.
+		if _, err := br.Peek(n); err != nil {
+			return brw
+		}
+	}
+	return bufio.NewReadWriter(br, bufio.NewWriterSize(c, wsWriteBuffer))
 }
 
 func (h *hijackCapture) Unwrap() http.ResponseWriter { return h.ResponseWriter }
