@@ -506,10 +506,8 @@ func (p *pass) skillRound(ctx context.Context, anchors, offered []pool.Entry, wh
 		}
 	}
 	for i, a := range anchors {
-		if a.UserID == "" && a.Home == "" && !p.used[a.TicketID] {
-			// A member without the entry's fields: put it back as the
-			// record has it rather than leave it in the way at the head.
-			if err := p.restore(ctx, a); err != nil {
+		if bare, err := p.restoreBare(ctx, a); bare || err != nil {
+			if err != nil {
 				return nil, full, tried, err
 			}
 			continue
@@ -623,11 +621,8 @@ func (p *pass) deadlines(ctx context.Context) error {
 		if p.used[d.TicketID] {
 			continue
 		}
-		if d.UserID == "" {
-			// A member without the entry's fields (see pool.Entry):
-			// restore the entry from the record now rather than let the
-			// deadline slip.
-			if err := p.restore(ctx, d); err != nil {
+		if bare, err := p.restoreBare(ctx, d); bare || err != nil {
+			if err != nil {
 				return err
 			}
 			continue
@@ -691,7 +686,13 @@ func (p *pass) ghosts(ctx context.Context) error {
 		}
 	}
 	for _, s := range stale {
-		if p.used[s.TicketID] || s.UserID == "" {
+		if p.used[s.TicketID] {
+			continue
+		}
+		if bare, err := p.restoreBare(ctx, s); bare || err != nil {
+			if err != nil {
+				return err
+			}
 			continue
 		}
 		last := s.Heartbeat
@@ -709,6 +710,16 @@ func (p *pass) ghosts(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// restoreBare restores e from the record when it was read without its
+// fields (see pool.Entry), wherever the pass meets it: at the head, at its
+// deadline, among the silent. It reports whether e was such an entry.
+func (p *pass) restoreBare(ctx context.Context, e pool.Entry) (bool, error) {
+	if e.UserID != "" || e.Home != "" || p.used[e.TicketID] {
+		return false, nil
+	}
+	return true, p.restore(ctx, e)
 }
 
 // restore rebuilds a pool entry read without its fields from the record:

@@ -345,9 +345,8 @@ func bareMembers(t *testing.T, h *harness, rdb redis.UniversalClient, part strin
 // reconciler rewrites them too.
 func TestBareMembersAreRestoredFromTheRecord(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
-		h := newHarnessWith(t, matcher.QueueConfig{Name: "q", Players: 2}, rdb, prefix, ledger.NewMemory())
+		h, part := pairsHarness(t, rdb, prefix)
 		ctx := context.Background()
-		part := matcher.Partition{Queue: "q", Region: "global"}.String()
 		// The pair can only be matched together; the third is far from
 		// both and leaves without the pool knowing.
 		a := h.join("ua", 10)
@@ -394,9 +393,8 @@ func TestBareMembersAreRestoredFromTheRecord(t *testing.T) {
 // is gone (a partial loss of Redis): the record's ticket names the member.
 func TestCancelRemovesTheEntryWithoutItsHash(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
-		h := newHarnessWith(t, matcher.QueueConfig{Name: "q", Players: 2}, rdb, prefix, ledger.NewMemory())
+		h, part := pairsHarness(t, rdb, prefix)
 		ctx := context.Background()
-		part := matcher.Partition{Queue: "q", Region: "global"}.String()
 		a := h.join("ua", 10)
 		if err := rdb.Del(ctx, h.pool.Key(part, "t:"+a.ID)).Err(); err != nil {
 			t.Fatal(err)
@@ -413,4 +411,34 @@ func TestCancelRemovesTheEntryWithoutItsHash(t *testing.T) {
 			}
 		}
 	})
+}
+
+// A silent ticket whose hash is gone reads from the heartbeat set as its
+// bare id: the pass restores it from the record then, rather than read past
+// it every pass until its deadline.
+func TestSilentTicketWithoutItsHashIsRestored(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+		h, part := pairsHarness(t, rdb, prefix)
+		ctx := context.Background()
+		a := h.join("ua", 10)
+		key := h.pool.Key(part, "t:"+a.ID)
+		if err := rdb.Del(ctx, key).Err(); err != nil {
+			t.Fatal(err)
+		}
+		h.advance(time.Minute) // silent past the heartbeat timeout
+		h.tick()
+		if m := rdb.HGet(ctx, key, "m").Val(); !strings.HasPrefix(m, a.ID+"|") {
+			t.Fatalf("hash names %q after the pass, want the ticket's member", m)
+		}
+		if s := h.ticket(a.ID).Status; s != matcher.StatusWaiting {
+			t.Fatalf("ticket is %s, want still waiting", s)
+		}
+	})
+}
+
+// pairsHarness is a harness of a pairs queue "q" on the memory ledger, and
+// its partition's name.
+func pairsHarness(t *testing.T, rdb *redis.Client, prefix string) (*harness, string) {
+	h := newHarnessWith(t, matcher.QueueConfig{Name: "q", Players: 2}, rdb, prefix, ledger.NewMemory())
+	return h, matcher.Partition{Queue: "q", Region: "global"}.String()
 }

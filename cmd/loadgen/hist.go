@@ -243,3 +243,14 @@ func (h *Histogram) UnmarshalJSON(b []byte) error {
 	h.sum, h.min, h.max = j.SumMicros, j.MinMicros, j.MaxMicros
 	return nil
 }
+
+// addBuckets adds b to a bucket by bucket, growing a as needed.
+func addBuckets(a, b []uint64) []uint64 {
+	if len(b) > len(a) {
+		a = append(a, make([]uint64, len(b)-len(a))...)
+	}
+	for i, c := range b {
+		a[i] += c
+	}
+	return a
+}

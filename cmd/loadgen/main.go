@@ -240,14 +240,3 @@ func intervalPercentiles(cur, prev []uint64) string {
 	p99, _ := bucketQuantile(diff, n, 0.99)
 	return fmt.Sprintf("%.1f/%.1f ms", p50/1000, p99/1000)
 }
-
-// addBuckets adds b to a bucket by bucket, growing a as needed.
-func addBuckets(a, b []uint64) []uint64 {
-	if len(b) > len(a) {
-		a = append(a, make([]uint64, len(b)-len(a))...)
-	}
-	for i, c := range b {
-		a[i] += c
-	}
-	return a
-}
