@@ -511,7 +511,7 @@ func eventually(t testing.TB, timeout time.Duration, what string, cond func() bo
 func (s *Server) sessionCount() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.registered
+	return s.slots.Count()
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -24,6 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/matchgate/matchgate/internal/slots"
 	"github.com/matchgate/matchgate/matcher"
 	"github.com/matchgate/matchgate/ratelimit"
 )
@@ -73,11 +74,8 @@ type Server struct {
 	cancelBase context.CancelFunc
 
 	mu sync.Mutex
-	// slots holds the open sockets by ping slot; nextSlot is the slot of
-	// the next socket to register.
-	slots         []map[*session]struct{}
-	nextSlot      int
-	registered    int // sockets in slots
+	// slots holds the open sockets by ping slot.
+	slots         *slots.Set[*session]
 	byUser        map[string][]*session
 	draining      bool
 	drainDeadline time.Time // when the drain drops what is still open
@@ -144,10 +142,7 @@ func New(cfg Config) (*Server, error) {
 		instance:  strings.ReplaceAll(uuid.NewString(), "-", "")[:12],
 		byUser:    make(map[string][]*session),
 	}
-	s.slots = make([]map[*session]struct{}, min(max(int(cfg.PingInterval/minPingStep), 1), pingSlots))
-	for i := range s.slots {
-		s.slots[i] = make(map[*session]struct{})
-	}
+	s.slots = slots.New[*session](cfg.PingInterval, minPingStep, pingSlots)
 	for _, t := range cfg.AdminTokens {
 		s.adminKeys = append(s.adminKeys, sha256.Sum256([]byte(t)))
 	}
@@ -351,20 +346,14 @@ func (s *Server) register(sess *session) (deadline time.Time, draining bool) {
 	if s.draining {
 		return s.drainDeadline, true
 	}
-	sess.slot = s.nextSlot
-	s.nextSlot = (s.nextSlot + 1) % len(s.slots)
-	s.slots[sess.slot][sess] = struct{}{}
-	s.registered++
+	sess.slot = s.slots.Add(sess)
 	s.byUser[sess.p.UserID] = append(s.byUser[sess.p.UserID], sess)
 	return time.Time{}, false
 }
 
 func (s *Server) unregister(sess *session) {
 	s.mu.Lock()
-	if _, ok := s.slots[sess.slot][sess]; ok {
-		delete(s.slots[sess.slot], sess)
-		s.registered--
-	}
+	s.slots.Remove(sess, sess.slot)
 	list := s.byUser[sess.p.UserID]
 	for i, x := range list {
 		if x == sess {
@@ -382,15 +371,7 @@ func (s *Server) unregister(sess *session) {
 
 // snapshotLocked copies the registry so that slow work (pings, closes)
 // happens after the lock is released.
-func (s *Server) snapshotLocked() []*session {
-	out := make([]*session, 0, s.registered)
-	for _, slot := range s.slots {
-		for sess := range slot {
-			out = append(out, sess)
-		}
-	}
-	return out
-}
+func (s *Server) snapshotLocked() []*session { return s.slots.All() }
 
 func (s *Server) isDraining() bool {
 	s.mu.Lock()
@@ -404,12 +385,12 @@ func (s *Server) isDraining() bool {
 // pongs the next slot waits for one of them: the interval stretches, and no
 // socket is skipped.
 func (s *Server) pingLoop(ctx context.Context) {
-	t := time.NewTicker(s.cfg.PingInterval / time.Duration(len(s.slots)))
+	t := time.NewTicker(s.slots.Step(s.cfg.PingInterval))
 	defer t.Stop()
 	sem := make(chan struct{}, pingConcurrency)
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	for slot := 0; ; slot = (slot + 1) % len(s.slots) {
+	for slot := 0; ; slot = (slot + 1) % s.slots.Len() {
 		select {
 		case <-ctx.Done():
 			return
@@ -425,10 +406,7 @@ func (s *Server) pingLoop(ctx context.Context) {
 // live socket keeps counting and a dead node's stop counting.
 func (s *Server) pingSlot(ctx context.Context, slot int, sem chan struct{}, wg *sync.WaitGroup) {
 	s.mu.Lock()
-	open := make([]*session, 0, len(s.slots[slot]))
-	for sess := range s.slots[slot] {
-		open = append(open, sess)
-	}
+	open := s.slots.Keys(slot)
 	s.mu.Unlock()
 	if len(open) == 0 {
 		return

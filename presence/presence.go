@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/matchgate/matchgate/internal/slots"
 )
 
 // Config configures a Tracker.
@@ -47,9 +49,8 @@ const minRefreshStep = 10 * time.Millisecond
 type Tracker struct {
 	cfg   Config
 	mu    sync.Mutex
-	local map[string]online     // this node's users
-	slots []map[string]struct{} // the same users by refresh slot
-	next  int                   // the slot of the next new user
+	local map[string]online  // this node's users
+	slots *slots.Set[string] // the same users by refresh slot
 }
 
 // online is a user of this node: their open sockets and refresh slot.
@@ -74,12 +75,7 @@ func New(cfg Config) *Tracker {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	t := &Tracker{cfg: cfg, local: map[string]online{}}
-	t.slots = make([]map[string]struct{}, min(max(int(cfg.TTL/3/minRefreshStep), 1), refreshSlots))
-	for i := range t.slots {
-		t.slots[i] = map[string]struct{}{}
-	}
-	return t
+	return &Tracker{cfg: cfg, local: map[string]online{}, slots: slots.New[string](cfg.TTL/3, minRefreshStep, refreshSlots)}
 }
 
 // Key is the presence record of a user: "on <node>" while a socket is open,
@@ -91,9 +87,7 @@ func (t *Tracker) Connected(ctx context.Context, user string) error {
 	t.mu.Lock()
 	o, ok := t.local[user]
 	if !ok {
-		o.slot = t.next
-		t.next = (t.next + 1) % len(t.slots)
-		t.slots[o.slot][user] = struct{}{}
+		o.slot = t.slots.Add(user)
 	}
 	o.sockets++
 	t.local[user] = o
@@ -114,7 +108,7 @@ func (t *Tracker) Disconnected(user string) {
 	switch {
 	case last && ok:
 		delete(t.local, user)
-		delete(t.slots[o.slot], user)
+		t.slots.Remove(user, o.slot)
 	case !last:
 		t.local[user] = o
 	}
@@ -142,9 +136,9 @@ func (t *Tracker) Online() int {
 // one slot at a time. (A draining node closes its sockets, and the last
 // close of each user records them as last seen.)
 func (t *Tracker) Run(ctx context.Context) error {
-	tick := time.NewTicker(t.cfg.TTL / 3 / time.Duration(len(t.slots)))
+	tick := time.NewTicker(t.slots.Step(t.cfg.TTL / 3))
 	defer tick.Stop()
-	for slot := 0; ; slot = (slot + 1) % len(t.slots) {
+	for slot := 0; ; slot = (slot + 1) % t.slots.Len() {
 		select {
 		case <-ctx.Done():
 			return nil
@@ -160,10 +154,7 @@ func (t *Tracker) Run(ctx context.Context) error {
 // size.
 func (t *Tracker) refresh(ctx context.Context, slot int) error {
 	t.mu.Lock()
-	users := make([]string, 0, len(t.slots[slot]))
-	for u := range t.slots[slot] {
-		users = append(users, u)
-	}
+	users := t.slots.Keys(slot)
 	t.mu.Unlock()
 	on := "on " + t.cfg.Node
 	for len(users) > 0 {

@@ -1,0 +1,79 @@
+// Package slots spreads periodic work over its period. Each key gets one
+// of the slots when it is added, in turn, and a loop that visits one slot
+// every Step(period) visits every key once per period, each at a phase of
+// its own, instead of all of them in one burst.
+package slots
+
+import "time"
+
+// Set holds keys by slot. It is not safe for concurrent use: its owner
+// holds its own lock around it.
+type Set[K comparable] struct {
+	slots []map[K]struct{}
+	next  int // the slot of the next key added
+	n     int // keys held
+}
+
+// New returns a Set of at most most slots, fewer when period / most would
+// be shorter than minStep (a short period, in tests, then wakes its loop
+// no more often than minStep), and at least one.
+func New[K comparable](period, minStep time.Duration, most int) *Set[K] {
+	s := &Set[K]{slots: make([]map[K]struct{}, min(max(int(period/minStep), 1), most))}
+	for i := range s.slots {
+		s.slots[i] = make(map[K]struct{})
+	}
+	return s
+}
+
+// Count is the number of keys held.
+func (s *Set[K]) Count() int { return s.n }
+
+// Len is the number of slots.
+func (s *Set[K]) Len() int { return len(s.slots) }
+
+// Step is how often a loop visits the next slot so that it visits each
+// once per period.
+func (s *Set[K]) Step(period time.Duration) time.Duration {
+	return period / time.Duration(len(s.slots))
+}
+
+// Add puts k, which must not be held, in the next slot in turn and returns
+// that slot.
+func (s *Set[K]) Add(k K) int {
+	slot := s.next
+	s.next = (s.next + 1) % len(s.slots)
+	s.slots[slot][k] = struct{}{}
+	s.n++
+	return slot
+}
+
+// Remove takes k out of slot, the one Add returned; false when it was not
+// there.
+func (s *Set[K]) Remove(k K, slot int) bool {
+	if _, ok := s.slots[slot][k]; !ok {
+		return false
+	}
+	delete(s.slots[slot], k)
+	s.n--
+	return true
+}
+
+// Keys copies the keys of one slot.
+func (s *Set[K]) Keys(slot int) []K {
+	out := make([]K, 0, len(s.slots[slot]))
+	for k := range s.slots[slot] {
+		out = append(out, k)
+	}
+	return out
+}
+
+// All copies every key held.
+func (s *Set[K]) All() []K {
+	out := make([]K, 0, s.n)
+	for _, slot := range s.slots {
+		for k := range slot {
+			out = append(out, k)
+		}
+	}
+	return out
+}
