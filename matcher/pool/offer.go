@@ -9,7 +9,7 @@ import (
 )
 
 // offerFields is the number of strings offers.lua returns per offer.
-const offerFields = 9
+const offerFields = 3
 
 // Offer writes offers of entries, which wait in the partition home, into the
 // partition to (another region of the same queue): each lives until expiry,
@@ -32,7 +32,7 @@ func (p *Pool) Offer(ctx context.Context, to, home string, entries []Entry, now,
 	ttl := expiry.Sub(now) + time.Second
 	keys := make([]string, 0, 1+len(entries))
 	keys = append(keys, p.Key(to, "offers"))
-	args := make([]any, 0, 3+9*len(entries))
+	args := make([]any, 0, 3+4*len(entries))
 	args = append(args, msTime(now), msTime(expiry), ms(ttl))
 	seen := make(map[string]bool, len(entries))
 	for _, e := range entries {
@@ -44,8 +44,7 @@ func (p *Pool) Offer(ctx context.Context, to, home string, entries []Entry, now,
 		}
 		seen[e.TicketID] = true
 		keys = append(keys, p.Key(to, "o:"+e.TicketID))
-		args = append(args, entryArgs(e)...)
-		args = append(args, home)
+		args = append(args, e.TicketID, member(e), heartbeatArg(e), home)
 	}
 	return offerScript.Run(ctx, p.rdb, keys, args...).Int()
 }
@@ -70,12 +69,15 @@ func (p *Pool) Offers(ctx context.Context, partition string, now time.Time, n in
 		return nil, fmt.Errorf("reply of %d values is not a multiple of %d", len(vals), offerFields)
 	}
 	for i := 0; i < len(vals); i += offerFields {
-		got, err := parseEntries(vals[i : i+entryFields])
+		e, err := parseMember(str(vals[i]))
 		if err != nil {
 			return nil, err
 		}
-		got[0].Home = str(vals[i+entryFields])
-		es = append(es, got[0])
+		if e.Heartbeat, err = parseMs(str(vals[i+1])); err != nil {
+			return nil, fmt.Errorf("offer of %s: heartbeat: %w", e.TicketID, err)
+		}
+		e.Home = str(vals[i+2])
+		es = append(es, e)
 	}
 	return es, nil
 }
@@ -101,36 +103,3 @@ func (p *Pool) WithdrawOffers(ctx context.Context, partition string, ticketIDs .
 	}
 	return nil
 }
-
-// parseEntries reads entries of 8 fields each: id, user, skill, enq ms,
-// deadline ms, estimated, activity, heartbeat ms ("" for absent).
-func parseEntries(vals []any) ([]Entry, error) {
-	if len(vals)%entryFields != 0 {
-		return nil, fmt.Errorf("reply of %d values is not a multiple of %d", len(vals), entryFields)
-	}
-	out := make([]Entry, 0, len(vals)/entryFields)
-	for i := 0; i < len(vals); i += entryFields {
-		f := vals[i : i+entryFields]
-		e := Entry{TicketID: str(f[0]), UserID: str(f[1]), Estimated: str(f[5]) == "1"}
-		var errs []error
-		var err error
-		e.Skill, err = parseFloat(str(f[2]))
-		errs = append(errs, err)
-		e.Enqueue, err = parseMs(str(f[3]))
-		errs = append(errs, err)
-		e.Deadline, err = parseMs(str(f[4]))
-		errs = append(errs, err)
-		e.Activity, err = parseFloat(str(f[6]))
-		errs = append(errs, err)
-		e.Heartbeat, err = parseMs(str(f[7]))
-		errs = append(errs, err)
-		if err := errors.Join(errs...); err != nil {
-			return nil, fmt.Errorf("ticket %s: %w", e.TicketID, err)
-		}
-		out = append(out, e)
-	}
-	return out, nil
-}
-
-// entryFields is the number of strings per entry of parseEntries.
-const entryFields = 8

@@ -614,18 +614,6 @@ func checkEntry(e Entry) error {
 	return nil
 }
 
-// entryArgs is the 8-field layout of offer.lua.
-func entryArgs(e Entry) []any {
-	est := "0"
-	if e.Estimated {
-		est = "1"
-	}
-	return []any{
-		e.TicketID, e.UserID, score(e.Skill), score(e.Activity), est,
-		msTime(e.Enqueue), msTime(e.Deadline), heartbeatArg(e),
-	}
-}
-
 // heartbeatArg is e's heartbeat for a script, "0" for none.
 func heartbeatArg(e Entry) string {
 	if e.Heartbeat.IsZero() {

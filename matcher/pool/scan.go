@@ -99,14 +99,6 @@ func parseScanned(vals []any, mode string) ([]Entry, error) {
 	return out, nil
 }
 
-// parseFloat reads a Redis score or hash field; "" (absent) is 0.
-func parseFloat(s string) (float64, error) {
-	if s == "" {
-		return 0, nil
-	}
-	return strconv.ParseFloat(s, 64)
-}
-
 // parseMs reads unix milliseconds; "" and "0" are the zero time. Scores come
 // back as doubles, possibly in exponent form, hence ParseFloat.
 func parseMs(s string) (time.Time, error) {

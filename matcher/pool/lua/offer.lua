@@ -14,20 +14,17 @@
 -- ARGV[1]      now, unix ms: offers that expired by then are dropped
 -- ARGV[2]      expiry of the offers written, unix ms
 -- ARGV[3]      offer hash TTL, ms (> 0)
--- ARGV[4+9(i-1)+0..8]  the i-th ticket: id, user, skill, activity,
---              estimated ("1"/"0"), effective enqueue ms, deadline ms,
---              heartbeat ms ("0" = none), home partition name
+-- ARGV[4+4(i-1)+0..3]  the i-th ticket: id, member (its entry, as the
+--              pool names it), heartbeat ms ("0" = none), home partition name
 --
 -- Returns the number of offers written.
 
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[1])
 local n = #KEYS - 1
 for i = 1, n do
-  local a = 4 + 9 * (i - 1)
+  local a = 4 + 4 * (i - 1)
   redis.call('ZADD', KEYS[1], ARGV[2], ARGV[a])
-  redis.call('HSET', KEYS[1 + i],
-    'user', ARGV[a + 1], 'skill', ARGV[a + 2], 'act', ARGV[a + 3], 'est', ARGV[a + 4],
-    'enq', ARGV[a + 5], 'dl', ARGV[a + 6], 'hb', ARGV[a + 7], 'home', ARGV[a + 8])
+  redis.call('HSET', KEYS[1 + i], 'm', ARGV[a + 1], 'hb', ARGV[a + 2], 'home', ARGV[a + 3])
   redis.call('PEXPIRE', KEYS[1 + i], ARGV[3])
 end
 return n

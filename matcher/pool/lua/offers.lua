@@ -9,19 +9,16 @@
 -- ARGV[1]  now, unix ms: offers expiring before it are not returned
 -- ARGV[2]  n (> 0): at most this many, soonest expiry first
 --
--- Returns a flat array, 9 strings per offer: id, user, skill, enq ms,
--- deadline ms, estimated, activity, heartbeat ms, home partition. An offer
+-- Returns a flat array, 3 strings per offer: its member (the entry, as the
+-- home pool names it), heartbeat ms ("0" = none), home partition. An offer
 -- whose hash has expired is skipped.
 
 local rows = redis.call('ZRANGEBYSCORE', KEYS[1], ARGV[1], '+inf', 'LIMIT', 0, tonumber(ARGV[2]))
 local out = {}
 for _, id in ipairs(rows) do
-  local f = redis.call('HMGET', KEYS[2] .. id, 'user', 'skill', 'enq', 'dl', 'est', 'act', 'hb', 'home')
-  if f[1] and f[8] then
-    out[#out + 1] = id
-    for k = 1, 8 do
-      out[#out + 1] = f[k] or ''
-    end
+  local f = redis.call('HMGET', KEYS[2] .. id, 'm', 'hb', 'home')
+  if f[1] and f[3] then
+    out[#out + 1], out[#out + 2], out[#out + 3] = f[1], f[2] or '', f[3]
   end
 end
 return out
