@@ -395,10 +395,7 @@ func TestCancelRemovesTheEntryWithoutItsHash(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
 		h, part := pairsHarness(t, rdb, prefix)
 		ctx := context.Background()
-		a := h.join("ua", 10)
-		if err := rdb.Del(ctx, h.pool.Key(part, "t:"+a.ID)).Err(); err != nil {
-			t.Fatal(err)
-		}
+		a, _ := joinWithoutHash(t, h, rdb, part, "ua")
 		if _, err := h.svc.Cancel(ctx, "ua", a.ID); err != nil {
 			t.Fatal(err)
 		}
@@ -420,11 +417,7 @@ func TestSilentTicketWithoutItsHashIsRestored(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
 		h, part := pairsHarness(t, rdb, prefix)
 		ctx := context.Background()
-		a := h.join("ua", 10)
-		key := h.pool.Key(part, "t:"+a.ID)
-		if err := rdb.Del(ctx, key).Err(); err != nil {
-			t.Fatal(err)
-		}
+		a, key := joinWithoutHash(t, h, rdb, part, "ua")
 		h.advance(time.Minute) // silent past the heartbeat timeout
 		h.tick()
 		if m := rdb.HGet(ctx, key, "m").Val(); !strings.HasPrefix(m, a.ID+"|") {
@@ -441,4 +434,16 @@ func TestSilentTicketWithoutItsHashIsRestored(t *testing.T) {
 func pairsHarness(t *testing.T, rdb *redis.Client, prefix string) (*harness, string) {
 	h := newHarnessWith(t, matcher.QueueConfig{Name: "q", Players: 2}, rdb, prefix, ledger.NewMemory())
 	return h, matcher.Partition{Queue: "q", Region: "global"}.String()
+}
+
+// joinWithoutHash joins user and deletes the ticket's hash, as a partial
+// loss of Redis would; it returns the ticket and the hash's key.
+func joinWithoutHash(t *testing.T, h *harness, rdb *redis.Client, part, user string) (matcher.Ticket, string) {
+	t.Helper()
+	tk := h.join(user, 10)
+	key := h.pool.Key(part, "t:"+tk.ID)
+	if err := rdb.Del(context.Background(), key).Err(); err != nil {
+		t.Fatal(err)
+	}
+	return tk, key
 }
