@@ -47,7 +47,7 @@ func afterDissolve(ctx context.Context, q *QueueConfig, p *pool.Pool, alloc Allo
 	}
 	for _, part := range order {
 		es := byPool[part]
-		if _, err := p.Requeue(ctx, part.String(), es, requeueTTL(now, es), now); err != nil {
+		if _, err := p.Requeue(ctx, part.String(), es, requeueTTL(now, es), now, q.HeartbeatTimeout); err != nil {
 			log.Warn("requeue after dissolve; left to the reconciler", "match", d.Match.ID, "err", err)
 		}
 	}

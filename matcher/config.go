@@ -309,10 +309,21 @@ func (q *QueueConfig) inherit(d QueueConfig) {
 	q.Bots = q.Bots || d.Bots
 }
 
+// defaultHeartbeatTimeout is a queue's heartbeat timeout unless it sets one.
+const defaultHeartbeatTimeout = 30 * time.Second
+
+// heartbeatTimeout is q's heartbeat timeout, the default for a nil q.
+func heartbeatTimeout(q *QueueConfig) time.Duration {
+	if q == nil {
+		return defaultHeartbeatTimeout
+	}
+	return q.HeartbeatTimeout
+}
+
 func (q *QueueConfig) applyBuiltins() {
 	q.inherit(QueueConfig{
 		Kind: KindSkill, Players: 2, Deadline: 5 * time.Minute, Tick: 500 * time.Millisecond,
-		AnchorDepth: 10, HeartbeatTimeout: 30 * time.Second, PriorityCap: 30 * time.Second,
+		AnchorDepth: 10, HeartbeatTimeout: defaultHeartbeatTimeout, PriorityCap: 30 * time.Second,
 		EstimatedMinWidth: 15, Coherence: 2, Regions: []string{"global"},
 		Window:          &Window{Points: []WindowPoint{{0, 5}, {time.Minute, 15}, {3 * time.Minute, 30}}},
 		DeclineCooldown: 30 * time.Second, Shards: 1, OverflowAfter: 30 * time.Second,

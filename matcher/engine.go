@@ -321,11 +321,9 @@ type pass struct {
 	near [][]pool.Entry
 }
 
-// staleBatch, dueBatch: how many ghosts and deadlines one pass takes on.
-const (
-	staleBatch = 256
-	dueBatch   = 64
-)
+// watchBatch is how many tickets past their deadline or silent one pass
+// takes on.
+const watchBatch = 256
 
 // readHead reads what the pass starts from in one round trip.
 func (p *pass) readHead(ctx context.Context) error {
@@ -337,16 +335,32 @@ func (p *pass) readHead(ctx context.Context) error {
 		p.depth = max(q.AnchorDepth, int(p.e.depth.Load()))
 		oldest = pool.AnchorsScan(p.depth, q.ScanLimit, &p.near)
 	}
-	head, err := p.e.cfg.Pool.ScanMany(ctx, p.e.part, []pool.Scan{
-		pool.StaleScan(p.now.Add(-q.HeartbeatTimeout), staleBatch),
-		pool.DueScan(p.now, dueBatch),
-		oldest,
-	})
+	head, err := p.e.cfg.Pool.ScanMany(ctx, p.e.part, []pool.Scan{pool.WatchScan(p.now, watchBatch), oldest})
 	if err != nil {
 		return fmt.Errorf("read the head of the pool: %w", err)
 	}
-	p.stale, p.due, p.oldest = head[0], head[1], head[2]
+	p.due, p.stale = splitWatched(head[0], p.now, q.HeartbeatTimeout)
+	p.oldest = head[1]
 	return nil
+}
+
+// splitWatched sorts what a watch scan read into the tickets past their
+// deadline and those for the ghost check: the silent for timeout, who are
+// never matched even when their deadline came first, and any read before
+// either (the queue's timeout changed since they were written), which the
+// check puts back in their place. A ticket may be in both. An entry read
+// without its fields goes with the first, which restore it.
+func splitWatched(es []pool.Entry, now time.Time, timeout time.Duration) (due, stale []pool.Entry) {
+	for _, e := range es {
+		past := !e.Deadline.After(now)
+		if e.UserID == "" || past {
+			due = append(due, e)
+		}
+		if e.UserID != "" && (!past || now.Sub(e.Heartbeat) >= timeout) {
+			stale = append(stale, e)
+		}
+	}
+	return due, stale
 }
 
 // staged is a claimed group and the match it is to become.
@@ -700,7 +714,7 @@ func (p *pass) ghosts(ctx context.Context) error {
 			last = at
 		}
 		if p.now.Sub(last) < timeout {
-			if _, err := p.e.cfg.Pool.Heartbeat(ctx, p.e.part, s.TicketID, last); err != nil {
+			if _, err := p.e.cfg.Pool.Heartbeat(ctx, p.e.part, s.TicketID, last, timeout); err != nil {
 				return err
 			}
 			continue
@@ -734,7 +748,7 @@ func (p *pass) restore(ctx context.Context, e pool.Entry) error {
 	if err == nil && t.Status == StatusWaiting {
 		// Requeue replaces the member, and gives a ticket whose hash is
 		// gone a full timeout from now to be seen again.
-		_, err = p.e.cfg.Pool.Requeue(ctx, p.e.part, []pool.Entry{EntryOf(t)}, entryTTL(p.now, t.Deadline), p.now)
+		_, err = p.e.cfg.Pool.Requeue(ctx, p.e.part, []pool.Entry{EntryOf(t)}, entryTTL(p.now, t.Deadline), p.now, p.e.q.HeartbeatTimeout)
 	} else {
 		_, err = p.e.cfg.Pool.RemoveEntry(ctx, []string{p.e.part}, e)
 	}
@@ -1044,7 +1058,7 @@ func (p *pass) requeue(ctx context.Context, matchID string, es []pool.Entry) {
 		byHome[h] = append(byHome[h], e)
 	}
 	for h, back := range byHome {
-		if _, err := p.e.cfg.Pool.Requeue(ctx, h, back, p.hashTTL(back), p.now); err != nil {
+		if _, err := p.e.cfg.Pool.Requeue(ctx, h, back, p.hashTTL(back), p.now, p.e.q.HeartbeatTimeout); err != nil {
 			// The reconciler re-adds them from the record.
 			p.e.log.Error("requeue after failed match", "match", matchID, "pool", h, "err", err)
 		}

@@ -312,7 +312,7 @@ func TestRequeueAfterRedisLossGivesAFullHeartbeatTimeout(t *testing.T) {
 func bareMembers(t *testing.T, h *harness, rdb redis.UniversalClient, part string, tickets ...matcher.Ticket) {
 	t.Helper()
 	ctx := context.Background()
-	for _, set := range []string{"pool", "enq", "due", "hb"} {
+	for _, set := range []string{"pool", "enq", "watch"} {
 		key := h.pool.Key(part, set)
 		zs, err := rdb.ZRangeWithScores(ctx, key, 0, -1).Result()
 		if err != nil {
@@ -402,7 +402,7 @@ func TestCancelRemovesTheEntryWithoutItsHash(t *testing.T) {
 		if d := h.depth(); d != 0 {
 			t.Fatalf("pool depth %d after the cancel, want 0", d)
 		}
-		for _, set := range []string{"enq", "due", "hb"} {
+		for _, set := range []string{"enq", "watch"} {
 			if n := rdb.ZCard(ctx, h.pool.Key(part, set)).Val(); n != 0 {
 				t.Fatalf("%s holds %d after the cancel, want 0", set, n)
 			}
@@ -410,9 +410,47 @@ func TestCancelRemovesTheEntryWithoutItsHash(t *testing.T) {
 	})
 }
 
-// A silent ticket whose hash is gone reads from the heartbeat set as its
-// bare id: the pass restores it from the record then, rather than read past
-// it every pass until its deadline.
+// A pool member missing from the watch set, as the layout before it (its
+// due and hb sets) left every waiting ticket, is never looked at by its
+// deadline: the reconciler puts it back into watch and drops the old sets.
+func TestReconcilerWatchesWhatTheLayoutBeforeLeft(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+		h, part := pairsHarness(t, rdb, prefix)
+		ctx := context.Background()
+		a := h.join("ua", 10)
+		watch := h.pool.Key(part, "watch")
+		ms, err := rdb.ZRange(ctx, watch, 0, -1).Result()
+		if err != nil || len(ms) != 1 || !strings.HasPrefix(ms[0], a.ID+"|") {
+			t.Fatalf("watch holds %q, %v; want the ticket's member", ms, err)
+		}
+		if err := rdb.ZRem(ctx, watch, ms[0]).Err(); err != nil {
+			t.Fatal(err)
+		}
+		for _, set := range []string{"due", "hb"} {
+			if err := rdb.ZAdd(ctx, h.pool.Key(part, set), redis.Z{Score: 1, Member: a.ID}).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		h.advance(6 * time.Minute) // past the deadline
+		if res := h.tick(); res.Expired != 0 || h.ticket(a.ID).Status != matcher.StatusWaiting {
+			t.Fatalf("pass before the sweep: %+v, ticket %s; want it unseen", res, h.ticket(a.ID).Status)
+		}
+		res, err := matcher.Reconcile(ctx, h.led, h.pool, matcher.Partition{Queue: "q", Region: "global"}, h.clock())
+		if err != nil || res.Watched != 1 || res.Added != 0 || res.Removed != 0 {
+			t.Fatalf("reconcile = %+v, %v; want 1 watched", res, err)
+		}
+		if n := rdb.Exists(ctx, h.pool.Key(part, "due"), h.pool.Key(part, "hb")).Val(); n != 0 {
+			t.Fatalf("%d of the old sets left", n)
+		}
+		if res := h.tick(); res.Expired != 1 || h.ticket(a.ID).Status != matcher.StatusExpired {
+			t.Fatalf("pass after the sweep: %+v, ticket %s; want it expired", res, h.ticket(a.ID).Status)
+		}
+	})
+}
+
+// A silent ticket whose hash is gone reads from the watch set as its bare
+// id: the pass restores it from the record then, rather than read past it
+// every pass until its deadline.
 func TestSilentTicketWithoutItsHashIsRestored(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
 		h, part := pairsHarness(t, rdb, prefix)

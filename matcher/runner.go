@@ -461,6 +461,9 @@ func (r *Runner) reconcileLoop(ctx context.Context) {
 type ReconcileResult struct {
 	Added   int // WAITING in the record, missing from the pool
 	Removed int // in the pool with no WAITING record
+	// Watched counts WAITING tickets in the pool that were missing from its
+	// watch set (written by a layout before it), put back into it.
+	Watched int
 	// Pending counts matches added to (or dropped from) the pending index.
 	Pending int
 }
@@ -513,6 +516,15 @@ func reconcile(ctx context.Context, l Ledger, p *pool.Pool, q *QueueConfig, part
 	live := make(map[string]bool, len(waiting))
 	var errs []error
 	var back []pool.Entry
+	// A member missing from watch would never be looked at by its deadline
+	// or its heartbeat; the sets before watch go.
+	unwatched, err := p.Unwatched(ctx, key, members)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if err := p.DropLegacy(ctx, key); err != nil {
+		errs = append(errs, err)
+	}
 	for _, t := range waiting {
 		live[t.ID] = true
 		if inPool[t.ID] || (q != nil && q.PoolOf(t.UserID, t.Region) != part) {
@@ -528,7 +540,7 @@ func reconcile(ctx context.Context, l Ledger, p *pool.Pool, q *QueueConfig, part
 		}
 		// A sharded queue's ticket may live in the overflow pool, whose
 		// hash the idempotent enqueue leaves alone.
-		added, err := p.Enqueue(ctx, key, e, entryTTL(now, t.Deadline))
+		added, err := p.Enqueue(ctx, key, e, entryTTL(now, t.Deadline), q.HeartbeatTimeout)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -544,12 +556,29 @@ func reconcile(ctx context.Context, l Ledger, p *pool.Pool, q *QueueConfig, part
 	// compare-and-set still lets only one match have the ticket.
 	for len(back) > 0 {
 		n := min(len(back), 500)
-		added, err := p.Requeue(ctx, key, back[:n], entryTTL(now, now.Add(time.Hour)), now)
+		added, err := p.Requeue(ctx, key, back[:n], entryTTL(now, now.Add(time.Hour)), now, heartbeatTimeout(q))
 		if err != nil {
 			errs = append(errs, err)
 		}
 		res.Added += added
 		back = back[n:]
+	}
+	var rewatch []pool.Entry
+	for _, e := range unwatched {
+		if live[e.TicketID] {
+			rewatch = append(rewatch, e)
+		}
+	}
+	for len(rewatch) > 0 {
+		// The pool's own member, so that Requeue rewrites it in place; one
+		// whose hash is gone gets a full timeout from now, as above.
+		n := min(len(rewatch), 500)
+		if _, err := p.Requeue(ctx, key, rewatch[:n], entryTTL(now, now.Add(time.Hour)), now, heartbeatTimeout(q)); err != nil {
+			errs = append(errs, err)
+		} else {
+			res.Watched += n
+		}
+		rewatch = rewatch[n:]
 	}
 	for _, e := range members {
 		if live[e.TicketID] {

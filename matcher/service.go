@@ -189,7 +189,7 @@ func (s *Service) Join(ctx context.Context, req JoinRequest) (Ticket, error) {
 	}
 	s.cfg.Metrics.joined(q.Name)
 	part := q.PoolOf(t.UserID, t.Region)
-	if _, err := s.cfg.Pool.Enqueue(ctx, part.String(), EntryOf(t), entryTTL(now, t.Deadline)); err != nil {
+	if _, err := s.cfg.Pool.Enqueue(ctx, part.String(), EntryOf(t), entryTTL(now, t.Deadline), q.HeartbeatTimeout); err != nil {
 		// The ticket is recorded; the reconciler adds it to the pool from the
 		// record, so the join stands.
 		s.log.Warn("enqueue after record failed; left to the reconciler", "ticket", t.ID, "err", err)
@@ -330,7 +330,8 @@ func (s *Service) Heartbeat(ctx context.Context, userID, ticketID string) error 
 	if t.Status != StatusWaiting {
 		return notWaiting(t)
 	}
-	if _, err := s.cfg.Pool.HeartbeatAny(ctx, s.pools(t), t.ID, s.cfg.Now()); err != nil {
+	q := s.qs.Load().byName[t.Queue] // nil for a queue removed from the configuration
+	if _, err := s.cfg.Pool.HeartbeatAny(ctx, s.pools(t), t.ID, s.cfg.Now(), heartbeatTimeout(q)); err != nil {
 		return unavailable(fmt.Errorf("heartbeat %s: %w", t.ID, err))
 	}
 	return nil

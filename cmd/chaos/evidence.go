@@ -47,8 +47,14 @@ func (d *deps) ticketView(ctx context.Context, t *dbTicket, matches []*dbMatch) 
 			}
 		}
 	}
-	for _, set := range []string{"pool", "due"} {
-		_, err := d.rdb.ZScore(ctx, part+set, t.ID).Result()
+	// The sets name a ticket by the member its hash keeps (or, in a layout
+	// before members carried the fields, by its bare id).
+	m := h["m"]
+	if m == "" {
+		m = t.ID
+	}
+	for _, set := range []string{"pool", "watch"} {
+		_, err := d.rdb.ZScore(ctx, part+set, m).Result()
 		state := "member"
 		if err != nil {
 			state = "absent"

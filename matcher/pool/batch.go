@@ -33,14 +33,9 @@ type Scan struct {
 // OldestScan reads as Oldest does.
 func OldestScan(n int) Scan { return Scan{mode: "oldest", n: n} }
 
-// DueScan reads as Due does.
-func DueScan(now time.Time, n int) Scan {
-	return Scan{mode: "due", n: n, params: []string{msTime(now)}}
-}
-
-// StaleScan reads as Stale does.
-func StaleScan(before time.Time, n int) Scan {
-	return Scan{mode: "stale", n: n, params: []string{msTime(before)}}
+// WatchScan reads as Watched does.
+func WatchScan(now time.Time, n int) Scan {
+	return Scan{mode: "watch", n: n, params: []string{msTime(now)}}
 }
 
 // AnchorsScan reads as OldestScan(n) does and, in the same call, the

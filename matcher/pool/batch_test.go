@@ -48,7 +48,7 @@ func TestBatches(t *testing.T) {
 				wg.Go(func() {
 					for i := w; i < 2*n; i += 32 {
 						k := i % n
-						ok, err := cp.Enqueue(ctx, "conc:eu", es[k], hashTTL)
+						ok, err := cp.Enqueue(ctx, "conc:eu", es[k], hashTTL, hbTimeout)
 						if err != nil {
 							t.Error(err)
 						}
@@ -88,7 +88,7 @@ func TestBatches(t *testing.T) {
 				{"eb1:eu", entry("a", 1, 0, time.Hour)}, {"eb2:eu", entry("b", 2, 0, time.Hour)},
 				{"eb1:eu", entry("a", 9, time.Second, time.Hour)}, {"eb1:eu", hb},
 			} {
-				calls = append(calls, enqueueCall{partition: c.part, key: p.ticketKey(c.part, c.e.TicketID), args: enqueueArgs(c.e, hashTTL)})
+				calls = append(calls, enqueueCall{partition: c.part, key: p.ticketKey(c.part, c.e.TicketID), args: enqueueArgs(c.e, hashTTL, hbTimeout)})
 			}
 			var added []bool
 			for _, r := range p.enqueueBatch(ctx, calls) {
@@ -107,8 +107,11 @@ func TestBatches(t *testing.T) {
 			if want := scanned(entry("a", 1, 0, time.Hour), hb); !reflect.DeepEqual(got, want) {
 				t.Fatalf("eb1 holds %+v, want %+v", got, want)
 			}
-			if at := heartbeatOf(t, p, "eb1:eu", hb); !at.Equal(hb.Heartbeat) {
-				t.Fatalf("h's heartbeat %v, want %v", at, hb.Heartbeat)
+			if h := hash(t, p, "eb1:eu", "h"); h["hb"] != msTime(hb.Heartbeat) {
+				t.Fatalf("h's hash %v, want heartbeat %v", h, hb.Heartbeat)
+			}
+			if at := watchOf(t, p, "eb1:eu", hb); !at.Equal(hb.Heartbeat.Add(hbTimeout)) {
+				t.Fatalf("h watched at %v, want its heartbeat plus the timeout %v", at, hb.Heartbeat.Add(hbTimeout))
 			}
 			if got := inSets(t, p, "eb2:eu", "b"); got != [3]bool{true, true, true} {
 				t.Errorf("b in eb2's sets: %v", got)
@@ -123,12 +126,14 @@ func TestBatches(t *testing.T) {
 				e := entry(fmt.Sprint("e", i), float64(rng.IntN(60)), time.Duration(rng.IntN(5000))*time.Millisecond, time.Duration(30+rng.IntN(60))*time.Second)
 				mustEnqueue(t, p, part, e)
 			}
-			now := t0.Add(time.Minute)
-			scans := []Scan{OldestScan(10), DueScan(now, 20), StaleScan(t0.Add(2*time.Second), 15), OldestScan(0)}
+			// Watched at the sooner of the deadline (30s..90s) and the
+			// enqueue (0..5s) plus hbTimeout: both kinds are read.
+			now, soon := t0.Add(time.Minute), t0.Add(32*time.Second)
+			scans := []Scan{OldestScan(10), WatchScan(now, 20), WatchScan(soon, 15), OldestScan(0)}
 			singles := []func() ([]Entry, error){
 				func() ([]Entry, error) { return p.Oldest(ctx, part, 10) },
-				func() ([]Entry, error) { return p.Due(ctx, part, now, 20) },
-				func() ([]Entry, error) { return p.Stale(ctx, part, t0.Add(2*time.Second), 15) },
+				func() ([]Entry, error) { return p.Watched(ctx, part, now, 20) },
+				func() ([]Entry, error) { return p.Watched(ctx, part, soon, 15) },
 				func() ([]Entry, error) { return nil, nil },
 			}
 			for _, x := range []float64{-5, 0, 12.5, 30, 31, 59, 80} {
@@ -146,7 +151,7 @@ func TestBatches(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if !reflect.DeepEqual(ids(got[i]), ids(want)) {
+				if !reflect.DeepEqual(got[i], want) {
 					t.Errorf("scan %d (%s): batched %v, single %v", i, scans[i].mode, ids(got[i]), ids(want))
 				}
 			}
@@ -197,7 +202,7 @@ func TestBatches(t *testing.T) {
 			check := func(t *testing.T, n, limit int) {
 				t.Helper()
 				near := [][]Entry{{}} // cleared by every read
-				got, err := p.ScanMany(ctx, part, []Scan{DueScan(t0, 5), AnchorsScan(n, limit, &near)})
+				got, err := p.ScanMany(ctx, part, []Scan{WatchScan(t0, 5), AnchorsScan(n, limit, &near)})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -472,7 +477,7 @@ func TestBatchScriptFallback(t *testing.T) {
 		calls = append(calls, enqueueCall{
 			partition: "fb:eu",
 			key:       p.ticketKey("fb:eu", id),
-			args:      enqueueArgs(entry(id, 3, 0, time.Hour), hashTTL),
+			args:      enqueueArgs(entry(id, 3, 0, time.Hour), hashTTL, hbTimeout),
 		})
 	}
 	for i, r := range p.enqueueBatch(ctx, calls) {

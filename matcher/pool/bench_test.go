@@ -67,7 +67,8 @@ func bigPool(b *testing.B) *Pool {
 			return
 		}
 		rng := rand.New(rand.NewPCG(1, 2))
-		big.err = preload(p, bigPart, 0, bigSize, func(i int) Entry {
+		// No heartbeat timeout: watched at their deadlines.
+		big.err = preload(p, bigPart, 0, bigSize, 0, func(i int) Entry {
 			return Entry{
 				TicketID: "b" + strconv.Itoa(i),
 				UserID:   "u" + strconv.Itoa(i),
@@ -86,8 +87,9 @@ func bigPool(b *testing.B) *Pool {
 	return New(big.rdb, big.prefix)
 }
 
-// preload enqueues entries from..to-1 through a pipeline, 1000 at a time.
-func preload(p *Pool, partition string, from, to int, mk func(i int) Entry) error {
+// preload enqueues entries from..to-1 through a pipeline, 1000 at a time,
+// with the heartbeat timeout given.
+func preload(p *Pool, partition string, from, to int, timeout time.Duration, mk func(i int) Entry) error {
 	ctx := context.Background()
 	for lo := from; lo < to; lo += 1000 {
 		pipe := p.rdb.Pipeline()
@@ -95,7 +97,7 @@ func preload(p *Pool, partition string, from, to int, mk func(i int) Entry) erro
 			e := mk(i)
 			enqueueScript.EvalSha(ctx, pipe,
 				append(p.setKeys(partition), p.ticketKey(partition, e.TicketID)),
-				enqueueArgs(e, hashTTL)...)
+				enqueueArgs(e, hashTTL, timeout)...)
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
 			return err
@@ -113,7 +115,7 @@ func BenchmarkEnqueue(b *testing.B) {
 	ctx := context.Background()
 	i := 0
 	for b.Loop() {
-		if _, err := p.Enqueue(ctx, "bench:eu", simple(i), hashTTL); err != nil {
+		if _, err := p.Enqueue(ctx, "bench:eu", simple(i), hashTTL, hbTimeout); err != nil {
 			b.Fatal(err)
 		}
 		i++
@@ -125,7 +127,7 @@ func BenchmarkEnqueue_Retry(b *testing.B) {
 	ctx := context.Background()
 	mustEnqueue(b, p, "bench:eu", simple(0))
 	for b.Loop() {
-		if _, err := p.Enqueue(ctx, "bench:eu", simple(0), hashTTL); err != nil {
+		if _, err := p.Enqueue(ctx, "bench:eu", simple(0), hashTTL, hbTimeout); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -135,7 +137,7 @@ func BenchmarkClaim_K4(b *testing.B) {
 	p := benchPool(b)
 	ctx := context.Background()
 	const k = 4
-	if err := preload(p, "bench:eu", 0, b.N*k, simple); err != nil {
+	if err := preload(p, "bench:eu", 0, b.N*k, hbTimeout, simple); err != nil {
 		b.Fatal(err)
 	}
 	if err := p.rdb.Set(ctx, p.FenceKey("bench:eu"), 1, 0).Err(); err != nil {
@@ -157,7 +159,7 @@ func BenchmarkClaim_K4(b *testing.B) {
 func BenchmarkClaim_K4_Missing(b *testing.B) {
 	p := benchPool(b)
 	ctx := context.Background()
-	if err := preload(p, "bench:eu", 0, 3, simple); err != nil {
+	if err := preload(p, "bench:eu", 0, 3, hbTimeout, simple); err != nil {
 		b.Fatal(err)
 	}
 	group := []Entry{simple(0), simple(1), simple(2), entry("gone", 0, 0, time.Hour)}
@@ -171,7 +173,7 @@ func BenchmarkClaim_K4_Missing(b *testing.B) {
 func BenchmarkRemove(b *testing.B) {
 	p := benchPool(b)
 	ctx := context.Background()
-	if err := preload(p, "bench:eu", 0, b.N, simple); err != nil {
+	if err := preload(p, "bench:eu", 0, b.N, hbTimeout, simple); err != nil {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
@@ -192,7 +194,7 @@ func BenchmarkRequeue_K4(b *testing.B) {
 			b.Fatalf("claim %+v %v", res, err)
 		}
 		b.StartTimer()
-		if _, err := p.Requeue(ctx, "bench:eu", es, hashTTL, time.Time{}); err != nil {
+		if _, err := p.Requeue(ctx, "bench:eu", es, hashTTL, time.Time{}, hbTimeout); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -205,7 +207,7 @@ func BenchmarkHeartbeat(b *testing.B) {
 	at := t0
 	for b.Loop() {
 		at = at.Add(time.Millisecond)
-		if ok, err := p.Heartbeat(ctx, "bench:eu", "t0", at); err != nil || !ok {
+		if ok, err := p.Heartbeat(ctx, "bench:eu", "t0", at, hbTimeout); err != nil || !ok {
 			b.Fatalf("heartbeat %v %v", ok, err)
 		}
 	}
@@ -235,9 +237,11 @@ func BenchmarkOldest_100k_n10(b *testing.B) {
 	})
 }
 
-func BenchmarkDue_100k_n10(b *testing.B) {
+// BenchmarkWatched_100k_n10 reads the head of watch, a third of which is
+// due at t0+100s (the big pool has no heartbeat timeout).
+func BenchmarkWatched_100k_n10(b *testing.B) {
 	benchScan(b, 10, func(p *Pool, _ *rand.Rand) ([]Entry, error) {
-		return p.Due(context.Background(), bigPart, t0.Add(100*time.Second), 10)
+		return p.Watched(context.Background(), bigPart, t0.Add(100*time.Second), 10)
 	})
 }
 

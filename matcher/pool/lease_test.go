@@ -92,9 +92,10 @@ func TestLeaseExpires(t *testing.T) {
 	}
 }
 
-// Stale lists the tickets silent since a cutoff, oldest first; a heartbeat
-// takes a ticket off the list, and claimed or removed tickets are never on it.
-func TestStale(t *testing.T) {
+// Watched lists the tickets silent for the heartbeat timeout, longest
+// silent first; a heartbeat takes a ticket off the list until its new
+// timeout runs out, and claimed or removed tickets are never on it.
+func TestWatchedSilent(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
 		ctx := context.Background()
 		p := New(rdb, prefix)
@@ -102,29 +103,34 @@ func TestStale(t *testing.T) {
 		a, b, c := entry("a", 10, 0, time.Hour), entry("b", 10, time.Second, time.Hour), entry("c", 10, 2*time.Second, time.Hour)
 		c.Heartbeat = t0.Add(5 * time.Second)
 		mustEnqueue(t, p, part, a, b, c)
-		got, err := p.Stale(ctx, part, t0.Add(3*time.Second), 10)
+		// Silent since before t0+3s: a and b, not c (seen at t0+5s).
+		silent := t0.Add(3*time.Second + hbTimeout)
+		got, err := p.Watched(ctx, part, silent, 10)
 		if err != nil || len(got) != 2 || got[0].TicketID != "a" || got[1].TicketID != "b" {
-			t.Fatalf("stale = %+v, %v; want a, b", got, err)
+			t.Fatalf("watched = %+v, %v; want a, b", got, err)
 		}
 		if !got[0].Heartbeat.Equal(t0) || got[0].UserID != "u-a" {
-			t.Fatalf("stale entry fields: %+v", got[0])
+			t.Fatalf("watched entry fields: %+v", got[0])
 		}
-		if ok, err := p.Heartbeat(ctx, part, "a", t0.Add(4*time.Second)); err != nil || !ok {
+		if ok, err := p.Heartbeat(ctx, part, "a", t0.Add(4*time.Second), hbTimeout); err != nil || !ok {
 			t.Fatal(ok, err)
+		}
+		if got, err := p.Watched(ctx, part, silent, 10); err != nil || len(got) != 1 || got[0].TicketID != "b" {
+			t.Fatalf("after a's heartbeat: %+v, %v; want b", got, err)
 		}
 		if _, err := p.Claim(ctx, part, 0, "m", []Entry{b, c}); err != nil {
 			t.Fatal(err)
 		}
-		if got, _ := p.Stale(ctx, part, t0.Add(time.Hour), 10); len(got) != 1 || got[0].TicketID != "a" || !got[0].Heartbeat.Equal(t0.Add(4*time.Second)) {
+		if got, _ := p.Watched(ctx, part, t0.Add(time.Hour), 10); len(got) != 1 || got[0].TicketID != "a" || !got[0].Heartbeat.Equal(t0.Add(4*time.Second)) {
 			t.Fatalf("after heartbeat and claim: %+v", got)
 		}
-		if _, err := p.Requeue(ctx, part, []Entry{b}, hashTTL, time.Time{}); err != nil {
+		if _, err := p.Requeue(ctx, part, []Entry{b}, hashTTL, time.Time{}, hbTimeout); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := p.Remove(ctx, part, "a"); err != nil {
 			t.Fatal(err)
 		}
-		if got, _ := p.Stale(ctx, part, t0.Add(time.Hour), 10); len(got) != 1 || got[0].TicketID != "b" {
+		if got, _ := p.Watched(ctx, part, t0.Add(time.Hour), 10); len(got) != 1 || got[0].TicketID != "b" {
 			t.Fatalf("after requeue and remove: %+v", got)
 		}
 	})

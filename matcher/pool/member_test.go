@@ -132,7 +132,7 @@ func TestMemberRoundTrip(t *testing.T) {
 // TestMemberLayout covers what naming a ticket by its member changes: claims
 // and removals find an entry by all of its fields, requeue replaces another
 // member of the ticket, scans read a bare-id member as an entry to restore,
-// and heartbeats move the member's hb score. Against miniredis and a real
+// and heartbeats move the member's watch score. Against miniredis and a real
 // Redis.
 func TestMemberLayout(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
@@ -144,28 +144,43 @@ func TestMemberLayout(t *testing.T) {
 	})
 }
 
-// zadd writes member m into the four sets of a partition with the scores
-// given (pool, enq, due, hb), as a layout without the fields left it.
-func zadd(tb testing.TB, p *Pool, partition, m string, scores [4]float64) {
+// zadd writes member m into the three sets of a partition with the scores
+// given (pool, enq, watch), as a layout without the fields left it.
+func zadd(tb testing.TB, p *Pool, partition, m string, scores [3]float64) {
 	tb.Helper()
-	for i, s := range []string{"pool", "enq", "due", "hb"} {
+	for i, s := range []string{"pool", "enq", "watch"} {
 		if err := p.rdb.ZAdd(context.Background(), p.Key(partition, s), redis.Z{Score: scores[i], Member: m}).Err(); err != nil {
 			tb.Fatal(err)
 		}
 	}
 }
 
-// only checks that each of the four sets of a partition names the ticket by
-// exactly the member m, or its id in due and hb (none when m is "").
+// only checks that each of the three sets of a partition names the ticket
+// by exactly the member m (none when m is "").
 func only(tb testing.TB, p *Pool, partition, id, m string) {
 	tb.Helper()
-	for _, s := range []string{"pool", "enq", "due", "hb"} {
+	for _, s := range []string{"pool", "enq", "watch"} {
 		var want []string
 		if m != "" {
-			want = []string{nameIn(s, m)}
+			want = []string{m}
 		}
 		if got := membersOf(tb, p, partition, s, id); !reflect.DeepEqual(got, want) {
 			tb.Fatalf("%s of %s names %s by %q, want %q", s, partition, id, got, want)
+		}
+	}
+}
+
+// claimedOnly checks that a claim took the ticket of member m out of pool
+// and enq and left m, alone, in watch.
+func claimedOnly(tb testing.TB, p *Pool, partition, id, m string) {
+	tb.Helper()
+	for _, s := range []string{"pool", "enq", "watch"} {
+		var want []string
+		if s == "watch" {
+			want = []string{m}
+		}
+		if got := membersOf(tb, p, partition, s, id); !reflect.DeepEqual(got, want) {
+			tb.Fatalf("%s of %s names claimed %s by %q, want %q", s, partition, id, got, want)
 		}
 	}
 }
@@ -219,11 +234,11 @@ func testMemberLayout(t *testing.T, p *Pool) {
 		if got[1].Err != nil || !got[1].OK {
 			t.Fatalf("claim of the pool's entries = %+v", got[1])
 		}
-		for _, id := range []string{"a", "b"} {
+		for id, e := range map[string]Entry{"a": a, "b": b} {
 			if h := hash(t, p, part, id); h["state"] != "claimed" || h["match"] != "m2" {
 				t.Fatalf("hash of %s = %v, want claimed by m2", id, h)
 			}
-			only(t, p, part, id, "")
+			claimedOnly(t, p, part, id, member(e))
 		}
 	})
 
@@ -305,14 +320,14 @@ func testMemberLayout(t *testing.T, p *Pool) {
 		const part = "mrq:eu"
 		a := entry("a", 10, 0, time.Hour)
 		mustEnqueue(t, p, part, a)
-		if ok, err := p.Heartbeat(ctx, part, "a", t0.Add(time.Minute)); err != nil || !ok {
+		if ok, err := p.Heartbeat(ctx, part, "a", t0.Add(time.Minute), hbTimeout); err != nil || !ok {
 			t.Fatalf("heartbeat = %v, %v", ok, err)
 		}
 		// The same ticket with another deadline (read elsewhere): its hash
 		// names the old member.
 		a2 := a
 		a2.Deadline = t0.Add(2 * time.Hour)
-		n, err := p.Requeue(ctx, part, []Entry{a2}, hashTTL, time.Time{})
+		n, err := p.Requeue(ctx, part, []Entry{a2}, hashTTL, time.Time{}, hbTimeout)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -321,14 +336,12 @@ func testMemberLayout(t *testing.T, p *Pool) {
 			t.Fatalf("requeue = %d, want 1", n)
 		}
 		only(t, p, part, "a", member(a2))
-		if sc, _ := zscore(t, p, part, "due", a2.TicketID); sc != ms64(a2.Deadline) {
-			t.Fatalf("due score %v, want %v", sc, ms64(a2.Deadline))
+		// The heartbeat the hash kept carries over to the new member: it
+		// is watched a timeout after it, not after its enqueue.
+		if w := watchOf(t, p, part, a2); !w.Equal(t0.Add(time.Minute + hbTimeout)) {
+			t.Fatalf("watch score %v, want %v", w, t0.Add(time.Minute+hbTimeout))
 		}
-		// The heartbeat the hash kept carries over to the new member.
-		if hb := heartbeatOf(t, p, part, a2); !hb.Equal(t0.Add(time.Minute)) {
-			t.Fatalf("heartbeat %v, want %v", hb, t0.Add(time.Minute))
-		}
-		if h := hash(t, p, part, "a"); h["m"] != member(a2) || h["state"] != "waiting" {
+		if h := hash(t, p, part, "a"); h["m"] != member(a2) || h["state"] != "waiting" || h["hb"] != msTime(t0.Add(time.Minute)) {
 			t.Fatalf("hash %v", h)
 		}
 		if got, err := p.Oldest(ctx, part, 10); err != nil || !reflect.DeepEqual(got, []Entry{a2}) {
@@ -339,20 +352,21 @@ func testMemberLayout(t *testing.T, p *Pool) {
 		}
 		// Requeued again as it is, nothing changes and nothing is added.
 		before := contents(t, p, part, "a")
-		if n, err := p.Requeue(ctx, part, []Entry{a2}, hashTTL, time.Time{}); err != nil || n != 0 {
+		if n, err := p.Requeue(ctx, part, []Entry{a2}, hashTTL, time.Time{}, hbTimeout); err != nil || n != 0 {
 			t.Fatalf("second requeue = %d, %v; want 0", n, err)
 		}
 		if after := contents(t, p, part, "a"); !reflect.DeepEqual(before, after) {
 			t.Fatalf("second requeue changed the pool:\nbefore %v\nafter  %v", before, after)
 		}
-		// The old member of a claimed ticket is gone already; requeue with
-		// other fields still leaves one.
+		// A claimed ticket's old member is left in watch alone; requeue
+		// with other fields removes it from there too, and leaves one.
 		if res, err := p.Claim(ctx, part, 0, "m1", []Entry{a2}); err != nil || !res.OK {
 			t.Fatalf("claim = %+v, %v", res, err)
 		}
+		claimedOnly(t, p, part, "a", member(a2))
 		a3 := a2
 		a3.Skill = 11
-		if _, err := p.Requeue(ctx, part, []Entry{a3}, hashTTL, time.Time{}); err != nil {
+		if _, err := p.Requeue(ctx, part, []Entry{a3}, hashTTL, time.Time{}, hbTimeout); err != nil {
 			t.Fatal(err)
 		}
 		only(t, p, part, "a", member(a3))
@@ -365,24 +379,27 @@ func testMemberLayout(t *testing.T, p *Pool) {
 		const part = "mbare:eu"
 		a := entry("a", 10, 0, time.Hour)
 		// A ticket of a layout without the fields: a bare id and no hash.
-		zadd(t, p, part, "a", [4]float64{a.Skill, ms64(a.Enqueue), ms64(a.Deadline), ms64(a.Enqueue)})
+		zadd(t, p, part, "a", [3]float64{a.Skill, ms64(a.Enqueue), ms64(a.Deadline)})
 		if got, err := p.Members(ctx, part); err != nil || !reflect.DeepEqual(got, []Entry{{TicketID: "a"}}) {
 			t.Fatalf("members = %+v, %v; want the bare id", got, err)
 		}
 		now := t0.Add(10 * time.Minute)
-		n, err := p.Requeue(ctx, part, []Entry{a}, hashTTL, now)
+		n, err := p.Requeue(ctx, part, []Entry{a}, hashTTL, now, hbTimeout)
 		if err != nil || n != 1 {
 			t.Fatalf("requeue = %d, %v; want 1 (a bare id is no entry)", n, err)
 		}
 		only(t, p, part, "a", member(a))
-		for _, s := range []string{"pool", "enq"} {
+		for _, s := range []string{"pool", "enq", "watch"} {
 			if _, ok := zscore(t, p, part, s, "a"); ok {
 				t.Fatalf("bare id left in %s", s)
 			}
 		}
 		// Its hash was lost with its heartbeats: seen at the caller's time.
-		if hb := heartbeatOf(t, p, part, a); !hb.Equal(now) {
-			t.Fatalf("heartbeat %v, want %v", hb, now)
+		if h := hash(t, p, part, "a"); h["hb"] != msTime(now) {
+			t.Fatalf("hash %v, want hb %s", h, msTime(now))
+		}
+		if w := watchOf(t, p, part, a); !w.Equal(now.Add(hbTimeout)) {
+			t.Fatalf("watch score %v, want %v", w, now.Add(hbTimeout))
 		}
 		if got, err := p.Members(ctx, part); err != nil || !reflect.DeepEqual(got, scanned(a)) {
 			t.Fatalf("members = %+v, %v; want a", got, err)
@@ -391,10 +408,10 @@ func testMemberLayout(t *testing.T, p *Pool) {
 		// A bare id beside a member the hash names: both go.
 		b := entry("b", 20, time.Second, time.Hour)
 		mustEnqueue(t, p, part, b)
-		zadd(t, p, part, "b", [4]float64{b.Skill, ms64(b.Enqueue), ms64(b.Deadline), ms64(b.Enqueue)})
+		zadd(t, p, part, "b", [3]float64{b.Skill, ms64(b.Enqueue), ms64(b.Deadline)})
 		b2 := b
 		b2.UserID = "u-b2"
-		if _, err := p.Requeue(ctx, part, []Entry{b2}, hashTTL, time.Time{}); err != nil {
+		if _, err := p.Requeue(ctx, part, []Entry{b2}, hashTTL, time.Time{}, hbTimeout); err != nil {
 			t.Fatal(err)
 		}
 		only(t, p, part, "b", member(b2))
@@ -408,7 +425,7 @@ func testMemberLayout(t *testing.T, p *Pool) {
 		// A member that is a bare ticket id is read as an entry without
 		// fields; RemoveEntry of that entry removes it, hash or no hash.
 		const part = "mrmbare:eu"
-		zadd(t, p, part, "a", [4]float64{10, ms64(t0), ms64(t0.Add(time.Hour)), ms64(t0)})
+		zadd(t, p, part, "a", [3]float64{10, ms64(t0), ms64(t0.Add(time.Hour))})
 		b := entry("b", 20, time.Second, time.Hour)
 		mustEnqueue(t, p, part, b)
 		if rr, err := p.RemoveAny(ctx, []string{part}, "a"); err != nil || rr != (RemoveResult{}) {
@@ -425,7 +442,7 @@ func testMemberLayout(t *testing.T, p *Pool) {
 		only(t, p, part, "a", "")
 		only(t, p, part, "b", member(b))
 		// With a hash naming its member, the bare id goes the same way.
-		zadd(t, p, part, "b", [4]float64{20, ms64(b.Enqueue), ms64(b.Deadline), ms64(b.Enqueue)})
+		zadd(t, p, part, "b", [3]float64{20, ms64(b.Enqueue), ms64(b.Deadline)})
 		if rr, err := p.RemoveEntry(ctx, []string{part}, Entry{TicketID: "b"}); err != nil || !rr.Removed {
 			t.Fatalf("remove entry of b's bare id = %+v, %v", rr, err)
 		}
@@ -438,26 +455,26 @@ func testMemberLayout(t *testing.T, p *Pool) {
 		const part = "mscan:eu"
 		b := entry("b", 20, time.Second, time.Hour)
 		mustEnqueue(t, p, part, b)
-		zadd(t, p, part, "a", [4]float64{10, ms64(t0), ms64(t0.Add(30 * time.Minute)), ms64(t0.Add(2 * time.Second))})
+		// Watched at t0+30m, after b (its enqueue plus hbTimeout).
+		zadd(t, p, part, "a", [3]float64{10, ms64(t0), ms64(t0.Add(30 * time.Minute))})
 		bare := Entry{TicketID: "a"}
 		bHB := b
 		bHB.Heartbeat = b.Enqueue
-		staleBare := Entry{TicketID: "a", Heartbeat: t0.Add(2 * time.Second)}
 
 		got, err := p.ScanMany(ctx, part, []Scan{
 			OldestScan(10),
-			StaleScan(t0.Add(time.Hour), 10),
-			DueScan(t0.Add(2*time.Hour), 10),
+			WatchScan(t0.Add(time.Hour), 10),
+			WatchScan(t0.Add(10*time.Minute), 10),
 			NearestScan(10, 5),
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for i, want := range [][]Entry{
-			{bare, b},        // wait order
-			{bHB, staleBare}, // silent longest first, with the hb score
-			{bare, b},        // deadline order
-			{b},              // closest to 10: a bare id has no skill, and is no candidate
+			{bare, b},   // wait order
+			{bHB, bare}, // watch order; a bare id has no heartbeat
+			{bHB},       // a not watched yet
+			{b},         // closest to 10: a bare id has no skill, and is no candidate
 		} {
 			if !reflect.DeepEqual(got[i], want) {
 				t.Errorf("scan %d: got %+v, want %+v", i, got[i], want)
@@ -470,8 +487,8 @@ func testMemberLayout(t *testing.T, p *Pool) {
 		if es, err := p.Oldest(ctx, part, 10); err != nil || !reflect.DeepEqual(es, []Entry{bare, b}) {
 			t.Fatalf("oldest = %+v, %v", es, err)
 		}
-		if es, err := p.Stale(ctx, part, t0.Add(time.Hour), 10); err != nil || !reflect.DeepEqual(es, []Entry{bHB, staleBare}) {
-			t.Fatalf("stale = %+v, %v", es, err)
+		if es, err := p.Watched(ctx, part, t0.Add(time.Hour), 10); err != nil || !reflect.DeepEqual(es, []Entry{bHB, bare}) {
+			t.Fatalf("watched = %+v, %v", es, err)
 		}
 		if es, err := p.Window(ctx, part, 0, 100, 10); err != nil || !reflect.DeepEqual(es, []Entry{bare, b}) {
 			t.Fatalf("window = %+v, %v", es, err)
@@ -485,51 +502,56 @@ func testMemberLayout(t *testing.T, p *Pool) {
 		const part = "mhb:eu"
 		a, b := entry("a", 10, 0, time.Hour), entry("b", 20, time.Second, time.Hour)
 		mustEnqueue(t, p, part, a, b)
-		if hb := heartbeatOf(t, p, part, a); !hb.Equal(a.Enqueue) {
-			t.Fatalf("hb score before any heartbeat %v, want the enqueue %v", hb, a.Enqueue)
+		if w := watchOf(t, p, part, a); !w.Equal(a.Enqueue.Add(hbTimeout)) {
+			t.Fatalf("watch score before any heartbeat %v, want the enqueue plus the timeout %v", w, a.Enqueue.Add(hbTimeout))
 		}
 		before := contents(t, p, part)
 		at := t0.Add(30 * time.Second)
-		if ok, err := p.Heartbeat(ctx, part, "a", at); err != nil || !ok {
+		if ok, err := p.Heartbeat(ctx, part, "a", at, hbTimeout); err != nil || !ok {
 			t.Fatalf("heartbeat = %v, %v", ok, err)
 		}
-		if hb := heartbeatOf(t, p, part, a); !hb.Equal(at) {
-			t.Fatalf("hb score %v, want %v", hb, at)
+		if w := watchOf(t, p, part, a); !w.Equal(at.Add(hbTimeout)) {
+			t.Fatalf("watch score %v, want %v", w, at.Add(hbTimeout))
 		}
 		if h := hash(t, p, part, "a"); h["hb"] != msTime(at) || h["m"] != member(a) {
 			t.Fatalf("hash %v, want hb %s", h, msTime(at))
 		}
-		// Only a's hb score moved: no member added, no other set touched.
+		// Only a's watch score moved: no member added, no other set touched.
 		after := contents(t, p, part)
-		for _, s := range []string{"pool", "enq", "due"} {
+		for _, s := range []string{"pool", "enq"} {
 			if !reflect.DeepEqual(before[s], after[s]) {
 				t.Fatalf("heartbeat changed %s: %v → %v", s, before[s], after[s])
 			}
 		}
 		only(t, p, part, "a", member(a))
-		if hb := heartbeatOf(t, p, part, b); !hb.Equal(b.Enqueue) {
-			t.Fatalf("b's hb score moved to %v", hb)
+		if w := watchOf(t, p, part, b); !w.Equal(b.Enqueue.Add(hbTimeout)) {
+			t.Fatalf("b's watch score moved to %v", w)
 		}
 		// An older one is accepted and moves nothing back.
-		if ok, err := p.Heartbeat(ctx, part, "a", t0.Add(10*time.Second)); err != nil || !ok {
+		if ok, err := p.Heartbeat(ctx, part, "a", t0.Add(10*time.Second), hbTimeout); err != nil || !ok {
 			t.Fatalf("older heartbeat = %v, %v", ok, err)
 		}
-		if hb := heartbeatOf(t, p, part, a); !hb.Equal(at) {
-			t.Fatalf("hb score went back to %v", hb)
+		if w := watchOf(t, p, part, a); !w.Equal(at.Add(hbTimeout)) {
+			t.Fatalf("watch score went back to %v", w)
+		}
+		if h := hash(t, p, part, "a"); h["hb"] != msTime(at) {
+			t.Fatalf("hash heartbeat went back: %v", h)
 		}
 
-		// Refused once claimed: neither the hash nor the hb set changes.
+		// Refused once claimed: neither the hash nor the member the claim
+		// left in watch changes.
 		if res, err := p.Claim(ctx, part, 0, "m1", []Entry{a}); err != nil || !res.OK {
 			t.Fatalf("claim = %+v, %v", res, err)
 		}
-		if ok, err := p.Heartbeat(ctx, part, "a", t0.Add(time.Minute)); err != nil || ok {
+		if ok, err := p.Heartbeat(ctx, part, "a", t0.Add(time.Minute), hbTimeout); err != nil || ok {
 			t.Fatalf("heartbeat of a claimed ticket = %v, %v; want false", ok, err)
 		}
 		if h := hash(t, p, part, "a"); h["hb"] != msTime(at) || h["state"] != "claimed" {
 			t.Fatalf("hash after a refused heartbeat %v", h)
 		}
-		if hb := membersOf(t, p, part, "hb", "a"); len(hb) != 0 {
-			t.Fatalf("a refused heartbeat put the claimed ticket back in hb: %q", hb)
+		claimedOnly(t, p, part, "a", member(a))
+		if w := watchOf(t, p, part, a); !w.Equal(at.Add(hbTimeout)) {
+			t.Fatalf("a refused heartbeat moved the claimed ticket's watch score to %v", w)
 		}
 	})
 
@@ -537,9 +559,12 @@ func testMemberLayout(t *testing.T, p *Pool) {
 		const part = "mbar:eu"
 		bad := entry("a|b", 1, 0, time.Hour)
 		for name, err := range map[string]error{
-			"enqueue": func() error { _, err := p.Enqueue(ctx, part, bad, hashTTL); return err }(),
-			"requeue": func() error { _, err := p.Requeue(ctx, part, []Entry{bad}, hashTTL, time.Time{}); return err }(),
-			"claim":   func() error { _, err := p.Claim(ctx, part, 0, "m", []Entry{bad}); return err }(),
+			"enqueue": func() error { _, err := p.Enqueue(ctx, part, bad, hashTTL, hbTimeout); return err }(),
+			"requeue": func() error {
+				_, err := p.Requeue(ctx, part, []Entry{bad}, hashTTL, time.Time{}, hbTimeout)
+				return err
+			}(),
+			"claim": func() error { _, err := p.Claim(ctx, part, 0, "m", []Entry{bad}); return err }(),
 		} {
 			if err == nil {
 				t.Errorf("%s of ticket id %q: no error", name, bad.TicketID)

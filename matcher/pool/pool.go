@@ -169,9 +169,9 @@ func (p *Pool) ticketKey(partition, id string) string {
 	return p.prefix + ":{" + tag + "}:t:" + id
 }
 
-// setKeys are the four ZSETs, in the order every script expects them.
+// setKeys are the three ZSETs, in the order every script expects them.
 func (p *Pool) setKeys(partition string) []string {
-	return []string{p.Key(partition, "pool"), p.Key(partition, "enq"), p.Key(partition, "due"), p.Key(partition, "hb")}
+	return []string{p.Key(partition, "pool"), p.Key(partition, "enq"), p.Key(partition, "watch")}
 }
 
 // Entry is one waiting ticket as the pool sees it. An entry read from a
@@ -207,10 +207,12 @@ type RemoveResult struct {
 // Enqueue adds e to the partition unless its ticket hash already exists, in
 // which case the pool is left as it is and added is false: a retried join keeps
 // its original place. ttl bounds the hash's life (choose more than the time to
-// the deadline) so that nothing leaks if the ticket is never matched.
+// the deadline) so that nothing leaks if the ticket is never matched. timeout
+// is the queue's heartbeat timeout (0 for none), which with the deadline says
+// when a pass is to look at the ticket (see Watched).
 // Concurrent calls share a round trip: a call returns once its batch has run,
 // whatever ctx does, within enqueueTimeout.
-func (p *Pool) Enqueue(ctx context.Context, partition string, e Entry, ttl time.Duration) (added bool, err error) {
+func (p *Pool) Enqueue(ctx context.Context, partition string, e Entry, ttl, timeout time.Duration) (added bool, err error) {
 	defer wrap(&err, "enqueue %s in %s", e.TicketID, partition)
 	if err := checkPartition(partition); err != nil {
 		return false, err
@@ -224,7 +226,7 @@ func (p *Pool) Enqueue(ctx context.Context, partition string, e Entry, ttl time.
 	r := p.enqueues.Do(ctx, enqueueCall{
 		partition: partition,
 		key:       p.ticketKey(partition, e.TicketID),
-		args:      []any{member(e), score(e.Skill), msTime(e.Enqueue), msTime(e.Deadline), heartbeatArg(e), ms(ttl)},
+		args:      []any{member(e), score(e.Skill), msTime(e.Enqueue), msTime(watchAt(e, timeout)), heartbeatArg(e), ms(ttl)},
 	})
 	return r.added, r.err
 }
@@ -263,7 +265,7 @@ func (p *Pool) enqueueBatch(ctx context.Context, calls []enqueueCall) []enqueueR
 	}
 	cmds := p.pipelined(ctx, len(parts), func(pipe redis.Pipeliner, j int) *redis.Cmd {
 		idx := of[parts[j]]
-		keys := append(make([]string, 0, 4+len(idx)), p.setKeys(parts[j])...)
+		keys := append(make([]string, 0, 3+len(idx)), p.setKeys(parts[j])...)
 		args := make([]any, 0, 6*len(idx))
 		for _, i := range idx {
 			keys = append(keys, calls[i].key)
@@ -323,7 +325,7 @@ func (p *Pool) claimCall(partition string, fence int64, reqs []ClaimRequest) ([]
 	for _, r := range reqs {
 		n += len(r.Entries)
 	}
-	keys := make([]string, 0, 5+n)
+	keys := make([]string, 0, 4+n)
 	keys = append(keys, p.FenceKey(partition))
 	keys = append(keys, p.setKeys(partition)...)
 	args := make([]any, 0, 2+2*len(reqs)+n)
@@ -428,12 +430,12 @@ func (p *Pool) remove(ctx context.Context, partitions []string, ticketID, hint s
 	if ticketID == "" {
 		return RemoveResult{}, errors.New("empty ticket id")
 	}
-	keys := make([]string, 0, 4*len(partitions)+1)
+	keys := make([]string, 0, 3*len(partitions)+1)
 	for _, part := range partitions {
 		keys = append(keys, p.setKeys(part)...)
 	}
 	keys = append(keys, p.ticketKey(partitions[0], ticketID))
-	vals, err := cancelScript.Run(ctx, p.rdb, keys, hint, ticketID).Slice()
+	vals, err := cancelScript.Run(ctx, p.rdb, keys, hint).Slice()
 	if err != nil {
 		return RemoveResult{}, err
 	}
@@ -454,9 +456,10 @@ func (p *Pool) remove(ctx context.Context, partitions []string, ticketID, hint s
 // match failed to commit keeps its place in the wait order. A claimed hash is
 // turned back to waiting. An entry whose hash is gone (the pool lost it while
 // it was out, with its heartbeats and its player's presence) gets the later
-// of its heartbeat and lost; a zero lost keeps its own. It returns how many
-// entries were not in the pool.
-func (p *Pool) Requeue(ctx context.Context, partition string, entries []Entry, ttl time.Duration, lost time.Time) (n int, err error) {
+// of its heartbeat and lost; a zero lost keeps its own. timeout is the
+// queue's heartbeat timeout, as for Enqueue. It returns how many entries were
+// not in the pool.
+func (p *Pool) Requeue(ctx context.Context, partition string, entries []Entry, ttl time.Duration, lost time.Time, timeout time.Duration) (n int, err error) {
 	defer wrap(&err, "requeue %d tickets in %s", len(entries), partition)
 	if err := checkPartition(partition); err != nil {
 		return 0, err
@@ -467,14 +470,14 @@ func (p *Pool) Requeue(ctx context.Context, partition string, entries []Entry, t
 	if ttl < time.Millisecond {
 		return 0, fmt.Errorf("ttl %v below 1ms", ttl)
 	}
-	keys := make([]string, 0, 4+len(entries))
+	keys := make([]string, 0, 3+len(entries))
 	keys = append(keys, p.setKeys(partition)...)
-	args := make([]any, 0, 2+6*len(entries))
+	args := make([]any, 0, 3+6*len(entries))
 	lostMS := "0"
 	if !lost.IsZero() {
 		lostMS = msTime(lost)
 	}
-	args = append(args, ms(ttl), lostMS)
+	args = append(args, ms(ttl), lostMS, ms(max(timeout, 0)))
 	seen := make(map[string]struct{}, len(entries))
 	for _, e := range entries {
 		if err := checkEntry(e); err != nil {
@@ -490,16 +493,18 @@ func (p *Pool) Requeue(ctx context.Context, partition string, entries []Entry, t
 	return requeueScript.Run(ctx, p.rdb, keys, args...).Int()
 }
 
-// Heartbeat records that a waiting player is alive at at. It reports false for
-// a ticket that is claimed or unknown, which the caller may take as "stop
-// heartbeating".
-func (p *Pool) Heartbeat(ctx context.Context, partition, ticketID string, at time.Time) (ok bool, err error) {
-	return p.HeartbeatAny(ctx, []string{partition}, ticketID, at)
+// Heartbeat records that a waiting player is alive at at, and moves the
+// ticket's place in watch to the sooner of its deadline and its last sign of
+// life plus timeout, the queue's heartbeat timeout (0 for none). It reports
+// false for a ticket that is claimed or unknown, which the caller may take
+// as "stop heartbeating".
+func (p *Pool) Heartbeat(ctx context.Context, partition, ticketID string, at time.Time, timeout time.Duration) (ok bool, err error) {
+	return p.HeartbeatAny(ctx, []string{partition}, ticketID, at, timeout)
 }
 
 // HeartbeatAny is Heartbeat for a ticket that may be in any of partitions
 // (see RemoveAny).
-func (p *Pool) HeartbeatAny(ctx context.Context, partitions []string, ticketID string, at time.Time) (ok bool, err error) {
+func (p *Pool) HeartbeatAny(ctx context.Context, partitions []string, ticketID string, at time.Time, timeout time.Duration) (ok bool, err error) {
 	defer wrap(&err, "heartbeat %s in %v", ticketID, partitions)
 	if err := checkSiblings(partitions); err != nil {
 		return false, err
@@ -509,9 +514,9 @@ func (p *Pool) HeartbeatAny(ctx context.Context, partitions []string, ticketID s
 	}
 	keys := []string{p.ticketKey(partitions[0], ticketID)}
 	for _, part := range partitions {
-		keys = append(keys, p.Key(part, "hb"))
+		keys = append(keys, p.Key(part, "pool"), p.Key(part, "watch"))
 	}
-	n, err := heartbeatScript.Run(ctx, p.rdb, keys, msTime(at), ticketID).Int()
+	n, err := heartbeatScript.Run(ctx, p.rdb, keys, msTime(at), ms(max(timeout, 0))).Int()
 	if err != nil {
 		return false, err
 	}
@@ -567,6 +572,72 @@ func (p *Pool) Members(ctx context.Context, partition string) ([]Entry, error) {
 	}
 }
 
+// Unwatched returns those of es, entries read from the partition's pool,
+// that are still in it but not in its watch set: a pass would never look at
+// them by their deadline or their heartbeat. Entries without their fields
+// are skipped. The reconciler puts them back with Requeue, which rewrites
+// the watch score; one claimed since es was read is no longer in the pool,
+// and is not returned.
+func (p *Pool) Unwatched(ctx context.Context, partition string, es []Entry) (out []Entry, err error) {
+	defer wrap(&err, "unwatched of %s", partition)
+	if err := checkPartition(partition); err != nil {
+		return nil, err
+	}
+	var full []Entry
+	for _, e := range es {
+		if e.UserID != "" && checkEntry(e) == nil {
+			full = append(full, e)
+		}
+	}
+	const page = 1000
+	pages := (len(full) + page - 1) / page
+	// Pages of pool, then the same pages of watch.
+	cmds := p.pipelined(ctx, 2*pages, func(pipe redis.Pipeliner, i int) *redis.Cmd {
+		set, j := "pool", i
+		if i >= pages {
+			set, j = "watch", i-pages
+		}
+		part := full[j*page : min((j+1)*page, len(full))]
+		args := make([]any, 0, 2+len(part))
+		args = append(args, "ZMSCORE", p.Key(partition, set))
+		for _, e := range part {
+			args = append(args, member(e))
+		}
+		return pipe.Do(ctx, args...)
+	})
+	for j := range pages {
+		inPool, err := cmds[j].Slice()
+		if err != nil {
+			return nil, err
+		}
+		inWatch, err := cmds[pages+j].Slice()
+		if err != nil {
+			return nil, err
+		}
+		if len(inPool) != len(inWatch) {
+			return nil, fmt.Errorf("%d pool scores and %d watch scores", len(inPool), len(inWatch))
+		}
+		for k := range inPool {
+			if inPool[k] != nil && inWatch[k] == nil {
+				out = append(out, full[j*page+k])
+			}
+		}
+	}
+	return out, nil
+}
+
+// DropLegacy deletes, without blocking Redis, the sets a layout before the
+// watch set kept (due and hb), which nothing reads any more.
+func (p *Pool) DropLegacy(ctx context.Context, partition string) error {
+	if err := checkPartition(partition); err != nil {
+		return fmt.Errorf("drop legacy sets of %s: %w", partition, err)
+	}
+	if err := p.rdb.Unlink(ctx, p.Key(partition, "due"), p.Key(partition, "hb")).Err(); err != nil {
+		return fmt.Errorf("drop legacy sets of %s: %w", partition, err)
+	}
+	return nil
+}
+
 func checkPartition(partition string) error {
 	// A brace inside the partition would move the hash tag and split the
 	// partition's keys across slots.
@@ -614,6 +685,24 @@ func checkEntry(e Entry) error {
 	return nil
 }
 
+// watchAt is when a pass is to look at e: the sooner of its deadline and its
+// last sign of life (its heartbeat, else its enqueue) plus timeout, the
+// queue's heartbeat timeout (0 for none).
+func watchAt(e Entry, timeout time.Duration) time.Time {
+	// The scripts take the timeout in whole ms, "0" for none.
+	if timeout < time.Millisecond {
+		return e.Deadline
+	}
+	last := e.Heartbeat
+	if last.IsZero() {
+		last = e.Enqueue
+	}
+	if at := last.Add(timeout); at.Before(e.Deadline) {
+		return at
+	}
+	return e.Deadline
+}
+
 // heartbeatArg is e's heartbeat for a script, "0" for none.
 func heartbeatArg(e Entry) string {
 	if e.Heartbeat.IsZero() {
@@ -625,16 +714,16 @@ func heartbeatArg(e Entry) string {
 // memberSep separates the fields of a member; a ticket id may not hold it.
 const memberSep = '|'
 
-// member is an entry's name in the partition's pool and enq sets (due and
-// hb name it by its ticket id): its ticket id, then every field a matching
-// pass reads, user id last (it may hold anything), e.g.
-// "t1|1500|1700000000000|1700000300000|0|0.5|u1". Reading those sets is
-// then reading the entries: a pass costs its range reads and no hash read
-// per entry, which were half of Redis's time in a tick over a large pool. The skill comes second so that a script finds it with one match.
-// The fields never change while the ticket waits (the heartbeat, which
-// does, is the hb set's score), and formatting the fields parsed from a
-// member gives the member back, so the entries a pass read name their
-// members.
+// member is an entry's name in the partition's sets: its ticket id, then
+// every field a matching pass reads, user id last (it may hold anything),
+// e.g. "t1|1500|1700000000000|1700000300000|0|0.5|u1". Reading those sets
+// is then reading the entries: a pass costs its range reads and no hash
+// read per entry, which were half of Redis's time in a tick over a large
+// pool. The skill comes second so that a script finds it with one match,
+// the deadline fourth for heartbeat.lua. The fields never change while the
+// ticket waits (the heartbeat, which does, is in the hash), and formatting
+// the fields parsed from a member gives the member back, so the entries a
+// pass read name their members.
 func member(e Entry) string {
 	est := "0"
 	if e.Estimated {

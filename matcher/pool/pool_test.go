@@ -19,6 +19,12 @@ var t0 = time.UnixMilli(1_700_000_000_000)
 
 const hashTTL = 10 * time.Minute
 
+// hbTimeout is the queue heartbeat timeout the tests pass to Enqueue,
+// Requeue and Heartbeat, unless a test is about another one: a ticket's
+// watch score is the sooner of its deadline and its last sign of life plus
+// it.
+const hbTimeout = 30 * time.Second
+
 // entry builds a waiting ticket whose enqueue time and deadline are offsets
 // from t0.
 func entry(id string, skill float64, enq, dl time.Duration) Entry {
@@ -32,10 +38,18 @@ func entry(id string, skill float64, enq, dl time.Duration) Entry {
 	}
 }
 
+// mustEnqueue enqueues es with the heartbeat timeout hbTimeout.
 func mustEnqueue(tb testing.TB, p *Pool, partition string, es ...Entry) {
 	tb.Helper()
+	mustEnqueueWith(tb, p, partition, hbTimeout, es...)
+}
+
+// mustEnqueueWith enqueues es with the heartbeat timeout given (0: watched
+// at their deadlines alone).
+func mustEnqueueWith(tb testing.TB, p *Pool, partition string, timeout time.Duration, es ...Entry) {
+	tb.Helper()
 	for _, e := range es {
-		added, err := p.Enqueue(context.Background(), partition, e, hashTTL)
+		added, err := p.Enqueue(context.Background(), partition, e, hashTTL, timeout)
 		if err != nil {
 			tb.Fatalf("enqueue %s: %v", e.TicketID, err)
 		}
@@ -59,7 +73,7 @@ func contents(tb testing.TB, p *Pool, partition string, ticketIDs ...string) map
 	tb.Helper()
 	ctx := context.Background()
 	out := map[string]any{}
-	for _, s := range []string{"pool", "enq", "due", "hb"} {
+	for _, s := range []string{"pool", "enq", "watch"} {
 		zs, err := p.rdb.ZRangeWithScores(ctx, p.Key(partition, s), 0, -1).Result()
 		if err != nil {
 			tb.Fatal(err)
@@ -85,28 +99,26 @@ func hash(tb testing.TB, p *Pool, partition, id string) map[string]string {
 	return h
 }
 
-// inSets tells whether the pool, enq and due sets of a partition hold a
-// member naming the ticket id (its fields whatever they are).
+// inSets tells whether the pool, enq and watch sets of a partition hold a
+// member naming the ticket id (its fields whatever they are). A waiting
+// ticket is in all three; a claimed one is left in watch alone, until a
+// watch scan drops it.
 func inSets(tb testing.TB, p *Pool, partition, id string) [3]bool {
 	tb.Helper()
 	var out [3]bool
-	for i, s := range []string{"pool", "enq", "due"} {
+	for i, s := range []string{"pool", "enq", "watch"} {
 		out[i] = len(membersOf(tb, p, partition, s, id)) > 0
 	}
 	return out
 }
 
-// membersOf is every member of one set of a partition that names the ticket
-// id: one at most, while the pool is sound.
-// nameIn is how the set names the ticket of member m: pool and enq by the
-// member, due and hb by the bare ticket id.
-func nameIn(set, m string) string {
-	if set == "due" || set == "hb" {
-		return memberID(m)
-	}
-	return m
-}
+// claimedSets is inSets of a ticket a claim took: out of pool and enq, its
+// member left in watch.
+var claimedSets = [3]bool{false, false, true}
 
+// membersOf is every member of one set of a partition that names the ticket
+// id: one at most, while the pool is sound. Every set names a ticket by its
+// member.
 func membersOf(tb testing.TB, p *Pool, partition, set, id string) []string {
 	tb.Helper()
 	all, err := p.rdb.ZRange(context.Background(), p.Key(partition, set), 0, -1).Result()
@@ -138,19 +150,25 @@ func zscore(tb testing.TB, p *Pool, partition, set, m string) (sc float64, ok bo
 	}
 }
 
-// heartbeatOf is the hb score of e's member: its last sign of life (the
-// enqueue time before any heartbeat).
-func heartbeatOf(tb testing.TB, p *Pool, partition string, e Entry) time.Time {
+// watchOf is the watch score of e's member: when a pass is to look at it.
+func watchOf(tb testing.TB, p *Pool, partition string, e Entry) time.Time {
 	tb.Helper()
-	sc, ok := zscore(tb, p, partition, "hb", e.TicketID)
+	sc, ok := zscore(tb, p, partition, "watch", member(e))
 	if !ok {
-		tb.Fatalf("%s: not in hb", e.TicketID)
+		tb.Fatalf("%s: member %q not in watch", e.TicketID, member(e))
 	}
 	return time.UnixMilli(int64(sc))
 }
 
-// scanned is e as a scan other than "stale" reads it: every field but the
-// heartbeat, which is the hb set's score and not part of the member.
+// seenAt is e with its last sign of life at: the entry whose watchAt is
+// the watch score a heartbeat at at gives it.
+func seenAt(e Entry, at time.Time) Entry {
+	e.Heartbeat = at
+	return e
+}
+
+// scanned is e as a scan other than "watch" reads it: every field but the
+// heartbeat, which is in the hash and not part of the member.
 func scanned(es ...Entry) []Entry {
 	out := make([]Entry, len(es))
 	for i, e := range es {
@@ -183,10 +201,10 @@ func pick(m map[string]Entry, ticketIDs ...string) []Entry {
 	return out
 }
 
-// enqueueArgs is enqueue.lua's six arguments for e (see Enqueue), for tests
-// that pipeline the script by hand.
-func enqueueArgs(e Entry, ttl time.Duration) []any {
-	return []any{member(e), score(e.Skill), msTime(e.Enqueue), msTime(e.Deadline), heartbeatArg(e), ms(ttl)}
+// enqueueArgs is enqueue.lua's six arguments for e (see Enqueue) with the
+// heartbeat timeout given, for tests that pipeline the script by hand.
+func enqueueArgs(e Entry, ttl, timeout time.Duration) []any {
+	return []any{member(e), score(e.Skill), msTime(e.Enqueue), msTime(watchAt(e, timeout)), heartbeatArg(e), ms(ttl)}
 }
 
 // TestPool is the pool's contract, run against miniredis and a real Redis.
@@ -212,7 +230,8 @@ func testPool(t *testing.T, p *Pool) {
 
 		retry := entry("a", 1900, time.Minute, 9*time.Minute)
 		retry.UserID = "someone-else"
-		added, err := p.Enqueue(ctx, part, retry, hashTTL)
+		// Another heartbeat timeout too: the first write's watch score stays.
+		added, err := p.Enqueue(ctx, part, retry, hashTTL, 2*hbTimeout)
 		if err != nil || added {
 			t.Fatalf("second enqueue: added=%v err=%v, want false nil", added, err)
 		}
@@ -223,17 +242,21 @@ func testPool(t *testing.T, p *Pool) {
 		if want := scanned(first); !reflect.DeepEqual(got, want) {
 			t.Fatalf("after retry got %+v, want %+v", got, want)
 		}
-		// The heartbeat is the hb score, read by a stale scan.
-		if got, err := p.Stale(ctx, part, t0.Add(time.Hour), 10); err != nil || !reflect.DeepEqual(got, []Entry{first}) {
-			t.Fatalf("stale after retry got %+v, %v; want %+v", got, err, first)
+		// The heartbeat is the hash's, read by a watch scan.
+		if got, err := p.Watched(ctx, part, t0.Add(time.Hour), 10); err != nil || !reflect.DeepEqual(got, []Entry{first}) {
+			t.Fatalf("watched after retry got %+v, %v; want %+v", got, err, first)
 		}
 		if h := hash(t, p, part, "a"); h["state"] != "waiting" || h["m"] != member(first) || h["hb"] != msTime(first.Heartbeat) {
 			t.Fatalf("hash %v", h)
 		}
-		for _, set := range []string{"pool", "enq", "due", "hb"} {
-			if ms := membersOf(t, p, part, set, "a"); !reflect.DeepEqual(ms, []string{nameIn(set, member(first))}) {
+		for _, set := range []string{"pool", "enq", "watch"} {
+			if ms := membersOf(t, p, part, set, "a"); !reflect.DeepEqual(ms, []string{member(first)}) {
 				t.Fatalf("%s holds %q for a, want only the first member", set, ms)
 			}
+		}
+		// Its first heartbeat plus the first timeout, before the deadline.
+		if at, want := watchOf(t, p, part, first), t0.Add(time.Second+hbTimeout); !at.Equal(want) {
+			t.Fatalf("watch score after retry %v, want the first write's %v", at, want)
 		}
 	})
 
@@ -263,11 +286,13 @@ func testPool(t *testing.T, p *Pool) {
 			t.Fatalf("claim = %+v, %v", res, err)
 		}
 		for _, id := range []string{"a", "b"} {
-			if s := inSets(t, p, part, id); s != [3]bool{} {
-				t.Fatalf("%s still in pool/enq/due: %v", id, s)
+			// Out of pool and enq; the claim leaves the member in watch,
+			// for a watch scan to drop.
+			if s := inSets(t, p, part, id); s != claimedSets {
+				t.Fatalf("%s in pool/enq/watch: %v, want %v", id, s, claimedSets)
 			}
-			if hb := membersOf(t, p, part, "hb", id); len(hb) != 0 {
-				t.Fatalf("%s still in hb: %q", id, hb)
+			if w := membersOf(t, p, part, "watch", id); !reflect.DeepEqual(w, []string{member(es[id])}) {
+				t.Fatalf("%s in watch as %q, want its member", id, w)
 			}
 			h := hash(t, p, part, id)
 			if h["state"] != "claimed" || h["match"] != "m1" || h["m"] != member(es[id]) {
@@ -333,9 +358,6 @@ func testPool(t *testing.T, p *Pool) {
 		if s := inSets(t, p, part, "a"); s != [3]bool{} {
 			t.Fatalf("a still in sets %v", s)
 		}
-		if hb := membersOf(t, p, part, "hb", "a"); len(hb) != 0 {
-			t.Fatalf("a still in hb: %q", hb)
-		}
 		if h := hash(t, p, part, "a"); len(h) != 0 {
 			t.Fatalf("hash left: %v", h)
 		}
@@ -388,16 +410,18 @@ func testPool(t *testing.T, p *Pool) {
 		if !reflect.DeepEqual(before, scanned(a, b, c)) {
 			t.Fatalf("oldest before = %+v", before)
 		}
-		// The heartbeats (hb scores), silent longest first: b (its enqueue),
-		// c (its enqueue), a (its heartbeat).
-		staleBefore, err := p.Stale(ctx, part, t0.Add(time.Hour), 10)
+		// Watched, silent longest first (each last sign of life plus
+		// hbTimeout, well before the deadlines): b (its enqueue), c (its
+		// enqueue), a (its heartbeat).
+		watchBefore := contents(t, p, part)["watch"]
+		staleBefore, err := p.Watched(ctx, part, t0.Add(time.Hour), 10)
 		if err != nil {
 			t.Fatal(err)
 		}
 		bHB, cHB := b, c
 		bHB.Heartbeat, cHB.Heartbeat = b.Enqueue, c.Enqueue
 		if !reflect.DeepEqual(staleBefore, []Entry{bHB, cHB, a}) {
-			t.Fatalf("stale before = %+v", staleBefore)
+			t.Fatalf("watched before = %+v", staleBefore)
 		}
 		// The claim names the entries as read from the pool.
 		if res, err := p.Claim(ctx, part, 0, "m1", before[:2]); err != nil || !res.OK {
@@ -405,7 +429,7 @@ func testPool(t *testing.T, p *Pool) {
 		}
 		// Heartbeats are refused while claimed; the requeued entry (read
 		// without its heartbeat) gets the one its hash kept.
-		n, err := p.Requeue(ctx, part, before[:2], hashTTL, time.Time{})
+		n, err := p.Requeue(ctx, part, before[:2], hashTTL, time.Time{}, hbTimeout)
 		if err != nil || n != 2 {
 			t.Fatalf("requeue = %d, %v; want 2", n, err)
 		}
@@ -416,8 +440,11 @@ func testPool(t *testing.T, p *Pool) {
 		if !reflect.DeepEqual(after, before) {
 			t.Fatalf("after requeue\n got  %+v\n want %+v", after, before)
 		}
-		if staleAfter, err := p.Stale(ctx, part, t0.Add(time.Hour), 10); err != nil || !reflect.DeepEqual(staleAfter, staleBefore) {
+		if staleAfter, err := p.Watched(ctx, part, t0.Add(time.Hour), 10); err != nil || !reflect.DeepEqual(staleAfter, staleBefore) {
 			t.Fatalf("heartbeats after requeue\n got  %+v, %v\n want %+v", staleAfter, err, staleBefore)
+		}
+		if watchAfter := contents(t, p, part)["watch"]; !reflect.DeepEqual(watchAfter, watchBefore) {
+			t.Fatalf("watch scores after requeue\n got  %v\n want %v", watchAfter, watchBefore)
 		}
 		if sc, ok := zscore(t, p, part, "pool", member(a)); !ok || sc != a.Skill {
 			t.Fatalf("skill score %v (%v), want exactly %v", sc, ok, a.Skill)
@@ -428,7 +455,7 @@ func testPool(t *testing.T, p *Pool) {
 		}
 		// Requeued tickets are claimable again; a second requeue of waiting
 		// tickets re-adds nothing.
-		if n, err := p.Requeue(ctx, part, before, hashTTL, time.Time{}); err != nil || n != 0 {
+		if n, err := p.Requeue(ctx, part, before, hashTTL, time.Time{}, hbTimeout); err != nil || n != 0 {
 			t.Fatalf("requeue of waiting tickets = %d, %v; want 0", n, err)
 		}
 		if res, err := p.Claim(ctx, part, 0, "m2", before); err != nil || !res.OK {
@@ -440,17 +467,20 @@ func testPool(t *testing.T, p *Pool) {
 		const part = "rqhb:eu"
 		a := entry("a", 10, 0, time.Hour)
 		mustEnqueue(t, p, part, a)
-		if ok, err := p.Heartbeat(ctx, part, "a", t0.Add(time.Minute)); err != nil || !ok {
+		if ok, err := p.Heartbeat(ctx, part, "a", t0.Add(time.Minute), hbTimeout); err != nil || !ok {
 			t.Fatalf("heartbeat %v %v", ok, err)
 		}
 		stale := a
 		stale.Heartbeat = t0.Add(time.Second)
-		if _, err := p.Requeue(ctx, part, []Entry{stale}, hashTTL, time.Time{}); err != nil {
+		if _, err := p.Requeue(ctx, part, []Entry{stale}, hashTTL, time.Time{}, hbTimeout); err != nil {
 			t.Fatal(err)
 		}
-		got, _ := p.Stale(ctx, part, t0.Add(time.Hour), 10)
+		got, _ := p.Watched(ctx, part, t0.Add(time.Hour), 10)
 		if len(got) != 1 || !got[0].Heartbeat.Equal(t0.Add(time.Minute)) {
 			t.Fatalf("heartbeat went backwards: %+v", got)
+		}
+		if at, want := watchOf(t, p, part, a), t0.Add(time.Minute+hbTimeout); !at.Equal(want) {
+			t.Fatalf("watch score %v, want the newer heartbeat's %v", at, want)
 		}
 		if h := hash(t, p, part, "a"); h["hb"] != msTime(t0.Add(time.Minute)) {
 			t.Fatalf("hash heartbeat went backwards: %v", h)
@@ -469,7 +499,7 @@ func testPool(t *testing.T, p *Pool) {
 			t.Fatal(err)
 		}
 		now := t0.Add(10 * time.Minute)
-		if _, err := p.Requeue(ctx, part, []Entry{a, b}, hashTTL, now); err != nil {
+		if _, err := p.Requeue(ctx, part, []Entry{a, b}, hashTTL, now, hbTimeout); err != nil {
 			t.Fatal(err)
 		}
 		if got, err := p.Oldest(ctx, part, 10); err != nil || !reflect.DeepEqual(got, scanned(a, b)) {
@@ -477,8 +507,12 @@ func testPool(t *testing.T, p *Pool) {
 		}
 		// b has no heartbeat of its own: its last sign of life is its
 		// enqueue.
-		if ha, hb := heartbeatOf(t, p, part, a), heartbeatOf(t, p, part, b); !ha.Equal(now) || !hb.Equal(b.Enqueue) {
-			t.Fatalf("after requeue a seen at %v, b at %v; want a at %v (lost), b at %v (its own)", ha, hb, now, b.Enqueue)
+		if wa, wb := watchOf(t, p, part, a), watchOf(t, p, part, b); !wa.Equal(now.Add(hbTimeout)) || !wb.Equal(b.Enqueue.Add(hbTimeout)) {
+			t.Fatalf("after requeue a watched at %v, b at %v; want a at %v (lost), b at %v (its own)",
+				wa, wb, now.Add(hbTimeout), b.Enqueue.Add(hbTimeout))
+		}
+		if got, err := p.Watched(ctx, part, t0.Add(time.Hour), 10); err != nil || !reflect.DeepEqual(got, []Entry{seenAt(b, b.Enqueue), seenAt(a, now)}) {
+			t.Fatalf("watched after requeue %+v, %v; want b seen at its enqueue, a at %v", got, err, now)
 		}
 		if ha, hb := hash(t, p, part, "a")["hb"], hash(t, p, part, "b")["hb"]; ha != msTime(now) || hb != "" {
 			t.Fatalf("hash heartbeats a=%q b=%q; want a=%q, b none", ha, hb, msTime(now))
@@ -490,12 +524,12 @@ func testPool(t *testing.T, p *Pool) {
 		if err := p.rdb.Del(ctx, p.ticketKey(part, "a")).Err(); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := p.Requeue(ctx, part, []Entry{a}, hashTTL, time.Time{}); err != nil {
+		if _, err := p.Requeue(ctx, part, []Entry{a}, hashTTL, time.Time{}, hbTimeout); err != nil {
 			t.Fatal(err)
 		}
 		// a carries none: its last sign of life is its enqueue.
-		if ha := heartbeatOf(t, p, part, a); !ha.Equal(a.Enqueue) {
-			t.Fatalf("after requeue without a time a seen at %v; want its own (enqueue) %v", ha, a.Enqueue)
+		if wa := watchOf(t, p, part, a); !wa.Equal(a.Enqueue.Add(hbTimeout)) {
+			t.Fatalf("after requeue without a time a watched at %v; want its own (enqueue) + timeout %v", wa, a.Enqueue.Add(hbTimeout))
 		}
 		if h := hash(t, p, part, "a"); h["hb"] != "" {
 			t.Fatalf("after requeue without a time hash %v; want no heartbeat", h)
@@ -507,18 +541,18 @@ func testPool(t *testing.T, p *Pool) {
 		a := entry("a", 10, 0, time.Hour)
 		mustEnqueue(t, p, part, a)
 		for _, at := range []time.Duration{10 * time.Second, 5 * time.Second} {
-			ok, err := p.Heartbeat(ctx, part, "a", t0.Add(at))
+			ok, err := p.Heartbeat(ctx, part, "a", t0.Add(at), hbTimeout)
 			if err != nil || !ok {
 				t.Fatalf("heartbeat = %v, %v", ok, err)
 			}
 		}
-		if hb := heartbeatOf(t, p, part, a); !hb.Equal(t0.Add(10 * time.Second)) {
-			t.Fatalf("heartbeat = %v, want the later one", hb)
+		if w := watchOf(t, p, part, a); !w.Equal(t0.Add(10*time.Second + hbTimeout)) {
+			t.Fatalf("watched at %v, want the later heartbeat plus the timeout", w)
 		}
 		if h := hash(t, p, part, "a"); h["hb"] != msTime(t0.Add(10*time.Second)) {
 			t.Fatalf("hash %v, want the later heartbeat", h)
 		}
-		if ok, err := p.Heartbeat(ctx, part, "ghost", t0); err != nil || ok {
+		if ok, err := p.Heartbeat(ctx, part, "ghost", t0, hbTimeout); err != nil || ok {
 			t.Fatalf("heartbeat of unknown = %v, %v", ok, err)
 		}
 		if n := p.rdb.Exists(ctx, p.ticketKey(part, "ghost")).Val(); n != 0 {
@@ -527,7 +561,7 @@ func testPool(t *testing.T, p *Pool) {
 		if res, err := p.Claim(ctx, part, 0, "m1", []Entry{a}); err != nil || !res.OK {
 			t.Fatalf("claim %+v %v", res, err)
 		}
-		if ok, err := p.Heartbeat(ctx, part, "a", t0.Add(time.Minute)); err != nil || ok {
+		if ok, err := p.Heartbeat(ctx, part, "a", t0.Add(time.Minute), hbTimeout); err != nil || ok {
 			t.Fatalf("heartbeat of claimed = %v, %v", ok, err)
 		}
 	})
@@ -551,7 +585,7 @@ func testPool(t *testing.T, p *Pool) {
 		if d := ttl(); d <= 80*time.Second || d > 90*time.Second {
 			t.Fatalf("ttl after claim = %v, want ~90s", d)
 		}
-		if _, err := p.Requeue(ctx, part, []Entry{entry("a", 10, 0, time.Hour)}, 20*time.Minute, time.Time{}); err != nil {
+		if _, err := p.Requeue(ctx, part, []Entry{entry("a", 10, 0, time.Hour)}, 20*time.Minute, time.Time{}, hbTimeout); err != nil {
 			t.Fatal(err)
 		}
 		if d := ttl(); d <= 19*time.Minute || d > 20*time.Minute {
@@ -585,30 +619,31 @@ func testPool(t *testing.T, p *Pool) {
 		}
 	})
 
-	t.Run("Due", func(t *testing.T) {
+	t.Run("WatchedByDeadline", func(t *testing.T) {
 		const part = "due:eu"
-		// The oldest waiter is not the soonest due: due is independent of enq.
-		mustEnqueue(t, p, part,
+		// The oldest waiter is not the soonest due: watch is independent of
+		// enq. No heartbeat timeout: each is watched at its deadline.
+		mustEnqueueWith(t, p, part, 0,
 			entry("a", 10, 0, 2*time.Second),
 			entry("b", 20, -time.Minute, 10*time.Second),
 			entry("c", 30, time.Second, -time.Second),
 			entry("d", 40, 2*time.Second, time.Second),
 		)
 		now := t0.Add(2 * time.Second)
-		got, err := p.Due(ctx, part, now, 10)
+		got, err := p.Watched(ctx, part, now, 10)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if want := []string{"c", "d", "a"}; !reflect.DeepEqual(ids(got), want) {
-			t.Fatalf("due = %v, want %v (deadline order, inclusive)", ids(got), want)
+			t.Fatalf("watched = %v, want %v (deadline order, inclusive)", ids(got), want)
 		}
 		if !got[0].Deadline.Equal(t0.Add(-time.Second)) {
 			t.Fatalf("deadline %v", got[0].Deadline)
 		}
-		if got, _ := p.Due(ctx, part, now, 2); !reflect.DeepEqual(ids(got), []string{"c", "d"}) {
-			t.Fatalf("due limit 2 = %v", ids(got))
+		if got, _ := p.Watched(ctx, part, now, 2); !reflect.DeepEqual(ids(got), []string{"c", "d"}) {
+			t.Fatalf("watched limit 2 = %v", ids(got))
 		}
-		if got, _ := p.Due(ctx, part, t0.Add(-2*time.Second), 10); len(got) != 0 {
+		if got, _ := p.Watched(ctx, part, t0.Add(-2*time.Second), 10); len(got) != 0 {
 			t.Fatalf("nothing due yet, got %v", ids(got))
 		}
 	})
@@ -693,13 +728,13 @@ func testPool(t *testing.T, p *Pool) {
 			t.Fatal(err)
 		}
 		// The member carries every field: the scans of pool and enq read
-		// the entry whole. due names the ticket by its id, whose member
-		// was in the hash: it reads as the bare id, for the caller to
+		// the entry whole. A watch scan reads the hash for the heartbeat:
+		// with the hash gone it reads the bare id, for the caller to
 		// restore from the record.
 		want := entry("a", 12.5, 0, time.Minute)
 		for name, scan := range map[string]func() ([]Entry, error){
 			"oldest":  func() ([]Entry, error) { return p.Oldest(ctx, part, 5) },
-			"due":     func() ([]Entry, error) { return p.Due(ctx, part, t0.Add(time.Hour), 5) },
+			"watched": func() ([]Entry, error) { return p.Watched(ctx, part, t0.Add(time.Hour), 5) },
 			"window":  func() ([]Entry, error) { return p.Window(ctx, part, 0, 100, 5) },
 			"nearest": func() ([]Entry, error) { return p.Nearest(ctx, part, 0, 5) },
 		} {
@@ -708,7 +743,7 @@ func testPool(t *testing.T, p *Pool) {
 				t.Fatal(err)
 			}
 			w := want
-			if name == "due" {
+			if name == "watched" {
 				w = Entry{TicketID: "a"}
 			}
 			if len(got) != 1 || !reflect.DeepEqual(got[0], w) {
@@ -726,8 +761,8 @@ func testPool(t *testing.T, p *Pool) {
 		if rr, err := p.RemoveEntry(ctx, []string{part}, want); err != nil || !rr.Removed {
 			t.Fatalf("remove entry %+v %v", rr, err)
 		}
-		if s, hb := inSets(t, p, part, "a"), membersOf(t, p, part, "hb", "a"); s != [3]bool{} || len(hb) != 0 {
-			t.Fatalf("after remove entry: sets %v, hb %q", s, hb)
+		if s := inSets(t, p, part, "a"); s != [3]bool{} {
+			t.Fatalf("after remove entry: sets %v", s)
 		}
 	})
 
@@ -743,7 +778,7 @@ func testPool(t *testing.T, p *Pool) {
 			want[e.TicketID] = e
 			enqueueScript.EvalSha(ctx, pipe,
 				append(p.setKeys(part), p.ticketKey(part, e.TicketID)),
-				enqueueArgs(e, hashTTL)...)
+				enqueueArgs(e, hashTTL, hbTimeout)...)
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
 			t.Fatal(err)
@@ -776,15 +811,18 @@ func testPool(t *testing.T, p *Pool) {
 		bar := good
 		bar.TicketID = "a|b"
 		for name, err := range map[string]error{
-			"brace partition": func() error { _, err := p.Enqueue(ctx, "a}b", good, hashTTL); return err }(),
+			"brace partition": func() error { _, err := p.Enqueue(ctx, "a}b", good, hashTTL, hbTimeout); return err }(),
 			"empty partition": func() error { _, err := p.Remove(ctx, "", "a"); return err }(),
-			"zero ttl":        func() error { _, err := p.Enqueue(ctx, "x:eu", good, 0); return err }(),
-			"nan skill":       func() error { _, err := p.Enqueue(ctx, "x:eu", nan, hashTTL); return err }(),
-			"no deadline":     func() error { _, err := p.Requeue(ctx, "x:eu", []Entry{noDeadline}, hashTTL, time.Time{}); return err }(),
+			"zero ttl":        func() error { _, err := p.Enqueue(ctx, "x:eu", good, 0, hbTimeout); return err }(),
+			"nan skill":       func() error { _, err := p.Enqueue(ctx, "x:eu", nan, hashTTL, hbTimeout); return err }(),
+			"no deadline": func() error {
+				_, err := p.Requeue(ctx, "x:eu", []Entry{noDeadline}, hashTTL, time.Time{}, hbTimeout)
+				return err
+			}(),
 			"no tickets":      func() error { _, err := p.Claim(ctx, "x:eu", 0, "m", nil); return err }(),
 			"duplicate":       func() error { _, err := p.Claim(ctx, "x:eu", 0, "m", []Entry{good, good}); return err }(),
 			"no match id":     func() error { _, err := p.Claim(ctx, "x:eu", 0, "", []Entry{good}); return err }(),
-			"bar in id":       func() error { _, err := p.Enqueue(ctx, "x:eu", bar, hashTTL); return err }(),
+			"bar in id":       func() error { _, err := p.Enqueue(ctx, "x:eu", bar, hashTTL, hbTimeout); return err }(),
 			"claim bar in id": func() error { _, err := p.Claim(ctx, "x:eu", 0, "m", []Entry{bar}); return err }(),
 			"nan window":      func() error { _, err := p.Window(ctx, "x:eu", math.NaN(), 1, 1); return err }(),
 		} {
@@ -811,13 +849,26 @@ func testPool(t *testing.T, p *Pool) {
 func TestKeys(t *testing.T) {
 	p := New(nil, "")
 	for got, want := range map[string]string{
-		p.Key("ranked:eu", "pool"):     "mg:{ranked:eu}:pool",
-		p.FenceKey("ranked:eu"):        "mg:{ranked:eu}:fence",
-		p.ticketKey("ranked:eu", "t1"): "mg:{ranked:eu}:t:t1",
-		New(nil, "x").Key("q", "due"):  "x:{q}:due",
+		p.Key("ranked:eu", "pool"):      "mg:{ranked:eu}:pool",
+		p.FenceKey("ranked:eu"):         "mg:{ranked:eu}:fence",
+		p.ticketKey("ranked:eu", "t1"):  "mg:{ranked:eu}:t:t1",
+		New(nil, "x").Key("q", "watch"): "x:{q}:watch",
 	} {
 		if got != want {
 			t.Errorf("key %q, want %q", got, want)
+		}
+	}
+	// The three sets every script takes, in its order, and the hash prefix
+	// a scan adds; a sub-pool's keep the region's hash tag.
+	for _, c := range []struct {
+		got, want []string
+	}{
+		{p.setKeys("ranked:eu"), []string{"mg:{ranked:eu}:pool", "mg:{ranked:eu}:enq", "mg:{ranked:eu}:watch"}},
+		{p.setKeys("ranked:eu/s2"), []string{"mg:{ranked:eu}:s2:pool", "mg:{ranked:eu}:s2:enq", "mg:{ranked:eu}:s2:watch"}},
+		{p.scanKeys("ranked:eu/ov"), []string{"mg:{ranked:eu}:ov:pool", "mg:{ranked:eu}:ov:enq", "mg:{ranked:eu}:ov:watch", "mg:{ranked:eu}:t:"}},
+	} {
+		if !reflect.DeepEqual(c.got, c.want) {
+			t.Errorf("keys %q, want %q", c.got, c.want)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package pool
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -146,9 +147,27 @@ func testClaimRemoveRace(t *testing.T, p *Pool, rounds int) {
 				}
 			}
 		}
-		for _, s := range []string{"pool", "enq", "due"} {
+		for _, s := range []string{"pool", "enq"} {
 			if n := p.rdb.ZCard(ctx, p.Key(part, s)).Val(); n != 0 {
 				t.Fatalf("round %d: %d members left in %s", r, n, s)
+			}
+		}
+		// watch keeps the member of a ticket a claim won (a watch scan
+		// drops it), and nothing of one a cancel or the sweep removed.
+		pipe := p.rdb.Pipeline()
+		inWatch := make([]*redis.FloatCmd, tickets)
+		for i := range tickets {
+			inWatch[i] = pipe.ZScore(ctx, p.Key(part, "watch"), member(es[i]))
+		}
+		_, _ = pipe.Exec(ctx) // a missing member is redis.Nil; read each result
+		for i, w := range winners {
+			claimedByMatch := w[0] != "cancel" && w[0] != "sweep"
+			_, err := inWatch[i].Result()
+			if err != nil && !errors.Is(err, redis.Nil) {
+				t.Fatal(err)
+			}
+			if (err == nil) != claimedByMatch {
+				t.Fatalf("round %d ticket %d won by %s: in watch %v (%v)", r, i, w[0], err == nil, err)
 			}
 		}
 	}

@@ -15,17 +15,15 @@ func (p *Pool) Oldest(ctx context.Context, partition string, n int) ([]Entry, er
 	return p.scan(ctx, partition, OldestScan(n))
 }
 
-// Due returns up to n entries whose deadline is at or before now, soonest
-// first, whatever their place in the wait order.
-func (p *Pool) Due(ctx context.Context, partition string, now time.Time, n int) ([]Entry, error) {
-	return p.scan(ctx, partition, DueScan(now, n))
-}
-
-// Stale returns up to n entries with no sign of life (heartbeat, else the
-// enqueue) since before, the longest silent first: the candidates for ghost
-// eviction.
-func (p *Pool) Stale(ctx context.Context, partition string, before time.Time, n int) ([]Entry, error) {
-	return p.scan(ctx, partition, StaleScan(before, n))
+// Watched returns up to n entries that need a look by now, soonest first,
+// whatever their place in the wait order: those whose deadline has passed,
+// and those with no sign of life (heartbeat, else the enqueue) for their
+// queue's heartbeat timeout, as Enqueue, Requeue and Heartbeat were told it.
+// Each has its Heartbeat (its Enqueue when it sent none), for the caller to
+// judge which it is. It also drops, up to a bound, the members a claim left
+// behind (see claim.lua).
+func (p *Pool) Watched(ctx context.Context, partition string, now time.Time, n int) ([]Entry, error) {
+	return p.scan(ctx, partition, WatchScan(now, n))
 }
 
 // Window returns up to n entries with lo <= skill <= hi in ascending skill.
@@ -67,11 +65,11 @@ func (p *Pool) scan(ctx context.Context, partition string, s Scan) ([]Entry, err
 	return out[0], nil
 }
 
-// parseScanned reads a scan's reply: members, and for a "stale" scan
+// parseScanned reads a scan's reply: members, and for a "watch" scan
 // member, heartbeat pairs.
 func parseScanned(vals []any, mode string) ([]Entry, error) {
 	step := 1
-	if mode == "stale" {
+	if mode == "watch" {
 		step = 2
 	}
 	if len(vals)%step != 0 {
@@ -92,6 +90,9 @@ func parseScanned(vals []any, mode string) ([]Entry, error) {
 		if step == 2 {
 			if e.Heartbeat, err = parseMs(str(vals[i+1])); err != nil {
 				return nil, fmt.Errorf("ticket %s: heartbeat: %w", e.TicketID, err)
+			}
+			if e.Heartbeat.IsZero() {
+				e.Heartbeat = e.Enqueue
 			}
 		}
 		out = append(out, e)

@@ -62,7 +62,7 @@ func testSubPools(t *testing.T, p *Pool) {
 			t.Fatalf("promote = %v, %v; want old and mid", moved, err)
 		}
 		after := contents(t, p, ov, "old", "mid")
-		for _, set := range []string{"pool", "enq", "due", "hb"} {
+		for _, set := range []string{"pool", "enq", "watch"} {
 			b := before[set].([]redis.Z)
 			var want []redis.Z
 			for _, z := range b {
@@ -84,7 +84,7 @@ func testSubPools(t *testing.T, p *Pool) {
 			t.Fatalf("sub-pool holds %d, want 1", n)
 		}
 		// A retried enqueue into the sub-pool does not duplicate it.
-		if added, err := p.Enqueue(ctx, s0, old, hashTTL); err != nil || added {
+		if added, err := p.Enqueue(ctx, s0, old, hashTTL, hbTimeout); err != nil || added {
 			t.Fatalf("re-enqueue of a promoted ticket = %v, %v", added, err)
 		}
 		// Scans of the overflow pool read the shared hashes.
@@ -92,19 +92,23 @@ func testSubPools(t *testing.T, p *Pool) {
 		if err != nil || !reflect.DeepEqual(es, scanned(old, mid)) {
 			t.Fatalf("oldest of overflow = %+v, %v", es, err)
 		}
-		if hb := heartbeatOf(t, p, ov, old); !hb.Equal(old.Heartbeat) {
-			t.Fatalf("heartbeat in overflow = %v, want %v", hb, old.Heartbeat)
+		if w := watchOf(t, p, ov, old); !w.Equal(old.Heartbeat.Add(hbTimeout)) {
+			t.Fatalf("watched in overflow at %v, want its heartbeat plus the timeout %v", w, old.Heartbeat.Add(hbTimeout))
+		}
+		// (Both watched at t0+31s: in member order.)
+		if es, err := p.Watched(ctx, ov, t0.Add(time.Hour), 10); err != nil || len(es) != 2 || !reflect.DeepEqual(byID(es...), byID(old, seenAt(mid, mid.Enqueue))) {
+			t.Fatalf("watched of overflow = %+v, %v", es, err)
 		}
 		// Heartbeat and cancel find it wherever it is.
 		both := []string{s0, ov}
-		if ok, err := p.HeartbeatAny(ctx, both, "old", t0.Add(time.Minute)); err != nil || !ok {
+		if ok, err := p.HeartbeatAny(ctx, both, "old", t0.Add(time.Minute), hbTimeout); err != nil || !ok {
 			t.Fatalf("heartbeat = %v, %v", ok, err)
 		}
-		if sc, ok := zscore(t, p, ov, "hb", old.TicketID); !ok || sc != float64(t0.Add(time.Minute).UnixMilli()) {
-			t.Fatalf("hb in overflow = %v (%v)", sc, ok)
+		if sc, ok := zscore(t, p, ov, "watch", member(old)); !ok || sc != float64(t0.Add(time.Minute+hbTimeout).UnixMilli()) {
+			t.Fatalf("watch in overflow = %v (%v)", sc, ok)
 		}
-		if hb := membersOf(t, p, s0, "hb", "old"); len(hb) != 0 {
-			t.Fatalf("heartbeat added the ticket to the sub-pool's hb: %q", hb)
+		if w := membersOf(t, p, s0, "watch", "old"); len(w) != 0 {
+			t.Fatalf("heartbeat added the ticket to the sub-pool's watch: %q", w)
 		}
 		part, e, found, err := p.Locate(ctx, both, "old")
 		if err != nil || !found || part != ov || e.Skill != 10 || !e.Enqueue.Equal(old.Enqueue) {
@@ -112,6 +116,9 @@ func testSubPools(t *testing.T, p *Pool) {
 		}
 		if res, err := p.RemoveAny(ctx, both, "old"); err != nil || !res.Removed {
 			t.Fatalf("remove = %+v, %v", res, err)
+		}
+		if in, in0 := inSets(t, p, ov, "old"), inSets(t, p, s0, "old"); in != [3]bool{} || in0 != [3]bool{} {
+			t.Fatalf("removed ticket left in the overflow pool's sets %v, the sub-pool's %v", in, in0)
 		}
 		if _, _, found, _ := p.Locate(ctx, both, "old"); found {
 			t.Fatal("removed ticket still located")
@@ -127,7 +134,9 @@ func testSubPools(t *testing.T, p *Pool) {
 	t.Run("PromoteUnderConcurrentClaims", func(t *testing.T) {
 		// Claims in the sub-pool and in the overflow pool race promotions:
 		// every ticket ends claimed exactly once or still in exactly one
-		// pool; nobody is in two pools or in none.
+		// pool; nobody is in two pools or in none. A claimed ticket's
+		// member is left in the watch set of the pool that claimed it,
+		// and in no other set.
 		s0, ov := "race:eu/s0", "race:eu/ov"
 		const n = 300
 		es := make([]Entry, n)
@@ -175,21 +184,26 @@ func testSubPools(t *testing.T, p *Pool) {
 		for i := range n {
 			id := fmt.Sprint("r", i)
 			inS0, inOv := inSets(t, p, s0, id), inSets(t, p, ov, id)
-			places := claimed[id]
-			if inS0 != [3]bool{} {
-				places++
-				if inS0 != [3]bool{true, true, true} {
-					t.Fatalf("%s half in the sub-pool: %v", id, inS0)
-				}
-			}
-			if inOv != [3]bool{} {
-				places++
-				if inOv != [3]bool{true, true, true} {
-					t.Fatalf("%s half in the overflow pool: %v", id, inOv)
+			places, left := claimed[id], 0
+			for _, in := range []struct {
+				name string
+				sets [3]bool
+			}{{"sub-pool", inS0}, {"overflow pool", inOv}} {
+				switch in.sets {
+				case [3]bool{}:
+				case [3]bool{true, true, true}:
+					places++
+				case claimedSets:
+					left++
+				default:
+					t.Fatalf("%s half in the %s: %v", id, in.name, in.sets)
 				}
 			}
 			if places != 1 {
 				t.Fatalf("%s: claimed %d times, in sub-pool %v, in overflow %v", id, claimed[id], inS0, inOv)
+			}
+			if left != claimed[id] {
+				t.Fatalf("%s: claimed %d times, left in watch by a claim %d times (sub-pool %v, overflow %v)", id, claimed[id], left, inS0, inOv)
 			}
 		}
 	})

@@ -5,20 +5,20 @@
 -- (409 ALREADY_MATCHED), which is why a claim keeps the hash, marked, for a
 -- while.
 --
--- The pool and enq sets name the ticket by its member, which the hash
--- keeps; due and hb by its id. The caller may name a member too: one
--- rebuilt from the record, or read from the pool by the reconciler, removes
--- the entry even when the hash is gone.
+-- Every set names the ticket by its member, which the hash keeps. The
+-- caller may name a member too: one rebuilt from the record, or read from
+-- the pool by the reconciler, removes the entry even when the hash is gone.
+-- A member that differs from the pool's (rebuilt elsewhere) removes
+-- nothing: the pass that meets the pool's restores it from the record.
 --
 -- A sharded queue's ticket is in its own sub-pool or in the overflow pool
 -- (promote.lua moves it), and both share the ticket hash: the caller names
 -- every pool the ticket may be in, so that finding it and removing it is one
 -- atomic step wherever it is. All of them share one hash tag.
 --
--- KEYS[4(k-1)+1..4k]  pool, enq, due and hb ZSETs of the k-th pool (k = 1..G)
--- KEYS[4G+1]          ticket HASH
+-- KEYS[3(k-1)+1..3k]  pool, enq and watch ZSETs of the k-th pool (k = 1..G)
+-- KEYS[3G+1]          ticket HASH
 -- ARGV[1]             the caller's member for the ticket, or ""
--- ARGV[2]             ticket id
 --
 -- Returns {1} when the ticket was in one of the pools and is now removed
 -- (hash deleted); otherwise {0, state, match} read from the hash: state
@@ -26,21 +26,19 @@
 -- is unknown. A leftover hash that is not claimed (its members already gone)
 -- is deleted too, so a cancelled ticket leaves nothing behind.
 
-local g = (#KEYS - 1) / 4
+local g = (#KEYS - 1) / 3
 local h = KEYS[#KEYS]
 local f = redis.call('HMGET', h, 'm', 'state', 'match')
 local members = {}
 if f[1] then members[1] = f[1] end
 if ARGV[1] ~= '' and ARGV[1] ~= f[1] then members[#members + 1] = ARGV[1] end
 
-local id = ARGV[2]
 for _, m in ipairs(members) do
   for k = 0, g - 1 do
-    if redis.call('ZSCORE', KEYS[4 * k + 1], m) then
-      redis.call('ZREM', KEYS[4 * k + 1], m)
-      redis.call('ZREM', KEYS[4 * k + 2], m)
-      redis.call('ZREM', KEYS[4 * k + 3], id)
-      redis.call('ZREM', KEYS[4 * k + 4], id)
+    if redis.call('ZSCORE', KEYS[3 * k + 1], m) then
+      for s = 1, 3 do
+        redis.call('ZREM', KEYS[3 * k + s], m)
+      end
       redis.call('DEL', h)
       return {1}
     end
@@ -49,20 +47,12 @@ end
 
 local state, match = f[2] or '', f[3] or ''
 if state ~= 'claimed' then
-  -- Strays in enq/due/hb without a pool member would otherwise be scanned
-  -- forever. due and hb name the ticket by its id, so they are cleaned only
-  -- when the ticket is known not to be in the pool: the hash names its
-  -- member, or the caller names it by its bare id (a restore of a ticket
-  -- the record no longer has waiting). A member the caller rebuilt, with
-  -- the hash gone, may differ from the pool's: the pass that meets the id
-  -- in due or hb restores it from the record.
+  -- Strays in enq or watch without a pool member would otherwise be
+  -- scanned until a pass drops them.
   for k = 0, g - 1 do
     for _, m in ipairs(members) do
-      redis.call('ZREM', KEYS[4 * k + 2], m)
-    end
-    if f[1] or (ARGV[1] ~= '' and not ARGV[1]:find('|', 1, true)) then
-      redis.call('ZREM', KEYS[4 * k + 3], id)
-      redis.call('ZREM', KEYS[4 * k + 4], id)
+      redis.call('ZREM', KEYS[3 * k + 2], m)
+      redis.call('ZREM', KEYS[3 * k + 3], m)
     end
   end
   redis.call('DEL', h)

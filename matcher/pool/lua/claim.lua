@@ -11,12 +11,18 @@
 -- and written once (ZREM of every claimed ticket), so a group costs its
 -- tickets' hash writes and little else.
 --
+-- The watch set keeps a claimed ticket's member: a removal from a sorted
+-- set of a million costs a few microseconds of cache misses, and most of a
+-- claim's time went on them. The member comes to the head of watch within
+-- a heartbeat timeout, where the scan that reads it (scan.lua, "watch")
+-- finds it out of the pool and drops it, at the cost of a removal from the
+-- head. A ticket requeued meanwhile gets its score back by ZADD.
+--
 -- KEYS[1]      fence key (INTEGER, the partition lease's fencing counter)
 -- KEYS[2]      pool ZSET
 -- KEYS[3]      enq ZSET
--- KEYS[4]      due ZSET
--- KEYS[5]      hb ZSET
--- KEYS[5+j]    ticket HASH of the j-th ticket listed, over all groups in order
+-- KEYS[4]      watch ZSET (not written)
+-- KEYS[4+j]    ticket HASH of the j-th ticket listed, over all groups in order
 -- ARGV[1]      fence token; "0" skips the check (unfenced callers, tests)
 -- ARGV[2]      ticket hash TTL after the claim, ms (> 0)
 -- ARGV[3..]    the groups, each as: match id, ticket count n, then its n
@@ -72,7 +78,7 @@ for j, m in ipairs(members) do
 end
 
 -- Each group in order: j counts the members before it, which are also the
--- KEYS before its hashes (after the first five).
+-- KEYS before its hashes (after the first four).
 local replies, claimed, j = {}, {}, 0
 for g, a in ipairs(groups) do
   local n = tonumber(ARGV[a + 1])
@@ -89,8 +95,8 @@ for g, a in ipairs(groups) do
     for i = j + 1, j + n do
       free[members[i]] = nil
       claimed[#claimed + 1] = members[i]
-      redis.call('HSET', KEYS[5 + i], 'state', 'claimed', 'match', ARGV[a])
-      redis.call('PEXPIRE', KEYS[5 + i], ARGV[2])
+      redis.call('HSET', KEYS[4 + i], 'state', 'claimed', 'match', ARGV[a])
+      redis.call('PEXPIRE', KEYS[4 + i], ARGV[2])
     end
     replies[g] = {1}
   end
@@ -100,12 +106,5 @@ end
 if #claimed > 0 then
   chunked('ZREM', KEYS[2], claimed)
   chunked('ZREM', KEYS[3], claimed)
-  -- due and hb name the tickets by their ids.
-  local ids = {}
-  for i, m in ipairs(claimed) do
-    ids[i] = m:match('^[^|]*')
-  end
-  chunked('ZREM', KEYS[4], ids)
-  chunked('ZREM', KEYS[5], ids)
 end
 return replies

@@ -4,26 +4,45 @@
 -- unknown ticket must not be revived by a late heartbeat, hence the state
 -- check instead of a blind HSET (which would also create a hash without TTL).
 -- A sharded queue's ticket is in its sub-pool or in the overflow pool: the
--- caller names the hb ZSET of each, and only the one holding the ticket is
--- updated (ZADD XX never adds a member).
+-- caller names the pool and watch ZSETs of each, and only the watch of the
+-- pool holding the ticket is updated (another may keep the member a claim
+-- left there, which must reach the head and be dropped).
+--
+-- The watch score is rewritten even when the heartbeat is not later than
+-- the last one: the queue's timeout may have changed since it was written,
+-- and a pass that read the ticket too early must be able to put it back in
+-- its place.
 --
 -- KEYS[1]     ticket HASH
--- KEYS[2..]   hb ZSET of every pool the ticket may be in (same hash tag)
+-- KEYS[2..]   pool and watch ZSETs of every pool the ticket may be in, in
+--             pairs (same hash tag)
 -- ARGV[1]     heartbeat time, unix ms
--- ARGV[2]     ticket id (the hb set's member)
+-- ARGV[2]     the queue's heartbeat timeout, ms ("0" = none)
 --
 -- Returns 1 when the ticket is waiting (hb is now the later of its old value
 -- and ARGV[1]), 0 when it is claimed or unknown.
 
-local f = redis.call('HMGET', KEYS[1], 'state', 'hb')
+local f = redis.call('HMGET', KEYS[1], 'state', 'hb', 'm')
 if f[1] ~= 'waiting' then
   return 0
 end
-local prev = tonumber(f[2] or '0') or 0
-if tonumber(ARGV[1]) > prev then
+local last = tonumber(f[2] or '0') or 0
+if tonumber(ARGV[1]) > last then
+  last = tonumber(ARGV[1])
   redis.call('HSET', KEYS[1], 'hb', ARGV[1])
-  for i = 2, #KEYS do
-    redis.call('ZADD', KEYS[i], 'XX', ARGV[1], ARGV[2])
+end
+-- The member's fourth field is the deadline: "<id>|<skill>|<enq>|<deadline>|...".
+local m = f[3]
+local dl = m and tonumber(m:match('^[^|]*|[^|]*|[^|]*|([^|]*)'))
+if dl then
+  local watch, timeout = dl, tonumber(ARGV[2])
+  if timeout > 0 and last + timeout < watch then
+    watch = last + timeout
+  end
+  for i = 2, #KEYS, 2 do
+    if redis.call('ZSCORE', KEYS[i], m) then
+      redis.call('ZADD', KEYS[i + 1], 'XX', watch, m)
+    end
   end
 end
 return 1

@@ -8,8 +8,8 @@
 -- it and written unchanged. The ticket hash is shared by all the pools of a
 -- region and stays as it is. Both pools share one hash tag.
 --
--- KEYS[1..4]  pool, enq, due and hb ZSETs of the sub-pool (from)
--- KEYS[5..8]  pool, enq, due and hb ZSETs of the overflow pool (to)
+-- KEYS[1..3]  pool, enq and watch ZSETs of the sub-pool (from)
+-- KEYS[4..6]  pool, enq and watch ZSETs of the overflow pool (to)
 -- ARGV[1]     cutoff: members whose effective enqueue time (enq score) is
 --             at or before it move, unix ms
 -- ARGV[2]     at most this many move (> 0)
@@ -23,14 +23,11 @@ for _, m in ipairs(members) do
   -- An enq member without a pool member is a stray the reconciler removes;
   -- it is not a waiting player and does not move.
   if skill then
-    -- pool and enq name the ticket by its member, due and hb by its id.
-    local id = m:match('^[^|]*')
-    local names = {m, m, id, id}
-    for j = 1, 4 do
-      local score = j == 1 and skill or redis.call('ZSCORE', KEYS[j], names[j])
-      redis.call('ZREM', KEYS[j], names[j])
+    for j = 1, 3 do
+      local score = j == 1 and skill or redis.call('ZSCORE', KEYS[j], m)
+      redis.call('ZREM', KEYS[j], m)
       if score then
-        redis.call('ZADD', KEYS[4 + j], score, names[j])
+        redis.call('ZADD', KEYS[3 + j], score, m)
       end
     end
     moved[#moved + 1] = m

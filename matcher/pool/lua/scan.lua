@@ -1,24 +1,26 @@
 -- scan.lua: read pool entries, for several scans of one partition in one
--- call. Read-only.
+-- call. It writes only to drop what a claim left in watch.
 --
--- The pool and enq sets' members carry the entries' fields (see member in
--- pool.go), so a scan of them is its range reads and nothing more: no hash
--- read per entry, no copy of the entries in Lua. The due and hb sets name
--- a ticket by its bare id (a shorter member, less memory): a scan of them,
--- which reads a few at a time, reads each one's member from its hash.
--- Those hashes are only known once the set has been read, so KEYS[5] is
--- their common prefix; every key read carries the partition's hash tag.
+-- The sets' members carry the entries' fields (see member in pool.go), so a
+-- scan is its range reads and nothing more: no hash read per entry, no copy
+-- of the entries in Lua; a watch scan, which reads a few entries a pass,
+-- reads each one's heartbeat from its hash. Those hashes are only known
+-- once the set has been read, so KEYS[4] is their common prefix; every key
+-- read carries the partition's hash tag.
 --
 -- KEYS[1]  pool ZSET
 -- KEYS[2]  enq ZSET
--- KEYS[3]  due ZSET
--- KEYS[4]  hb ZSET
--- KEYS[5]  ticket HASH key prefix ("<prefix>:{<partition>}:t:")
+-- KEYS[3]  watch ZSET
+-- KEYS[4]  ticket HASH key prefix ("<prefix>:{<partition>}:t:")
 -- ARGV     the scans, four arguments each: mode, n (> 0), and two mode
 --          parameters ("" when unused). Modes:
 --            "oldest"   first n members of enq by rank (wait order)
---            "due"      members of due with score <= p1 (now ms), soonest
---                       first, at most n
+--            "watch"    members of watch with score <= p1 (now ms), soonest
+--                       first, at most n, with their heartbeats: those
+--                       past their deadline or silent for their queue's
+--                       heartbeat timeout. A member no longer in pool (a
+--                       claim leaves it in watch) is dropped from watch
+--                       instead: the scan reads at most n + watchDrops
 --            "window"   members of pool with p1 <= skill <= p2, ascending
 --                       skill, at most n
 --            "nearest"  the n members of pool on each side of skill p1,
@@ -28,8 +30,6 @@
 --                       on its place, so that anchors of one skill get the
 --                       players next to each of them instead of the same
 --                       few
---            "stale"    members of hb with score <= p1 (cutoff ms: no sign of
---                       life since then), oldest first, at most n
 --            "anchors"  as "oldest" and, when it read n members, for each of
 --                       them what "nearest" reads with p1 = its skill and
 --                       p2 = its member, at most p1 (> 0) of them: a
@@ -39,11 +39,12 @@
 --                       the whole pool and reads no candidates.
 --
 -- Returns one reply per scan, each an array of members, except for
--- "stale": member, heartbeat pairs; and for "anchors": an array of the
--- anchors' members and then one array of members per anchor, its
--- candidates (none when it read fewer than n, or when the anchor is no
--- longer in pool). A due or stale ticket whose hash is gone is returned as
--- its bare id, for the caller to restore.
+-- "watch": member, heartbeat pairs (heartbeat "0" when none was sent); and
+-- for "anchors": an array of the anchors' members and then one array of
+-- members per anchor, its candidates (none when it read fewer than n, or
+-- when the anchor is no longer in pool). A watched ticket whose hash is
+-- gone, or names another member, is returned as its bare id, for the
+-- caller to restore.
 
 -- A member's skill is its second field: "<id>|<skill>|...".
 local function skillOf(m)
@@ -75,27 +76,48 @@ local function nearest(n, s, own)
   return around(n, redis.call('ZCOUNT', KEYS[1], '-inf', s))
 end
 
--- members turns ids read from due or hb (with their scores when withScores)
--- into members.
-local function members(rs, withScores)
-  local step = withScores and 2 or 1
-  for i = 1, #rs, step do
-    rs[i] = redis.call('HGET', KEYS[5] .. rs[i], 'm') or rs[i]
+-- A claim leaves its members in watch, which come to the head within a
+-- heartbeat timeout: a watch scan drops at most this many a call beyond
+-- the n it returns, so that a burst of them costs a few passes a bounded
+-- time each.
+local watchDrops = 1000
+
+-- watched reads the first n members of watch due by now that are still in
+-- pool, each with its heartbeat, and drops those that are not.
+local function watched(n, now)
+  local out, gone = {}, {}
+  local rs = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, n + watchDrops)
+  for _, m in ipairs(rs) do
+    if #out == 2 * n then
+      break
+    end
+    if redis.call('ZSCORE', KEYS[1], m) then
+      local id = m:match('^[^|]*')
+      local f = redis.call('HMGET', KEYS[4] .. id, 'm', 'hb')
+      if f[1] == m then
+        out[#out + 1], out[#out + 2] = m, f[2] or '0'
+      else
+        out[#out + 1], out[#out + 2] = id, '0'
+      end
+    else
+      gone[#gone + 1] = m
+    end
   end
-  return rs
+  for lo = 1, #gone, 1000 do
+    redis.call('ZREM', KEYS[3], unpack(gone, lo, math.min(lo + 999, #gone)))
+  end
+  return out
 end
 
 local function rows(mode, n, p1, p2)
   if mode == 'oldest' then
     return redis.call('ZRANGE', KEYS[2], 0, n - 1)
-  elseif mode == 'due' then
-    return members(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', p1, 'LIMIT', 0, n), false)
+  elseif mode == 'watch' then
+    return watched(n, p1)
   elseif mode == 'window' then
     return redis.call('ZRANGEBYSCORE', KEYS[1], p1, p2, 'LIMIT', 0, n)
   elseif mode == 'nearest' then
     return nearest(n, p1, p2)
-  elseif mode == 'stale' then
-    return members(redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', p1, 'WITHSCORES', 'LIMIT', 0, n), true)
   end
   return nil
 end
