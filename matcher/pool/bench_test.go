@@ -303,3 +303,42 @@ func BenchmarkAnchors_100k_n160(b *testing.B) {
 		return es, nil
 	})
 }
+
+// BenchmarkWatchDrops_100k_n512 is what a claim of 512 tickets (a tick's
+// worth at K = 2) costs later, in a watch set of 100k: the scan that meets
+// their members at the head of watch drops them. Each op leaves 512 claimed
+// members at the head (untimed), then times the one scan that drops them.
+func BenchmarkWatchDrops_100k_n512(b *testing.B) {
+	p := benchPool(b)
+	ctx := context.Background()
+	const part, n = "bench:drops", 512
+	// The live tickets are watched from t0+30s on; the claimed ones, which
+	// joined an hour earlier, before them.
+	if err := preload(p, part, 0, bigSize, hbTimeout, simple); err != nil {
+		b.Fatal(err)
+	}
+	next := bigSize
+	for b.Loop() {
+		b.StopTimer()
+		group := make([]Entry, n)
+		for j := range group {
+			group[j] = entry("t"+strconv.Itoa(next), float64(next%3000), -time.Hour, time.Hour)
+			next++
+		}
+		if err := preload(p, part, 0, n, hbTimeout, func(j int) Entry { return group[j] }); err != nil {
+			b.Fatal(err)
+		}
+		if res, err := p.Claim(ctx, part, 0, "m"+strconv.Itoa(next), group); err != nil || !res.OK {
+			b.Fatalf("claim %+v %v", res, err)
+		}
+		b.StartTimer()
+		got, err := p.Watched(ctx, part, t0, n)
+		if err != nil || len(got) != 0 {
+			b.Fatalf("watched %d, %v; want none", len(got), err)
+		}
+	}
+	b.StopTimer()
+	if c := p.rdb.ZCard(ctx, p.Key(part, "watch")).Val(); c != bigSize {
+		b.Fatalf("watch holds %d, want %d", c, bigSize)
+	}
+}
