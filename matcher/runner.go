@@ -554,6 +554,14 @@ func reconcile(ctx context.Context, l Ledger, p *pool.Pool, q *QueueConfig, part
 	// commit, or a partly lost Redis, must not keep it out until the hash
 	// expires. Should a live claim be about to commit, the record's
 	// compare-and-set still lets only one match have the ticket.
+	// A WAITING ticket in the pool but not in watch goes back by the pool's
+	// own member, which Requeue rewrites in place (it adds nothing).
+	for _, e := range unwatched {
+		if live[e.TicketID] {
+			back = append(back, e)
+			res.Watched++
+		}
+	}
 	for len(back) > 0 {
 		n := min(len(back), 500)
 		added, err := p.Requeue(ctx, key, back[:n], entryTTL(now, now.Add(time.Hour)), now, heartbeatTimeout(q))
@@ -562,23 +570,6 @@ func reconcile(ctx context.Context, l Ledger, p *pool.Pool, q *QueueConfig, part
 		}
 		res.Added += added
 		back = back[n:]
-	}
-	var rewatch []pool.Entry
-	for _, e := range unwatched {
-		if live[e.TicketID] {
-			rewatch = append(rewatch, e)
-		}
-	}
-	for len(rewatch) > 0 {
-		// The pool's own member, so that Requeue rewrites it in place; one
-		// whose hash is gone gets a full timeout from now, as above.
-		n := min(len(rewatch), 500)
-		if _, err := p.Requeue(ctx, key, rewatch[:n], entryTTL(now, now.Add(time.Hour)), now, heartbeatTimeout(q)); err != nil {
-			errs = append(errs, err)
-		} else {
-			res.Watched += n
-		}
-		rewatch = rewatch[n:]
 	}
 	for _, e := range members {
 		if live[e.TicketID] {
