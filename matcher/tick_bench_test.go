@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/matchgate/matchgate/internal/redistest"
 	"github.com/matchgate/matchgate/matcher"
 	"github.com/matchgate/matchgate/matcher/ledger"
@@ -20,7 +22,8 @@ import (
 // BenchmarkTick measures one matching pass (Engine.Tick) over a partition
 // of 1k, 100k and 1M waiting players for K = 2, 4 and 10, on real Redis and
 // the memory ledger (the ledger's commit is measured by the ledger's own
-// benchmarks). Skills are uniform in [0, 3000) and every window is ±50, so
+// benchmarks). redis-ms/op is the time a tick waits for Redis (its round
+// trips, replies read); the rest of ns/op is the engine's own. Skills are uniform in [0, 3000) and every window is ±50, so
 // each of the 10 anchors fills a match: a pass reads the ghosts, the due
 // tickets and the anchors, reads the ScanLimit players closest to each
 // anchor (8, 16 and 40 for K = 2, 4, 10 by default), and claims and commits
@@ -35,6 +38,8 @@ import (
 //	MATCHGATE_BENCH_1M=1 go test -run '^$' -bench 'Tick/1M' -benchtime 100x -timeout 30m ./matcher/
 func BenchmarkTick(b *testing.B) {
 	rdb := redistest.Real(b)
+	calls := &callTimer{}
+	rdb.AddHook(calls)
 	prefix := redistest.Prefix(b)
 	for _, size := range []struct {
 		name string
@@ -48,6 +53,7 @@ func BenchmarkTick(b *testing.B) {
 				}
 				if part == nil {
 					part = newTickPartition(b, pool.New(rdb, prefix+"-"+size.name), size.n)
+					part.calls = calls
 				}
 				part.bench(b, k)
 			})
@@ -63,6 +69,44 @@ type tickPartition struct {
 	now   time.Time
 	users atomic.Int64
 	rng   *rand.Rand
+	calls *callTimer
+}
+
+// callTimer sums the round trips to Redis made while on is set, so that a
+// tick's time splits into the time waiting for Redis and the engine's own.
+type callTimer struct {
+	on    atomic.Bool
+	n, ns atomic.Int64
+}
+
+func (c *callTimer) reset() { c.n.Store(0); c.ns.Store(0) }
+
+func (c *callTimer) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c *callTimer) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if !c.on.Load() {
+			return next(ctx, cmd)
+		}
+		start := time.Now()
+		err := next(ctx, cmd)
+		c.n.Add(1)
+		c.ns.Add(int64(time.Since(start)))
+		return err
+	}
+}
+
+func (c *callTimer) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if !c.on.Load() {
+			return next(ctx, cmds)
+		}
+		start := time.Now()
+		err := next(ctx, cmds)
+		c.n.Add(1)
+		c.ns.Add(int64(time.Since(start)))
+		return err
+	}
 }
 
 const tickSkillRange = 3000.0
@@ -163,9 +207,12 @@ func (t *tickPartition) bench(b *testing.B, k int) {
 	}
 	want := t.size(b)
 	matches := 0
+	t.calls.reset()
 	b.ResetTimer()
 	for b.Loop() {
+		t.calls.on.Store(true)
 		res, err := e.Tick(context.Background())
+		t.calls.on.Store(false)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -176,6 +223,8 @@ func (t *tickPartition) bench(b *testing.B, k int) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(matches)/float64(b.N), "matches/op")
+	b.ReportMetric(float64(t.calls.n.Load())/float64(b.N), "redis-calls/op")
+	b.ReportMetric(float64(t.calls.ns.Load())/1e6/float64(b.N), "redis-ms/op")
 	if got := t.size(b); got != want {
 		b.Fatalf("partition drifted from %d to %d players", want, got)
 	}
