@@ -446,6 +446,11 @@ func (p *pass) skill(ctx context.Context) error {
 		next := 0
 		if dense := len(anchors) >= want && tried > 0 && 2*full >= tried; dense {
 			next = min(2*want, (passSeats-p.seats()-len(own)*q.Players)/q.Players)
+			if next < q.AnchorDepth {
+				// A round of a few anchors costs a round trip like any
+				// other: the seats left are the next pass's.
+				next = 0
+			}
 			depth = max(depth, firstRound(q, want))
 		} else {
 			depth = q.AnchorDepth
@@ -459,11 +464,14 @@ func (p *pass) skill(ctx context.Context) error {
 }
 
 // passSeats bounds the players one pass that reads on through a dense head
-// seats (256 pairs, 51 matches of 10): the first of them waits for the
-// pass's commit, and the work of a pass grows with its seats. Under a
-// backlog the pass rate, not the machine, bounded the matching at 128
-// (≈ 4,600 players a second, offered 5,000 joins/s on two cores).
-const passSeats = 512
+// seats (128 pairs, 25 matches of 10): the first of them waits for the
+// pass's commit, and a pass's time grows with its seats, about 0.1 ms a
+// seat over a million waiting. At 128 the pass rate bounded the matching
+// under a backlog (≈ 4,600 players a second, offered 5,000 joins/s on two
+// cores, before a pass read on in the claims' round trip); at 512 a pass
+// over a million waiting took 40–57 ms, twice as long as at 256, for a
+// saturated throughput no higher beyond the noise (docs/BENCHMARKS.md).
+const passSeats = 256
 
 // firstRound is how many anchors the next pass tries first after a pass
 // whose largest round, of want anchors, was dense to the end. Under a

@@ -372,10 +372,12 @@ func TestGhostEviction(t *testing.T) {
 
 // Players of one skill (a default rating, say) are not all each anchor's
 // nearest: a pass reads the ones next to each anchor, so a crowd is matched
-// as fast as players of spread skills, up to a pass's seat bound. Reading
-// the same few for every anchor, a pass formed 4 matches out of any crowd;
-// reading each anchor's neighbours but stopping at the first round where an
-// anchor found its neighbours taken, 23 to 193 out of this one.
+// as fast as players of spread skills, up to a pass's seat bound (128
+// pairs; a round of fewer than AnchorDepth anchors is left to the next
+// pass). Reading the same few for every anchor, a pass formed 4 matches out
+// of any crowd; reading each anchor's neighbours but stopping at the first
+// round where an anchor found its neighbours taken, 23 to 193 out of this
+// one (of 256 then possible).
 func TestCrowdOfOneSkillMatchedInOnePass(t *testing.T) {
 	h := newHarness(t, duelQueue())
 	const crowd = 600
@@ -385,7 +387,7 @@ func TestCrowdOfOneSkillMatchedInOnePass(t *testing.T) {
 	}
 	res := h.tick()
 	t.Logf("one pass over %d players of one skill: %d matches", crowd, res.Matches)
-	if res.Matches < 200 {
-		t.Fatalf("one pass over %d players of one skill formed %d matches, want 200 or more", crowd, res.Matches)
+	if res.Matches < 115 {
+		t.Fatalf("one pass over %d players of one skill formed %d matches, want 115 or more", crowd, res.Matches)
 	}
 }

@@ -24,15 +24,15 @@ import (
 func TestDensePassReadsCandidatesWithTheAnchors(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
 		h, trips := countedHarness(t, rdb, prefix)
-		const players = 300
+		const players = 200
 		for i := range players {
 			h.join(fmt.Sprint("u", i), float64(i%50))
 			h.advance(time.Millisecond)
 		}
 		trips.reset()
 		res := h.tick()
-		// Rounds of 10, 20, 40 and 80 anchors seat everyone; the fifth
-		// reads the empty rest.
+		// Rounds of 10, 20 and 40 anchors, then of the 30 left, seat
+		// everyone.
 		if res.Matches != players/2 {
 			t.Fatalf("one pass formed %d matches, want %d", res.Matches, players/2)
 		}
@@ -72,18 +72,26 @@ func TestBacklogPassStartsWhereTheLastLeftOff(t *testing.T) {
 			n, _ := strconv.Atoi(rounds[0])
 			return n
 		}
-		join(1200) // more than two passes of 512 seats
+		join(600) // more than two passes of 256 seats
 		m1, r1 := pass()
 		m2, r2 := pass()
 		m3, r3 := pass()
 		t.Logf("rounds of anchors: %v, %v, %v", r1, r2, r3)
-		if m1 != 256 || m2 != 256 || m3 != 88 {
-			t.Fatalf("passes formed %d, %d, %d matches, want 256, 256, 88", m1, m2, m3)
+		// Each of the first two stops at 256 seats or a few short of
+		// them (a round of fewer than AnchorDepth anchors is left to the
+		// next pass); the third seats the rest.
+		for _, m := range []int{m1, m2} {
+			if m > 128 || m < 110 {
+				t.Fatalf("passes formed %d, %d, %d matches, want 110..128 in each of the first two", m1, m2, m3)
+			}
+		}
+		if m1+m2+m3 != 300 {
+			t.Fatalf("passes formed %d, %d, %d matches, want 300 in all", m1, m2, m3)
 		}
 		// The first pass finds the backlog from AnchorDepth up; the next
-		// starts with its largest round, up to half a pass (128 pairs).
-		if first(r1) != 10 || first(r2) <= 10 || first(r2) > 128 || first(r3) != 128 {
-			t.Fatalf("first rounds of %d, %d, %d anchors, want 10, 11..128, 128", first(r1), first(r2), first(r3))
+		// starts with its largest round, up to half a pass (64 pairs).
+		if first(r1) != 10 || first(r2) <= 10 || first(r2) > 64 || first(r3) != 64 {
+			t.Fatalf("first rounds of %d, %d, %d anchors, want 10, 11..64, 64", first(r1), first(r2), first(r3))
 		}
 		if len(r2) >= len(r1) {
 			t.Errorf("the second pass took %d rounds, the first %d", len(r2), len(r1))
