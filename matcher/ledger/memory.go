@@ -248,6 +248,17 @@ func (l *Memory) seatedIn(m matcher.Match) bool {
 	return true
 }
 
+// allWaiting reports whether every ticket of m is WAITING: the commit's
+// usual case, checked without building the list a shortfall reports.
+func (l *Memory) allWaiting(m matcher.Match) bool {
+	for _, p := range m.Players {
+		if t, ok := l.tickets[p.TicketID]; !ok || t.Status != matcher.StatusWaiting {
+			return false
+		}
+	}
+	return true
+}
+
 // errAlreadyCommitted marks a commit retried after it was made: a success
 // that writes nothing.
 var errAlreadyCommitted = errors.New("already committed")
@@ -255,14 +266,14 @@ var errAlreadyCommitted = errors.New("already committed")
 // checkSeats returns errAlreadyCommitted when m is a retry of a commit that
 // was made, *ShortfallError when not every ticket is WAITING, else nil.
 func (l *Memory) checkSeats(m matcher.Match) error {
+	if l.allWaiting(m) {
+		return nil
+	}
 	var waiting []string
 	for _, p := range m.Players {
 		if t, ok := l.tickets[p.TicketID]; ok && t.Status == matcher.StatusWaiting {
 			waiting = append(waiting, t.ID)
 		}
-	}
-	if len(waiting) == len(m.Players) {
-		return nil
 	}
 	if l.seatedIn(m) {
 		return errAlreadyCommitted

@@ -35,11 +35,39 @@ func stamp(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
 // canonicalID parses a uuid in any form PostgreSQL accepts and returns it in
 // the form PostgreSQL prints (lower case, hyphenated).
 func canonicalID(id string) (string, bool) {
+	// The ids matchgate mints are canonical already: a commit checks a few
+	// per match, and parsing and printing each again was a tenth of the
+	// in-memory record's commit.
+	if isCanonicalID(id) {
+		return id, true
+	}
 	u, err := uuid.Parse(id)
 	if err != nil {
 		return "", false
 	}
 	return u.String(), true
+}
+
+// isCanonicalID reports whether id is a uuid in the form canonicalID
+// returns: 36 characters, lower-case hex with hyphens at 8, 13, 18 and 23.
+func isCanonicalID(id string) bool {
+	if len(id) != 36 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
@@ -105,24 +133,24 @@ func newMatch(m matcher.Match) (matcher.Match, error) {
 		return matcher.Match{}, fmt.Errorf("commit match %s: negative version %d", id, m.Version)
 	}
 	players := make([]matcher.Player, len(m.Players))
-	tickets := make(map[string]bool, len(m.Players))
-	users := make(map[string]bool, len(m.Players))
 	for i, p := range m.Players {
 		tid, ok := canonicalID(p.TicketID)
+		// The seats before this one, by a scan: a match has a few, and two
+		// maps a match were a tenth of the in-memory record's commit.
+		before := players[:i]
 		switch {
 		case !ok:
 			return matcher.Match{}, fmt.Errorf("commit match %s: invalid ticket id %q", id, p.TicketID)
 		case p.UserID == "":
 			return matcher.Match{}, fmt.Errorf("commit match %s: ticket %s has no user", id, tid)
-		case tickets[tid]:
+		case slices.ContainsFunc(before, func(o matcher.Player) bool { return o.TicketID == tid }):
 			return matcher.Match{}, fmt.Errorf("commit match %s: ticket %s seated twice", id, tid)
-		case users[p.UserID]:
+		case slices.ContainsFunc(before, func(o matcher.Player) bool { return o.UserID == p.UserID }):
 			// DESIGN §9.3: a match never contains the same user twice.
 			return matcher.Match{}, fmt.Errorf("commit match %s: user %s seated twice", id, p.UserID)
 		case !finite(p.Skill):
 			return matcher.Match{}, fmt.Errorf("commit match %s: skill %v of ticket %s is not a number", id, p.Skill, tid)
 		}
-		tickets[tid], users[p.UserID] = true, true
 		p.TicketID = tid
 		players[i] = p
 	}
