@@ -31,6 +31,43 @@ type replyFrame struct {
 	Error  *wireError          `json:"error,omitempty"`
 }
 
+// appendJSON appends f as json.Marshal(f) writes it, without reflection,
+// for the replies every command gets; ok is false for an error reply, left
+// to json.Marshal (errors are not the path worth a second encoder).
+func (f replyFrame) appendJSON(b []byte) (_ []byte, ok bool) {
+	if f.Error != nil {
+		return b, false
+	}
+	b = append(b, `{"type":`...)
+	b = matcher.AppendJSONString(b, f.Type)
+	if f.Re != "" {
+		b = append(b, `,"re":`...)
+		b = matcher.AppendJSONString(b, f.Re)
+	}
+	if f.Ticket != nil {
+		b = append(b, `,"ticket":`...)
+		b = f.Ticket.AppendJSON(b)
+	}
+	if f.Match != nil {
+		b = append(b, `,"match":`...)
+		b = f.Match.AppendJSON(b)
+	}
+	return append(b, '}'), true
+}
+
+// sizeHint is a capacity that holds f in one allocation without keeping
+// much spare in the outbox: a pong is some 30 bytes, a joined about 450 and
+// a pair's match.update up to about 650.
+func (f replyFrame) sizeHint() int {
+	switch {
+	case f.Match != nil:
+		return 768
+	case f.Ticket != nil:
+		return 512
+	}
+	return 64 + len(f.Re)
+}
+
 // wireTicket and wireMatch are what a frame holds: the wire shape itself,
 // not a value whose MarshalJSON encoding/json would scan again.
 func wireTicket(t matcher.Ticket) *matcher.WireTicket {
@@ -373,8 +410,14 @@ func (s *session) execute(in inbound) {
 	defer cancel()
 	reply, err := s.dispatch(ctx, in)
 	if err == nil {
-		var b []byte
-		if b, err = json.Marshal(reply); err == nil {
+		b, ok := []byte(nil), false
+		if f, isReply := reply.(replyFrame); isReply {
+			b, ok = f.appendJSON(make([]byte, 0, f.sizeHint()))
+		}
+		if !ok {
+			b, err = json.Marshal(reply)
+		}
+		if err == nil {
 			s.enqueue(outFrame{kind: outLabel(frameKind(reply)), data: b})
 		}
 	}

@@ -75,7 +75,9 @@ func (t Ticket) Wire() WireTicket {
 
 // MarshalJSON renders the wire shape of DESIGN §8 (camelCase, millisecond
 // times, absent = null).
-func (t Ticket) MarshalJSON() ([]byte, error) { return json.Marshal(t.Wire()) }
+func (t Ticket) MarshalJSON() ([]byte, error) {
+	return t.Wire().AppendJSON(make([]byte, 0, ticketJSONCap)), nil
+}
 
 // UnmarshalJSON reads the wire shape back (clients, tests, the load tester).
 func (t *Ticket) UnmarshalJSON(b []byte) error {
@@ -142,7 +144,9 @@ func (m Match) Wire() WireMatch {
 }
 
 // MarshalJSON renders m.Wire().
-func (m Match) MarshalJSON() ([]byte, error) { return json.Marshal(m.Wire()) }
+func (m Match) MarshalJSON() ([]byte, error) {
+	return m.Wire().AppendJSON(make([]byte, 0, matchJSONCap)), nil
+}
 
 // UnmarshalJSON reads the wire shape back.
 func (m *Match) UnmarshalJSON(b []byte) error {
@@ -173,42 +177,50 @@ const (
 	FrameMatchDissolved = "match.dissolved"
 )
 
+// ticketJSONCap and matchJSONCap hold a ticket and a pair's match, frame
+// included, in one allocation (both are size classes of the allocator): with
+// UUIDs for ids a ticket.update is up to about 440 bytes, and a pair's match
+// frame 450 to 660, the most once both have accepted.
+const (
+	ticketJSONCap = 512
+	matchJSONCap  = 768
+)
+
 // TicketEvent is the outbox event announcing a ticket's new state to its owner.
 func TicketEvent(t Ticket) Event {
-	payload, _ := json.Marshal(struct {
-		Type   string     `json:"type"`
-		Ticket WireTicket `json:"ticket"`
-	}{FrameTicketUpdate, t.Wire()}) // cannot fail: plain data
-	return Event{Users: []string{t.UserID}, Payload: payload}
+	b := make([]byte, 0, ticketJSONCap)
+	b = append(b, `{"type":`...)
+	b = AppendJSONString(b, FrameTicketUpdate)
+	b = append(b, `,"ticket":`...)
+	b = t.Wire().AppendJSON(b)
+	return Event{Users: []string{t.UserID}, Payload: append(b, '}')}
+}
+
+// matchFrame opens a match frame: {"type":typ,"match":{…} without its end.
+func matchFrame(typ string, m Match) []byte {
+	b := make([]byte, 0, matchJSONCap)
+	b = append(b, `{"type":`...)
+	b = AppendJSONString(b, typ)
+	b = append(b, `,"match":`...)
+	return m.Wire().AppendJSON(b)
 }
 
 // MatchFoundEvent is the outbox event announcing a formed match to every player.
 func MatchFoundEvent(m Match) Event {
-	payload, _ := json.Marshal(struct {
-		Type  string    `json:"type"`
-		Match WireMatch `json:"match"`
-	}{FrameMatchFound, m.Wire()})
-	return Event{Users: m.UserIDs(), Payload: payload}
+	return Event{Users: m.UserIDs(), Payload: append(matchFrame(FrameMatchFound, m), '}')}
 }
 
 // MatchReadyEvent is the outbox event telling every player that everyone
 // accepted: the match is READY and carries the server to connect to.
 func MatchReadyEvent(m Match) Event {
-	payload, _ := json.Marshal(struct {
-		Type  string    `json:"type"`
-		Match WireMatch `json:"match"`
-	}{FrameMatchReady, m.Wire()})
-	return Event{Users: m.UserIDs(), Payload: payload}
+	return Event{Users: m.UserIDs(), Payload: append(matchFrame(FrameMatchReady, m), '}')}
 }
 
 // MatchDissolvedEvent is the outbox event telling every player that the
 // match will not be played; reason is ReasonDeclined or ReasonAcceptTimeout.
 // Each player's ticket.update (back to WAITING, or CANCELLED) follows.
 func MatchDissolvedEvent(m Match, reason string) Event {
-	payload, _ := json.Marshal(struct {
-		Type   string    `json:"type"`
-		Match  WireMatch `json:"match"`
-		Reason string    `json:"reason"`
-	}{FrameMatchDissolved, m.Wire(), reason})
-	return Event{Users: m.UserIDs(), Payload: payload}
+	b := append(matchFrame(FrameMatchDissolved, m), `,"reason":`...)
+	b = AppendJSONString(b, reason)
+	return Event{Users: m.UserIDs(), Payload: append(b, '}')}
 }

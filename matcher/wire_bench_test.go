@@ -22,3 +22,16 @@ func BenchmarkMatchFoundEvent(b *testing.B) {
 		matcher.MatchFoundEvent(m)
 	}
 }
+
+// BenchmarkTicketEvent is the encode of a ticket.update, once per join,
+// cancel and match of every ticket.
+func BenchmarkTicketEvent(b *testing.B) {
+	at := time.UnixMilli(1755530400000).UTC()
+	t := matcher.Ticket{ID: "0b6a5b0c-2f0e-4d7f-8d4e-3c0f6a9b1c2d", UserID: "user-123", Queue: "ranked", Region: "eu",
+		Status: matcher.StatusMatched, Skill: 1523.4567, Attributes: map[string]string{"mode": "5v5"},
+		EnqueuedAt: at, Deadline: at.Add(5 * time.Minute), MatchID: "1b6a5b0c-2f0e-4d7f-8d4e-3c0f6a9b1c2d",
+		UpdatedAt: at.Add(time.Second), Version: 3}
+	for b.Loop() {
+		matcher.TicketEvent(t)
+	}
+}

@@ -1,0 +1,288 @@
+package matcher
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// wireFragments are the pieces the generated strings are made of: every
+// case encoding/json treats apart, and plain text around them.
+var wireFragments = func() []string {
+	frags := []string{
+		"", "a", "user-123", "0b6a5b0c-2f0e-4d7f-8d4e-3c0f6a9b1c2d", " ", "\x7f",
+		`"`, `\`, `\"`, "<", ">", "&", "</script>", "\u2028", "\u2029", "\u2027", "\u202a",
+		"é", "日本語", "😀", "\ufffd", "\ufeff",
+		"\xff", "\xfe", "\x80", "\xc3", "\xe2\x80", "\xf0\x9f\x98", "\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80",
+	}
+	for c := range byte(0x20) {
+		frags = append(frags, string([]byte{c}))
+	}
+	return frags
+}()
+
+func genString(r *rand.Rand) string {
+	var b []byte
+	for range r.IntN(6) {
+		if r.IntN(4) == 0 {
+			b = append(b, byte(r.IntN(256)))
+		} else {
+			b = append(b, wireFragments[r.IntN(len(wireFragments))]...)
+		}
+	}
+	return string(b)
+}
+
+var wireFloats = []float64{
+	0, math.Copysign(0, -1), 1e-7, -1e-7, 1e-6, 9.99999e-7, 5e-324, -5e-324, 1e-300,
+	1e20, 1e21, -1e21, 9.999999999999999e20, 1.7976931348623157e308, -1.7976931348623157e308,
+	1, -3, 1500, 1523.4567, 0.1, 123456789012345678, 2.5e-10,
+}
+
+func genFloat(r *rand.Rand) float64 {
+	switch r.IntN(4) {
+	case 0:
+		return wireFloats[r.IntN(len(wireFloats))]
+	case 1:
+		return r.NormFloat64()*300 + 1500
+	case 2:
+		return float64(r.IntN(4000) - 1000)
+	}
+	for {
+		if f := math.Float64frombits(r.Uint64()); !math.IsNaN(f) && !math.IsInf(f, 0) {
+			return f
+		}
+	}
+}
+
+func genTime(r *rand.Rand) wireTime {
+	zones := []*time.Location{
+		time.UTC, time.FixedZone("IST", 5*3600+1800), time.FixedZone("PST", -8*3600), time.FixedZone("odd", -(3*3600 + 17)),
+	}
+	var t time.Time
+	switch r.IntN(6) {
+	case 0:
+		t = time.Time{}.In(zones[r.IntN(len(zones))]) // still zero: null
+	case 1:
+		t = time.Date(r.IntN(12100)-100, time.Month(1+r.IntN(12)), 1+r.IntN(28), r.IntN(24), r.IntN(60), r.IntN(60), r.IntN(1e9), time.UTC)
+	default:
+		t = time.Unix(1755530400+r.Int64N(1e8)-5e7, r.Int64N(1e9)) // sub-millisecond parts
+	}
+	return wireTime(t.In(zones[r.IntN(len(zones))]))
+}
+
+func genStringPtr(r *rand.Rand) *string {
+	if r.IntN(3) == 0 {
+		return nil
+	}
+	s := genString(r)
+	return &s
+}
+
+func genTicket(r *rand.Rand) WireTicket {
+	w := WireTicket{
+		ID: genString(r), UserID: genString(r), Queue: genString(r), Region: genString(r),
+		Status: TicketStatus(genString(r)), Skill: genFloat(r), Estimated: r.IntN(2) == 0,
+		EnqueuedAt: genTime(r), Deadline: genTime(r), MatchID: genStringPtr(r), CancelReason: genStringPtr(r),
+		UpdatedAt: genTime(r), Version: r.Int64() - r.Int64(),
+	}
+	switch n := r.IntN(14) - 2; {
+	case n == -1:
+		w.Attributes = map[string]string{} // omitted, as nil is
+	case n >= 0:
+		w.Attributes = map[string]string{}
+		for range n {
+			w.Attributes[genString(r)] = genString(r)
+		}
+	}
+	return w
+}
+
+func genMatch(r *rand.Rand) WireMatch {
+	w := WireMatch{
+		ID: genString(r), Queue: genString(r), Region: genString(r), State: genString(r), FormedBy: genString(r),
+		Bots: r.IntN(20) - 5, Spread: genFloat(r), CreatedAt: genTime(r), Version: r.Int64() - r.Int64(),
+	}
+	if r.IntN(8) == 0 {
+		w.Bots = []int{math.MaxInt, math.MinInt}[r.IntN(2)]
+	}
+	if n := r.IntN(7) - 1; n >= 0 {
+		w.Players = make([]Player, n)
+		for i := range w.Players {
+			w.Players[i] = Player{TicketID: genString(r), UserID: genString(r), Skill: genFloat(r)}
+		}
+	}
+	if n := r.IntN(6) - 1; n >= 0 {
+		w.Accepted = make([]string, n)
+		for i := range w.Accepted {
+			w.Accepted[i] = genString(r)
+		}
+	}
+	if r.IntN(2) == 0 {
+		w.Server = &Server{Address: genString(r), Session: genString(r)}
+	}
+	if r.IntN(2) == 0 {
+		at := genTime(r)
+		w.AcceptBy = &at
+	}
+	return w
+}
+
+func mustMarshal(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatalf("json.Marshal(%#v): %v", v, err)
+	}
+	return b
+}
+
+// The appenders must write what json.Marshal writes, byte for byte, and
+// append to what the buffer already holds.
+func TestWireAppendMatchesJSON(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	prefix := []byte(`{"x":`)
+	for i := range 5000 {
+		wt := genTicket(r)
+		want := mustMarshal(t, wt)
+		if got := wt.AppendJSON(nil); !bytes.Equal(got, want) {
+			t.Fatalf("ticket %d:\n got %s\nwant %s", i, got, want)
+		}
+		if got := wt.AppendJSON(bytes.Clone(prefix)); !bytes.Equal(got, append(bytes.Clone(prefix), want...)) {
+			t.Fatalf("ticket %d appended to %s: got %s", i, prefix, got)
+		}
+
+		wm := genMatch(r)
+		want = mustMarshal(t, wm)
+		if got := wm.AppendJSON(nil); !bytes.Equal(got, want) {
+			t.Fatalf("match %d:\n got %s\nwant %s", i, got, want)
+		}
+		if got := wm.AppendJSON(bytes.Clone(prefix)); !bytes.Equal(got, append(bytes.Clone(prefix), want...)) {
+			t.Fatalf("match %d appended to %s: got %s", i, prefix, got)
+		}
+	}
+}
+
+// Every float of wireFloats, alone, so that none is left to chance.
+func TestAppendJSONFloat(t *testing.T) {
+	for _, f := range wireFloats {
+		if got, want := appendJSONFloat(nil, f), mustMarshal(t, f); !bytes.Equal(got, want) {
+			t.Errorf("appendJSONFloat(%v) = %s, want %s", f, got, want)
+		}
+	}
+}
+
+// The golden frame pins the wire format itself, which comparing with
+// json.Marshal of the wire types would not notice changing.
+func TestWireTicketGolden(t *testing.T) {
+	at := time.Date(2025, 8, 18, 17, 20, 0, 123456789, time.FixedZone("CEST", 2*3600))
+	match := "m1"
+	w := WireTicket{ID: "t1", UserID: "u<1>", Queue: "ranked", Region: "eu", Status: StatusMatched, Skill: 1523.4567,
+		Attributes: map[string]string{"mode": "5v5", "map": "dust"}, EnqueuedAt: wireTime(at), MatchID: &match, Version: 3}
+	want := `{"id":"t1","userId":"u\u003c1\u003e","queue":"ranked","region":"eu","status":"MATCHED","skill":1523.4567,` +
+		`"estimated":false,"attributes":{"map":"dust","mode":"5v5"},"enqueuedAt":"2025-08-18T15:20:00.123Z",` +
+		`"deadline":null,"matchId":"m1","cancelReason":null,"updatedAt":null,"version":3}`
+	if got := w.AppendJSON(nil); string(got) != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}
+
+func genModelTicket(r *rand.Rand) Ticket {
+	t := Ticket{
+		ID: genString(r), UserID: genString(r), Queue: genString(r), Region: genString(r),
+		Status: []TicketStatus{StatusWaiting, StatusMatched, StatusCancelled, StatusExpired}[r.IntN(4)],
+		Skill:  genFloat(r), Estimated: r.IntN(2) == 0, EnqueuedAt: time.Time(genTime(r)),
+		Deadline: time.Time(genTime(r)), UpdatedAt: time.Time(genTime(r)), Version: r.Int64N(100),
+		Attributes: genTicket(r).Attributes,
+	}
+	if r.IntN(2) == 0 {
+		t.MatchID = genString(r)
+	}
+	if r.IntN(2) == 0 {
+		t.CancelReason = genString(r)
+	}
+	return t
+}
+
+func genModelMatch(r *rand.Rand) Match {
+	w := genMatch(r)
+	m := Match{
+		ID: w.ID, Queue: w.Queue, Region: w.Region, FormedBy: w.FormedBy, Players: w.Players, Bots: w.Bots,
+		Spread: w.Spread, Server: w.Server, Accepted: w.Accepted, CreatedAt: time.Time(w.CreatedAt), Version: w.Version,
+		State: []string{MatchPendingAccept, MatchReady, MatchDissolved, w.State}[r.IntN(4)],
+	}
+	if w.AcceptBy != nil {
+		at := time.Time(*w.AcceptBy)
+		m.AcceptBy = &at
+	}
+	return m
+}
+
+// The events and the MarshalJSON methods must write what they wrote when
+// encoding/json built them from the wire types.
+func TestWireEventsMatchJSON(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for i := range 2000 {
+		tk := genModelTicket(r)
+		ev := TicketEvent(tk)
+		want := mustMarshal(t, struct {
+			Type   string     `json:"type"`
+			Ticket WireTicket `json:"ticket"`
+		}{FrameTicketUpdate, tk.Wire()})
+		if !bytes.Equal(ev.Payload, want) {
+			t.Fatalf("ticket event %d:\n got %s\nwant %s", i, ev.Payload, want)
+		}
+		if len(ev.Users) != 1 || ev.Users[0] != tk.UserID {
+			t.Fatalf("ticket event %d: users %q, want [%q]", i, ev.Users, tk.UserID)
+		}
+		if got, want := mustMarshal(t, tk), mustMarshal(t, tk.Wire()); !bytes.Equal(got, want) {
+			t.Fatalf("Ticket.MarshalJSON %d:\n got %s\nwant %s", i, got, want)
+		}
+
+		m := genModelMatch(r)
+		for _, c := range []struct {
+			typ string
+			got Event
+		}{{FrameMatchFound, MatchFoundEvent(m)}, {FrameMatchReady, MatchReadyEvent(m)}} {
+			want := mustMarshal(t, struct {
+				Type  string    `json:"type"`
+				Match WireMatch `json:"match"`
+			}{c.typ, m.Wire()})
+			if !bytes.Equal(c.got.Payload, want) {
+				t.Fatalf("%s event %d:\n got %s\nwant %s", c.typ, i, c.got.Payload, want)
+			}
+		}
+		reason := []string{ReasonDeclined, ReasonAcceptTimeout, genString(r)}[r.IntN(3)]
+		dissolved := MatchDissolvedEvent(m, reason)
+		want = mustMarshal(t, struct {
+			Type   string    `json:"type"`
+			Match  WireMatch `json:"match"`
+			Reason string    `json:"reason"`
+		}{FrameMatchDissolved, m.Wire(), reason})
+		if !bytes.Equal(dissolved.Payload, want) {
+			t.Fatalf("dissolved event %d:\n got %s\nwant %s", i, dissolved.Payload, want)
+		}
+		if got, want := mustMarshal(t, m), mustMarshal(t, m.Wire()); !bytes.Equal(got, want) {
+			t.Fatalf("Match.MarshalJSON %d:\n got %s\nwant %s", i, got, want)
+		}
+	}
+}
+
+func FuzzWireStringAppend(f *testing.F) {
+	for _, s := range wireFragments {
+		f.Add(s)
+	}
+	f.Add("a\"b\\c\nd<e>f&g\u2028h\xffi\xe2\x80")
+	f.Fuzz(func(t *testing.T, s string) {
+		want, err := json.Marshal(s)
+		if err != nil {
+			t.Fatalf("json.Marshal(%q): %v", s, err)
+		}
+		if got := AppendJSONString([]byte("x"), s); !bytes.Equal(got[1:], want) || got[0] != 'x' {
+			t.Fatalf("AppendJSONString(%q) = %s, want %s", s, got[1:], want)
+		}
+	})
+}
