@@ -466,11 +466,12 @@ func (p *pass) skill(ctx context.Context) error {
 // passSeats bounds the players one pass that reads on through a dense head
 // seats (128 pairs, 25 matches of 10): the first of them waits for the
 // pass's commit, and a pass's time grows with its seats, about 0.1 ms a
-// seat over a million waiting. At 128 the pass rate bounded the matching
-// under a backlog (≈ 4,600 players a second, offered 5,000 joins/s on two
-// cores, before a pass read on in the claims' round trip); at 512 a pass
-// over a million waiting took 40–57 ms, twice as long as at 256, for a
-// saturated throughput no higher beyond the noise (docs/BENCHMARKS.md).
+// seat over a million waiting. At 128 the pass rate once bounded the
+// matching under a backlog (≈ 4,600 players a second offered 5,000 joins/s
+// on two cores; passes have lost round trips since); at 512 a pass over a
+// million waiting took 37–57 ms, twice as long as at 256, for a saturated
+// throughput no higher beyond the noise (docs/BENCHMARKS.md, eleventh
+// pass).
 const passSeats = 256
 
 // firstRound is how many anchors the next pass tries first after a pass
