@@ -85,28 +85,26 @@ func (c *callTimer) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (c *callTimer) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if !c.on.Load() {
-			return next(ctx, cmd)
-		}
-		start := time.Now()
-		err := next(ctx, cmd)
-		c.n.Add(1)
-		c.ns.Add(int64(time.Since(start)))
-		return err
+		return c.timed(func() error { return next(ctx, cmd) })
 	}
 }
 
 func (c *callTimer) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		if !c.on.Load() {
-			return next(ctx, cmds)
-		}
-		start := time.Now()
-		err := next(ctx, cmds)
-		c.n.Add(1)
-		c.ns.Add(int64(time.Since(start)))
-		return err
+		return c.timed(func() error { return next(ctx, cmds) })
 	}
+}
+
+// timed makes one round trip, counted while on is set.
+func (c *callTimer) timed(call func() error) error {
+	if !c.on.Load() {
+		return call()
+	}
+	start := time.Now()
+	err := call()
+	c.n.Add(1)
+	c.ns.Add(int64(time.Since(start)))
+	return err
 }
 
 const tickSkillRange = 3000.0
