@@ -549,11 +549,6 @@ func reconcile(ctx context.Context, l Ledger, p *pool.Pool, q *QueueConfig, part
 			res.Added++
 		}
 	}
-	// An unsharded ticket missing from its pool is put back even when its
-	// hash says claimed or waiting: a claim whose owner died before the
-	// commit, or a partly lost Redis, must not keep it out until the hash
-	// expires. Should a live claim be about to commit, the record's
-	// compare-and-set still lets only one match have the ticket.
 	// A WAITING ticket in the pool but not in watch goes back by the pool's
 	// own member, which Requeue rewrites in place (it adds nothing).
 	for _, e := range unwatched {
@@ -562,6 +557,11 @@ func reconcile(ctx context.Context, l Ledger, p *pool.Pool, q *QueueConfig, part
 			res.Watched++
 		}
 	}
+	// An unsharded ticket missing from its pool is put back even when its
+	// hash says claimed or waiting: a claim whose owner died before the
+	// commit, or a partly lost Redis, must not keep it out until the hash
+	// expires. Should a live claim be about to commit, the record's
+	// compare-and-set still lets only one match have the ticket.
 	for len(back) > 0 {
 		n := min(len(back), 500)
 		added, err := p.Requeue(ctx, key, back[:n], entryTTL(now, now.Add(time.Hour)), now, heartbeatTimeout(q))
