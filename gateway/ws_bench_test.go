@@ -10,6 +10,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/matchgate/matchgate/matcher"
+	"github.com/matchgate/matchgate/ratelimit"
 )
 
 // The edge's hot paths: decoding a client frame, encoding a reply, and one
@@ -77,7 +78,10 @@ func BenchmarkFrameType(b *testing.B) {
 func benchSocket(b *testing.B) (*websocket.Conn, *fakeSubscriber, string) {
 	b.Helper()
 	sub := newFakeSubscriber()
-	srv, err := New(Config{Matchmaker: &fakeMatchmaker{}, Subscriber: sub, Secret: testSecret, Node: "bench"})
+	// The per-socket message limit (10 a second) would drop every frame
+	// past the twentieth and leave a round-trip benchmark waiting forever.
+	srv, err := New(Config{Matchmaker: &fakeMatchmaker{}, Subscriber: sub, Secret: testSecret, Node: "bench",
+		MessageRate: ratelimit.Limit{N: -1}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -157,8 +161,12 @@ func BenchmarkSocketPingPong(b *testing.B) {
 		if err := c.Write(ctx, websocket.MessageText, ping); err != nil {
 			b.Fatal(err)
 		}
-		if _, _, err := c.Read(ctx); err != nil {
+		_, reply, err := c.Read(ctx)
+		if err != nil {
 			b.Fatal(err)
+		}
+		if frameType(reply) != "pong" {
+			b.Fatalf("reply %s", reply)
 		}
 	}
 }
