@@ -516,15 +516,6 @@ func reconcile(ctx context.Context, l Ledger, p *pool.Pool, q *QueueConfig, part
 	live := make(map[string]bool, len(waiting))
 	var errs []error
 	var back []pool.Entry
-	// A member missing from watch would never be looked at by its deadline
-	// or its heartbeat; the sets before watch go.
-	unwatched, err := p.Unwatched(ctx, key, members)
-	if err != nil {
-		errs = append(errs, err)
-	}
-	if err := p.DropLegacy(ctx, key); err != nil {
-		errs = append(errs, err)
-	}
 	for _, t := range waiting {
 		live[t.ID] = true
 		if inPool[t.ID] || (q != nil && q.PoolOf(t.UserID, t.Region) != part) {
@@ -549,14 +540,6 @@ func reconcile(ctx context.Context, l Ledger, p *pool.Pool, q *QueueConfig, part
 			res.Added++
 		}
 	}
-	// A WAITING ticket in the pool but not in watch goes back by the pool's
-	// own member, which Requeue rewrites in place (it adds nothing).
-	for _, e := range unwatched {
-		if live[e.TicketID] {
-			back = append(back, e)
-			res.Watched++
-		}
-	}
 	// An unsharded ticket missing from its pool is put back even when its
 	// hash says claimed or waiting: a claim whose owner died before the
 	// commit, or a partly lost Redis, must not keep it out until the hash
@@ -571,8 +554,10 @@ func reconcile(ctx context.Context, l Ledger, p *pool.Pool, q *QueueConfig, part
 		res.Added += added
 		back = back[n:]
 	}
+	var kept []pool.Entry
 	for _, e := range members {
 		if live[e.TicketID] {
+			kept = append(kept, e)
 			continue
 		}
 		// By the entry's member: the stray's hash may be gone.
@@ -581,6 +566,17 @@ func reconcile(ctx context.Context, l Ledger, p *pool.Pool, q *QueueConfig, part
 			continue
 		}
 		res.Removed++
+	}
+	// A WAITING ticket in the pool but missing from watch would never be
+	// looked at by its deadline or its heartbeat (a layout before watch
+	// kept them in two other sets, which go).
+	n, err := p.Rewatch(ctx, key, kept, heartbeatTimeout(q))
+	res.Watched = n
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if err := p.DropLegacy(ctx, key); err != nil {
+		errs = append(errs, err)
 	}
 	if part.Shard == "" || part.Shard == OverflowShard {
 		n, err := reconcilePending(ctx, l, p, part)

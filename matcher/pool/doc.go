@@ -45,11 +45,14 @@
 // and a claim leaves it alone: a removal from the middle of a sorted set of
 // a million costs microseconds of cache misses, and a claim's removals were
 // most of a tick. A claimed member reaches the head of watch within a
-// heartbeat timeout, where the scan that reads it finds it out of the pool
-// and drops it, for far less.
+// heartbeat timeout (by its deadline in a queue without one), where the
+// scan that reads it finds it out of the pool and drops it, for far less.
 //
-// Every change goes through one Lua script (lua/*.lua), so the sets and the
-// hash never disagree. A ticket is in the pool exactly when it is a member
+// Every change goes through one Lua script (lua/*.lua), so that the pool
+// and enq sets hold the same members, every one of them is in watch too,
+// and the hash agrees (watch may also hold members a claim left, above).
+// The reconciler's Rewatch repairs a pool whose members are missing from
+// watch. A ticket is in the pool exactly when it is a member
 // of the pool ZSET; Claim and Remove both test that membership inside their
 // script, which is what makes exactly one of a racing claim and cancel win.
 // A claimed ticket keeps its hash, marked with the match id, for the claim TTL

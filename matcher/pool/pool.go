@@ -41,6 +41,8 @@ var (
 	offerSrc string
 	//go:embed lua/offers.lua
 	offersSrc string
+	//go:embed lua/rewatch.lua
+	rewatchSrc string
 )
 
 var (
@@ -56,6 +58,7 @@ var (
 	promoteScript   = redis.NewScript(promoteSrc)
 	offerScript     = redis.NewScript(offerSrc)
 	offersScript    = redis.NewScript(offersSrc)
+	rewatchScript   = redis.NewScript(rewatchSrc)
 
 	allScripts = []struct {
 		name string
@@ -73,6 +76,7 @@ var (
 		{"promote", promoteScript},
 		{"offer", offerScript},
 		{"offers", offersScript},
+		{"rewatch", rewatchScript},
 	}
 )
 
@@ -572,16 +576,16 @@ func (p *Pool) Members(ctx context.Context, partition string) ([]Entry, error) {
 	}
 }
 
-// Unwatched returns those of es, entries read from the partition's pool,
-// that are still in it but not in its watch set: a pass would never look at
-// them by their deadline or their heartbeat. Entries without their fields
-// are skipped. The reconciler puts them back with Requeue, which rewrites
-// the watch score; one claimed since es was read is no longer in the pool,
-// and is not returned.
-func (p *Pool) Unwatched(ctx context.Context, partition string, es []Entry) (out []Entry, err error) {
-	defer wrap(&err, "unwatched of %s", partition)
+// Rewatch puts those of es, entries read from the partition's pool, that
+// are still in it but missing from its watch set back into watch, each at
+// its place for timeout, the queue's heartbeat timeout (0 for none), and
+// returns how many it put back. Entries read without their fields are
+// skipped. A member is checked and added in one script, so that one
+// claimed since es was read stays out.
+func (p *Pool) Rewatch(ctx context.Context, partition string, es []Entry, timeout time.Duration) (n int, err error) {
+	defer wrap(&err, "rewatch %s", partition)
 	if err := checkPartition(partition); err != nil {
-		return nil, err
+		return 0, err
 	}
 	var full []Entry
 	for _, e := range es {
@@ -589,41 +593,25 @@ func (p *Pool) Unwatched(ctx context.Context, partition string, es []Entry) (out
 			full = append(full, e)
 		}
 	}
-	const page = 1000
-	pages := (len(full) + page - 1) / page
-	// Pages of pool, then the same pages of watch.
-	cmds := p.pipelined(ctx, 2*pages, func(pipe redis.Pipeliner, i int) *redis.Cmd {
-		set, j := "pool", i
-		if i >= pages {
-			set, j = "watch", i-pages
-		}
-		part := full[j*page : min((j+1)*page, len(full))]
-		args := make([]any, 0, 2+len(part))
-		args = append(args, "ZMSCORE", p.Key(partition, set))
+	// Redis's Lua takes a few thousand arguments to one call at most.
+	const page = 500
+	keys := []string{p.Key(partition, "pool"), p.Key(partition, "watch")}
+	cmds := p.pipelined(ctx, (len(full)+page-1)/page, func(pipe redis.Pipeliner, i int) *redis.Cmd {
+		part := full[i*page : min((i+1)*page, len(full))]
+		args := make([]any, 0, 2*len(part))
 		for _, e := range part {
-			args = append(args, member(e))
+			args = append(args, msTime(watchAt(e, timeout)), member(e))
 		}
-		return pipe.Do(ctx, args...)
+		return rewatchScript.EvalSha(ctx, pipe, keys, args...)
 	})
-	for j := range pages {
-		inPool, err := cmds[j].Slice()
+	for _, c := range cmds {
+		added, err := c.Int()
 		if err != nil {
-			return nil, err
+			return n, err
 		}
-		inWatch, err := cmds[pages+j].Slice()
-		if err != nil {
-			return nil, err
-		}
-		if len(inPool) != len(inWatch) {
-			return nil, fmt.Errorf("%d pool scores and %d watch scores", len(inPool), len(inWatch))
-		}
-		for k := range inPool {
-			if inPool[k] != nil && inWatch[k] == nil {
-				out = append(out, full[j*page+k])
-			}
-		}
+		n += added
 	}
-	return out, nil
+	return n, nil
 }
 
 // DropLegacy deletes, without blocking Redis, the sets a layout before the

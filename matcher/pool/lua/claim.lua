@@ -14,7 +14,7 @@
 -- The watch set keeps a claimed ticket's member: a removal from a sorted
 -- set of a million costs a few microseconds of cache misses, and most of a
 -- claim's time went on them. The member comes to the head of watch within
--- a heartbeat timeout, where the scan that reads it (scan.lua, "watch")
+-- a heartbeat timeout (by its deadline without one), where the scan that reads it (scan.lua, "watch")
 -- finds it out of the pool and drops it, at the cost of a removal from the
 -- head. A ticket requeued meanwhile gets its score back by ZADD.
 --

@@ -5,8 +5,9 @@
 -- check instead of a blind HSET (which would also create a hash without TTL).
 -- A sharded queue's ticket is in its sub-pool or in the overflow pool: the
 -- caller names the pool and watch ZSETs of each, and only the watch of the
--- pool holding the ticket is updated (another may keep the member a claim
--- left there, which must reach the head and be dropped).
+-- pool holding the ticket is written (another may keep the member a claim
+-- left there, which must reach the head and be dropped). A member missing
+-- from that watch (a layout before it, or a partial loss) is added back.
 --
 -- The watch score is rewritten even when the heartbeat is not later than
 -- the last one: the queue's timeout may have changed since it was written,
@@ -41,7 +42,7 @@ if dl then
   end
   for i = 2, #KEYS, 2 do
     if redis.call('ZSCORE', KEYS[i], m) then
-      redis.call('ZADD', KEYS[i + 1], 'XX', watch, m)
+      redis.call('ZADD', KEYS[i + 1], watch, m)
     end
   end
 end

@@ -77,7 +77,7 @@ local function nearest(n, s, own)
 end
 
 -- A claim leaves its members in watch, which come to the head within a
--- heartbeat timeout: a watch scan drops at most this many a call beyond
+-- heartbeat timeout (by their deadline without one): a watch scan drops at most this many a call beyond
 -- the n it returns, so that a burst of them costs a few passes a bounded
 -- time each.
 local watchDrops = 1000
