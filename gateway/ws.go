@@ -31,13 +31,10 @@ type replyFrame struct {
 	Error  *wireError          `json:"error,omitempty"`
 }
 
-// appendJSON appends f as json.Marshal(f) writes it, without reflection,
-// for the replies every command gets; ok is false for an error reply, left
-// to json.Marshal (errors are not the path worth a second encoder).
-func (f replyFrame) appendJSON(b []byte) (_ []byte, ok bool) {
-	if f.Error != nil {
-		return b, false
-	}
+// appendJSON appends f as json.Marshal(f) writes it, without reflection
+// for the replies every command gets (an error's body, rarer, is left to
+// json.Marshal, which cannot fail on its strings and ints).
+func (f replyFrame) appendJSON(b []byte) []byte {
 	b = append(b, `{"type":`...)
 	b = matcher.AppendJSONString(b, f.Type)
 	if f.Re != "" {
@@ -52,7 +49,11 @@ func (f replyFrame) appendJSON(b []byte) (_ []byte, ok bool) {
 		b = append(b, `,"match":`...)
 		b = f.Match.AppendJSON(b)
 	}
-	return append(b, '}'), true
+	if f.Error != nil {
+		e, _ := json.Marshal(f.Error)
+		b = append(append(b, `,"error":`...), e...)
+	}
+	return append(b, '}')
 }
 
 // sizeHint is a capacity that holds f in one allocation without keeping
@@ -60,6 +61,8 @@ func (f replyFrame) appendJSON(b []byte) (_ []byte, ok bool) {
 // a pair's match.update up to about 650.
 func (f replyFrame) sizeHint() int {
 	switch {
+	case f.Error != nil:
+		return 128 + len(f.Re) + len(f.Error.Message)
 	case f.Match != nil:
 		return 768
 	case f.Ticket != nil:
@@ -68,8 +71,8 @@ func (f replyFrame) sizeHint() int {
 	return 64 + len(f.Re)
 }
 
-// wireTicket and wireMatch are what a frame holds: the wire shape itself,
-// not a value whose MarshalJSON encoding/json would scan again.
+// wireTicket and wireMatch are what a reply holds: the wire shape, which
+// appendJSON writes (and json.Marshal writes the same, the tests' check).
 func wireTicket(t matcher.Ticket) *matcher.WireTicket {
 	w := t.Wire()
 	return &w
@@ -410,11 +413,10 @@ func (s *session) execute(in inbound) {
 	defer cancel()
 	reply, err := s.dispatch(ctx, in)
 	if err == nil {
-		b, ok := []byte(nil), false
-		if f, isReply := reply.(replyFrame); isReply {
-			b, ok = f.appendJSON(make([]byte, 0, f.sizeHint()))
-		}
-		if !ok {
+		var b []byte
+		if f, ok := reply.(replyFrame); ok {
+			b = f.appendJSON(make([]byte, 0, f.sizeHint()))
+		} else {
 			b, err = json.Marshal(reply)
 		}
 		if err == nil {
@@ -503,9 +505,6 @@ func (s *session) replyError(re string, err error) {
 	} else if errors.Is(err, context.DeadlineExceeded) {
 		s.srv.log.Warn("command timed out", slog.Uint64("session", s.id), slog.String("re", re))
 	}
-	b, merr := json.Marshal(replyFrame{Type: "error", Re: re, Error: &c.wire})
-	if merr != nil {
-		return // plain strings: cannot fail
-	}
-	s.enqueue(outFrame{kind: "error", data: b})
+	f := replyFrame{Type: "error", Re: re, Error: &c.wire}
+	s.enqueue(outFrame{kind: "error", data: f.appendJSON(make([]byte, 0, f.sizeHint()))})
 }
