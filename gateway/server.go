@@ -385,19 +385,10 @@ func (s *Server) isDraining() bool {
 // pongs the next slot waits for one of them: the interval stretches, and no
 // socket is skipped.
 func (s *Server) pingLoop(ctx context.Context) {
-	t := time.NewTicker(s.slots.Step(s.cfg.PingInterval))
-	defer t.Stop()
 	sem := make(chan struct{}, pingConcurrency)
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	for slot := 0; ; slot = (slot + 1) % s.slots.Len() {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		s.pingSlot(ctx, slot, sem, &wg)
-	}
+	s.slots.Visit(ctx, func(slot int) { s.pingSlot(ctx, slot, sem, &wg) })
 }
 
 // pingSlot pings the sockets of one slot (the pings go on in wg, each
@@ -622,7 +613,10 @@ func smallBuffers(c net.Conn, brw *bufio.ReadWriter) *bufio.ReadWriter {
 	ahead, _ := brw.Reader.Peek(n)
 	br := bufio.NewReaderSize(io.MultiReader(bytes.NewReader(bytes.Clone(ahead)), c), wsReadBuffer)
 	if n > 0 {
-		// Reads the cloned bytes alone: Peek stops once it holds n.
+		// Reads the cloned bytes alone: Peek stops once it holds n. They
+		// must be buffered, not only readable: coder/websocket (v1.8's
+		// accept) takes Buffered() bytes from the reader and then reads
+		// the raw connection, so bytes left in the MultiReader would be lost.
 		if _, err := br.Peek(n); err != nil {
 			return brw
 		}

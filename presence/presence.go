@@ -136,18 +136,12 @@ func (t *Tracker) Online() int {
 // one slot at a time. (A draining node closes its sockets, and the last
 // close of each user records them as last seen.)
 func (t *Tracker) Run(ctx context.Context) error {
-	tick := time.NewTicker(t.slots.Step(t.cfg.TTL / 3))
-	defer tick.Stop()
-	for slot := 0; ; slot = (slot + 1) % t.slots.Len() {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-tick.C:
-		}
+	t.slots.Visit(ctx, func(slot int) {
 		if err := t.refresh(ctx, slot); err != nil && ctx.Err() == nil {
 			t.cfg.Logger.Warn("presence refresh", "err", err)
 		}
-	}
+	})
+	return nil
 }
 
 // refresh rewrites the records of one slot's users in pipelines of bounded

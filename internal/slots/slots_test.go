@@ -1,6 +1,7 @@
 package slots
 
 import (
+	"context"
 	"maps"
 	"slices"
 	"testing"
@@ -17,11 +18,8 @@ func TestSlotCount(t *testing.T) {
 		{time.Millisecond, 1},        // at least one
 	} {
 		s := New[int](c.period, 10*time.Millisecond, 100)
-		if s.Len() != c.want {
-			t.Errorf("period %v: %d slots, want %d", c.period, s.Len(), c.want)
-		}
-		if step := s.Step(c.period); step*time.Duration(c.want) != c.period {
-			t.Errorf("period %v: step %v over %d slots", c.period, step, c.want)
+		if step := s.Step(); step != c.period/time.Duration(c.want) {
+			t.Errorf("period %v: step %v, want %d slots of %v", c.period, step, c.want, c.period/time.Duration(c.want))
 		}
 	}
 }
@@ -52,5 +50,21 @@ func TestAddRemove(t *testing.T) {
 	slices.Sort(all)
 	if !slices.Equal(all, []string{"b", "c", "d"}) {
 		t.Fatalf("all = %v", all)
+	}
+}
+
+// Visit goes round the slots in order, one a Step, and returns when its
+// context ends.
+func TestVisit(t *testing.T) {
+	s := New[int](30*time.Millisecond, 10*time.Millisecond, 3)
+	ctx, cancel := context.WithCancel(context.Background())
+	var got []int
+	s.Visit(ctx, func(slot int) {
+		if got = append(got, slot); len(got) == 5 {
+			cancel()
+		}
+	})
+	if want := []int{0, 1, 2, 0, 1}; !slices.Equal(got, want) {
+		t.Fatalf("visited %v, want %v", got, want)
 	}
 }
