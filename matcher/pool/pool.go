@@ -190,7 +190,10 @@ type Entry struct {
 	Estimated bool
 	Enqueue   time.Time // effective enqueue time (wait-order clock), ms precision
 	Deadline  time.Time // ms precision
-	Heartbeat time.Time // zero if never
+	// Heartbeat is the last sign of life, zero when there was none. Only
+	// the reads that need it fill it (the watch scan, which gives the
+	// enqueue time for none, Offers and Locate); the others leave it zero.
+	Heartbeat time.Time
 	// Home is, for an entry read from another partition's offers, the
 	// partition the ticket waits in; "" for the partition's own entries.
 	Home string
