@@ -9,6 +9,12 @@ import (
 // is null.
 type wireTime time.Time
 
+// wireTimeLayout is the layout of a wire time, in UTC.
+const wireTimeLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// MarshalJSON is what json.Marshal of a wire type writes for a time. The
+// appenders write the same without it (wireTime.appendJSON); the tests
+// hold them to this one, so it must not be written in terms of them.
 func (t wireTime) MarshalJSON() ([]byte, error) {
 	tt := time.Time(t)
 	if tt.IsZero() {
@@ -16,7 +22,7 @@ func (t wireTime) MarshalJSON() ([]byte, error) {
 	}
 	b := make([]byte, 0, len(`"2006-01-02T15:04:05.000Z"`))
 	b = append(b, '"')
-	b = tt.UTC().AppendFormat(b, "2006-01-02T15:04:05.000Z07:00")
+	b = tt.UTC().AppendFormat(b, wireTimeLayout)
 	return append(b, '"'), nil
 }
 

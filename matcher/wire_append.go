@@ -135,7 +135,7 @@ func (t wireTime) appendJSON(b []byte) []byte {
 	year, month, day := tt.Date()
 	if year < 0 || year > 9999 { // not four digits: left to the formatter
 		b = append(b, '"')
-		b = tt.AppendFormat(b, "2006-01-02T15:04:05.000Z07:00")
+		b = tt.AppendFormat(b, wireTimeLayout)
 		return append(b, '"')
 	}
 	hour, minute, sec := tt.Clock()
