@@ -17,8 +17,15 @@ type checker struct {
 	players   map[string]*playerRec    // by user id
 	end       time.Time                // sessions still open count as open until here
 	redisView func(t *dbTicket) string // what Redis holds of a ticket, for evidence; may be nil
-	f         *findings
-	st        checkStats
+	// The queue retired mid-run ("" for none) and when.
+	retiredQueue string
+	retiredAt    time.Time
+	// What the fleet manager handed out, and when each killed incarnation
+	// (name.incarnation) was killed.
+	allocs   []allocation
+	killedAt map[string]time.Time
+	f        *findings
+	st       checkStats
 }
 
 // checkStats are the figures the checks compute along the way.
@@ -37,6 +44,13 @@ type checkStats struct {
 	DuplicatePushes       int            `json:"duplicatePushes"`
 	CancelReplies         map[string]int `json:"cancelReplies"`      // cancelled, ALREADY_MATCHED, …
 	ExpiredUnseen         int            `json:"expiredWithoutPush"` // EXPIRED tickets whose player never saw the outcome pushed (informational)
+	// Of the retired queue: tickets waiting when it was retired (or
+	// admitted after), how many were resolved by the end, and the latest
+	// resolution after a deadline.
+	RetiredWaiting  int        `json:"retiredQueueWaiting,omitempty"`
+	RetiredResolved int        `json:"retiredQueueResolved,omitempty"`
+	RetiredLongest  dur        `json:"retiredQueueLongestDeadlineToResolution,omitempty"`
+	Fleet           fleetStats `json:"fleet"`
 }
 
 // lateTicket is a ticket resolved after its deadline.
@@ -97,6 +111,7 @@ func (c *checker) run() {
 	c.checkTickets()
 	c.checkClients()
 	c.checkPushes()
+	c.checkFleet()
 }
 
 // checkMatches: no ticket in two matches, no user twice in a match, every
@@ -192,8 +207,14 @@ func (c *checker) checkTickets() {
 		}
 	}
 	for _, t := range c.tickets {
+		if c.retiredWaiting(t) {
+			c.checkRetired(t)
+		}
 		switch t.Status {
 		case clientwire.StatusWaiting:
+			if c.retiredWaiting(t) {
+				continue // checkRetired's
+			}
 			detail := ""
 			if c.redisView != nil && c.f.byKind[vStillWaiting] < maxExamples {
 				detail = "; Redis: " + c.redisView(t)
@@ -223,7 +244,7 @@ func (c *checker) checkTickets() {
 				c.st.ResolvedBeyondSlack++
 			}
 			c.st.noteLate(t, late)
-			if c.o.LateLimit > 0 && late > c.o.LateLimit {
+			if c.o.LateLimit > 0 && late > c.o.LateLimit && !c.retiredWaiting(t) {
 				c.f.addf(vResolvedLate, t.ID, t.MatchID, t.UserID, "%s ticket enqueued %s, deadline %s, %s at %s: %s after its deadline (--late-limit %s)",
 					t.Queue, t.EnqueuedAt.Format(time.RFC3339Nano), t.Deadline.Format(time.RFC3339Nano), t.Status,
 					t.UpdatedAt.Format(time.RFC3339Nano), late.Round(time.Millisecond), c.o.LateLimit)
@@ -258,5 +279,39 @@ func (c *checker) checkEviction(t *dbTicket) {
 	if connected && cov >= 0.5 {
 		c.f.addf(vEvictedConnected, t.ID, "", t.UserID, "cancelled (heartbeat) at %s while connected (%.0f%% of the preceding %s)",
 			t.UpdatedAt.Format(time.RFC3339Nano), cov*100, c.o.Heartbeat)
+	}
+}
+
+// retiredWaiting reports whether t was waiting in the retired queue when it
+// was retired, or was admitted to it after (by a gateway that had not heard
+// of the retirement yet).
+func (c *checker) retiredWaiting(t *dbTicket) bool {
+	return c.retiredQueue != "" && t.Queue == c.retiredQueue &&
+		(t.Status == clientwire.StatusWaiting || t.UpdatedAt.After(c.retiredAt))
+}
+
+// checkRetired: a retired queue takes no joins, but the tickets waiting in
+// it are still matched or resolved by their deadline (README "Security":
+// queue changes); later than --late-limit (or --slack without one) after
+// it, or never, is a violation.
+func (c *checker) checkRetired(t *dbTicket) {
+	c.st.RetiredWaiting++
+	bound := c.o.LateLimit
+	if bound == 0 {
+		bound = c.o.Slack
+	}
+	if t.Status == clientwire.StatusWaiting {
+		c.f.addf(vRetiredUnresolved, t.ID, "", t.UserID, "ticket of the retired queue %s still WAITING %s after its deadline %s (retired at %s)",
+			t.Queue, c.end.Sub(t.Deadline).Round(time.Millisecond), t.Deadline.Format(time.RFC3339Nano), c.retiredAt.Format(time.RFC3339Nano))
+		return
+	}
+	c.st.RetiredResolved++
+	late := t.UpdatedAt.Sub(t.Deadline)
+	if dur(late) > c.st.RetiredLongest {
+		c.st.RetiredLongest = dur(late)
+	}
+	if late > bound {
+		c.f.addf(vRetiredUnresolved, t.ID, t.MatchID, t.UserID, "ticket of the retired queue %s %s at %s, %s after its deadline (bound %s)",
+			t.Queue, t.Status, t.UpdatedAt.Format(time.RFC3339Nano), late.Round(time.Millisecond), bound)
 	}
 }

@@ -58,9 +58,11 @@ type cluster struct {
 	bin    string
 	dir    string
 	common []string // flags every process gets
-	procs  []*proc
-	spawn  *spawner
-	logf   func(format string, args ...any)
+	// perProc, when set, adds flags of one process's incarnation.
+	perProc func(p *proc, inc int) []string
+	procs   []*proc
+	spawn   *spawner
+	logf    func(format string, args ...any)
 
 	mu      sync.Mutex
 	closed  bool // no process starts any more
@@ -145,6 +147,9 @@ func (c *cluster) start(p *proc) error {
 	}
 	args := append([]string{"serve"}, c.common...)
 	args = append(args, "--roles", p.role, "--addr", p.addr, "--node", p.name)
+	if c.perProc != nil {
+		args = append(args, c.perProc(p, p.inc)...)
+	}
 	cmd := exec.Command(c.bin, args...)
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.Env = serverEnv()

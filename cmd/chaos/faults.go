@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"slices"
 	"sync"
 	"time"
@@ -14,6 +16,9 @@ const (
 	faultKillMatcher = "kill-matcher"
 	faultKillGateway = "kill-gateway"
 	faultWipe        = "wipe"
+	faultPG          = "pg-fault"     // a window of cut requests and lost replies at the PostgreSQL proxy
+	faultAllocHang   = "alloc-hang"   // a window of hanging allocate calls at the fleet manager
+	faultRetireQueue = "retire-queue" // a queue retired through the admin API
 )
 
 // faultEvent is one fault as it happened, for the report's timeline.
@@ -25,15 +30,20 @@ type faultEvent struct {
 }
 
 // faults injects the schedule: a matcher kill every KillEvery, GatewayKills
-// gateway kills spread evenly, and one wipe at WipeAt. Killed processes are
-// restarted after a random moment up to RestartAfter, in goroutines that
-// wait() waits for.
+// gateway kills spread evenly, one wipe at WipeAt, one PostgreSQL fault
+// window at PGFaultAt, one allocator hang window at AllocHangAt and one
+// queue retired at RetireAt. Killed processes are restarted after a random
+// moment up to RestartAfter, in goroutines that wait() waits for.
 type faults struct {
-	c    *cluster
-	d    *deps
-	o    options
-	rng  *rand.Rand
-	logf func(string, ...any)
+	c     *cluster
+	d     *deps
+	o     options
+	rng   *rand.Rand
+	logf  func(string, ...any)
+	proxy *pgProxy // nil without --pg-fault-for
+	fleet *fleet
+	sim   *sim
+	admin string // the cluster's admin token
 
 	wg sync.WaitGroup
 	mu sync.Mutex
@@ -42,6 +52,8 @@ type faults struct {
 	matcherKills, gatewayKills, wipes int
 	wipedKeys, restarts               int
 	errs                              []string
+	killedAt                          map[string]time.Time // by name.incarnation
+	retiredAt                         time.Time
 }
 
 type plannedFault struct {
@@ -62,6 +74,15 @@ func (f *faults) plan() []plannedFault {
 	}
 	if f.o.WipeAt >= 0 {
 		ps = append(ps, plannedFault{at: f.o.WipeAt, kind: faultWipe})
+	}
+	if f.proxy != nil && f.o.PGFaultFor > 0 {
+		ps = append(ps, plannedFault{at: f.o.PGFaultAt, kind: faultPG})
+	}
+	if f.fleet != nil && f.o.AllocHangFor > 0 {
+		ps = append(ps, plannedFault{at: f.o.AllocHangAt, kind: faultAllocHang})
+	}
+	if f.o.RetireAt >= 0 {
+		ps = append(ps, plannedFault{at: f.o.RetireAt, kind: faultRetireQueue})
 	}
 	slices.SortStableFunc(ps, func(a, b plannedFault) int { return int(a.at - b.at) })
 	return ps
@@ -106,16 +127,35 @@ func (f *faults) run(ctx, life context.Context, start time.Time) {
 				f.fail("wipe: %v", err)
 			}
 			f.note(start, pf.kind, f.d.prefix+"*", note)
+		case faultPG:
+			f.proxy.fault(f.o.PGFaultFor)
+			f.note(start, pf.kind, "postgres proxy", fmt.Sprintf("for %s", f.o.PGFaultFor))
+		case faultAllocHang:
+			f.fleet.hang(f.o.AllocHangFor)
+			f.note(start, pf.kind, "fleet manager", fmt.Sprintf("for %s, each call hangs %s", f.o.AllocHangFor, f.o.AllocHang))
+		case faultRetireQueue:
+			if err := f.retire(ctx); err != nil {
+				f.fail("retire queue %s: %v", f.o.RetireQueue, err)
+				continue
+			}
+			f.note(start, pf.kind, f.o.RetireQueue, "DELETE /v1/admin/queues/"+f.o.RetireQueue)
 		}
 	}
 }
 
 func (f *faults) kill(life context.Context, start time.Time, p *proc, kind string) {
+	p.mu.Lock()
+	inc := p.inc
+	p.mu.Unlock()
 	if err := f.c.kill9(p); err != nil {
 		f.fail("kill %s: %v", p.name, err)
 		return
 	}
 	f.mu.Lock()
+	if f.killedAt == nil {
+		f.killedAt = map[string]time.Time{}
+	}
+	f.killedAt[fmt.Sprintf("%s.%d", p.name, inc)] = time.Now()
 	if kind == faultKillMatcher {
 		f.matcherKills++
 	} else {
@@ -123,6 +163,7 @@ func (f *faults) kill(life context.Context, start time.Time, p *proc, kind strin
 	}
 	f.mu.Unlock()
 	delay := time.Duration(f.rng.Int64N(int64(f.o.RestartAfter)+1))/2 + f.o.RestartAfter/2
+	delay = f.clearOfPGFault(start, delay)
 	f.note(start, kind, p.name, fmt.Sprintf("restart in %s", delay.Round(time.Millisecond)))
 	f.wg.Go(func() {
 		if !sleepCtx(life, delay) {
@@ -156,3 +197,56 @@ func (f *faults) fail(format string, args ...any) {
 
 // wait waits for the pending restarts.
 func (f *faults) wait() { f.wg.Wait() }
+
+// retire stops the players joining the queue and retires it through the
+// admin API of a running gateway (README "Security": queue changes).
+func (f *faults) retire(ctx context.Context) error {
+	q := f.o.RetireQueue
+	f.sim.retired.Store(&q) // first: no join of it goes out from now on
+	at := time.Now()
+	var errs []error
+	for _, p := range f.c.byRole(roleGateway) {
+		if !p.isRunning() {
+			continue
+		}
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		req, err := http.NewRequestWithContext(rctx, http.MethodDelete, "http://"+p.addr+"/v1/admin/queues/"+q, nil)
+		if err != nil {
+			cancel()
+			return err
+		}
+		req.Header.Set("Authorization", "Bearer "+f.admin)
+		resp, err := http.DefaultClient.Do(req)
+		cancel()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", p.name, err))
+			continue
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			errs = append(errs, fmt.Errorf("%s answered %d", p.name, resp.StatusCode))
+			continue
+		}
+		f.mu.Lock()
+		f.retiredAt = at
+		f.mu.Unlock()
+		return nil
+	}
+	return errors.Join(append(errs, errors.New("no running gateway took the request"))...)
+}
+
+// clearOfPGFault moves a restart due after delay out of the PostgreSQL
+// fault window (and the 3 s before it, the time a start takes): a server
+// exits when PostgreSQL fails it at start, by design, and its supervisor
+// would start it again; the run tests the running servers, not that loop.
+func (f *faults) clearOfPGFault(start time.Time, delay time.Duration) time.Duration {
+	if f.proxy == nil || f.o.PGFaultFor == 0 {
+		return delay
+	}
+	at := time.Since(start) + delay
+	from, to := f.o.PGFaultAt-3*time.Second, f.o.PGFaultAt+f.o.PGFaultFor+500*time.Millisecond
+	if at >= from && at < to {
+		return delay + to - at
+	}
+	return delay
+}

@@ -37,6 +37,11 @@ const (
 	vFaultFailed         = "fault-or-restart-failed"
 	vUncleanStop         = "unclean-stop"
 	vUnhealthyAtEnd      = "unhealthy-at-end"
+	vRetiredUnresolved   = "retired-queue-ticket-late" // a ticket waiting in a retired queue not resolved by its deadline plus --late-limit
+	vServerNotAllocated  = "server-not-allocated"      // a match's server that the fleet manager never handed to it
+	vReleasedCommitted   = "server-of-committed-match-released"
+	vServerTwice         = "server-in-two-matches" // one server in two committed matches
+	vServerLeaked        = "server-leaked"         // handed to a match never committed and never released, no kill to explain it
 )
 
 // violation is one broken invariant with the evidence to chase it.

@@ -18,10 +18,11 @@ type dbTicket struct {
 
 // dbMatch is a row of matches.
 type dbMatch struct {
-	ID, Queue, FormedBy string
-	Players             []wireSeat
-	Bots                int
-	CreatedAt           time.Time
+	ID, Queue, FormedBy          string
+	ServerAddress, ServerSession string // "" when none was allocated
+	Players                      []wireSeat
+	Bots                         int
+	CreatedAt                    time.Time
 }
 
 // loadRecord reads every ticket and match of the run's schema.
@@ -46,14 +47,15 @@ func loadRecord(ctx context.Context, pg *pgxpool.Pool) (map[string]*dbTicket, []
 	}
 
 	var matches []*dbMatch
-	rows, err = pg.Query(ctx, `SELECT id::text, queue, formed_by, players, bots, created_at FROM matches ORDER BY created_at, id`)
+	rows, err = pg.Query(ctx, `SELECT id::text, queue, formed_by, coalesce(server_address, ''), coalesce(server_session, ''),
+		players, bots, created_at FROM matches ORDER BY created_at, id`)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read matches: %w", err)
 	}
 	for rows.Next() {
 		m := &dbMatch{}
 		var players []byte
-		if err := rows.Scan(&m.ID, &m.Queue, &m.FormedBy, &players, &m.Bots, &m.CreatedAt); err != nil {
+		if err := rows.Scan(&m.ID, &m.Queue, &m.FormedBy, &m.ServerAddress, &m.ServerSession, &players, &m.Bots, &m.CreatedAt); err != nil {
 			rows.Close()
 			return nil, nil, fmt.Errorf("read matches: %w", err)
 		}

@@ -126,14 +126,45 @@ func chaosRun(parent context.Context, o options, logw io.Writer) (rep *report, e
 	if err := writeQueueFile(qpath, queues, o.Deadline, o.Heartbeat); err != nil {
 		return nil, err
 	}
-	secret := randomHex(16)
-	common := []string{"--redis-url", o.RedisURL, "--postgres-url", d.pgURL, "--redis-prefix", d.prefix,
-		"--secret", secret, "--guests", "true", "--config", qpath, "--log-format", "json", "--shutdown-timeout", "5s"}
+	// The fake fleet manager and the PostgreSQL proxy outlive the cluster:
+	// deferred before it, they close after it.
+	fl, err := startFleet(o.AllocHang)
+	if err != nil {
+		return nil, err
+	}
+	defer fl.close()
+	serverPG := d.pgURL
+	var proxy *pgProxy
+	if o.PGFaultFor > 0 {
+		upstream, err := pgUpstream(d.pgURL)
+		if err != nil {
+			return nil, err
+		}
+		if proxy, err = startPGProxy(upstream, o.Seed); err != nil {
+			return nil, err
+		}
+		defer proxy.close()
+		if serverPG, err = proxy.proxiedURL(d.pgURL); err != nil {
+			return nil, err
+		}
+	}
+	secret, adminToken := randomHex(16), randomHex(24)
+	common := []string{"--redis-url", o.RedisURL, "--postgres-url", serverPG, "--redis-prefix", d.prefix,
+		"--secret", secret, "--guests", "true", "--config", qpath, "--log-format", "json", "--shutdown-timeout", "5s",
+		"--admin-token", adminToken}
 	c, err := newCluster(bin, dir, common, logf)
 	if err != nil {
 		return nil, err
 	}
 	defer c.close()
+	skews := clockSkews(c.procs, o.ClockSkew, o.Seed)
+	c.perProc = func(p *proc, inc int) []string {
+		args := []string{"--allocator-url", fl.url(p.name, inc)}
+		if o.ClockSkew > 0 {
+			args = append(args, "--clock-skew", skews[p.name].String())
+		}
+		return args
+	}
 	logf("starting 3 matchers, 2 gateways, 1 relay (prefix %s, logs in %s)", d.prefix, dir)
 	if err := c.startAll(ctx); err != nil {
 		return nil, fmt.Errorf("start cluster: %w", err)
@@ -164,7 +195,8 @@ func chaosRun(parent context.Context, o options, logw io.Writer) (rep *report, e
 	}
 	go func() { pwg.Wait(); close(playersDone) }()
 	logf("%d players arriving over %s; load for %s", len(players), ramp, o.Duration)
-	f := &faults{c: c, d: d, o: o, rng: rand.New(rand.NewPCG(o.Seed, 0xfa017)), logf: logf}
+	f := &faults{c: c, d: d, o: o, rng: rand.New(rand.NewPCG(o.Seed, 0xfa017)), logf: logf,
+		proxy: proxy, fleet: fl, sim: s, admin: adminToken}
 	loadCtx, endLoad := context.WithDeadline(ctx, s.joinStop)
 	defer endLoad()
 	fdone := make(chan struct{})
@@ -211,6 +243,13 @@ func chaosRun(parent context.Context, o options, logw io.Writer) (rep *report, e
 	}
 	ch := newChecker(o, queues, tickets, matches, recs, runEnd)
 	ch.redisView = func(t *dbTicket) string { return d.ticketView(ctx, t, matches) }
+	f.mu.Lock()
+	ch.retiredAt, ch.killedAt = f.retiredAt, f.killedAt
+	f.mu.Unlock()
+	if !ch.retiredAt.IsZero() {
+		ch.retiredQueue = o.RetireQueue
+	}
+	ch.allocs, ch.st.Fleet = fl.snapshot()
 	ch.run()
 	for _, v := range endFindings {
 		ch.f.add(v)
@@ -221,6 +260,7 @@ func chaosRun(parent context.Context, o options, logw io.Writer) (rep *report, e
 	rep.fillRecord(tickets, matches)
 	rep.fillPlayers(recs)
 	rep.fillFaults(f)
+	rep.fillSkews(o.ClockSkew, skews)
 	rep.Checks = ch.st
 	rep.Logs = scanLogs(c.logFiles())
 	rep.fillServerFindings(c, ch.f)
@@ -272,4 +312,22 @@ func progress(ctx context.Context, d *deps, s *sim, logf func(string, ...any)) {
 			logf("%d players connected, %d tickets waiting", s.connected.Load(), waiting)
 		}
 	}
+}
+
+// clockSkews spreads ±skew evenly over the processes, in an order drawn
+// from seed, so that every process runs with a clock of its own.
+func clockSkews(ps []*proc, skew time.Duration, seed uint64) map[string]time.Duration {
+	out := map[string]time.Duration{}
+	if skew == 0 || len(ps) == 0 {
+		return out
+	}
+	order := rand.New(rand.NewPCG(seed, 0xc10c)).Perm(len(ps))
+	for i, j := range order {
+		v := -skew
+		if len(ps) > 1 {
+			v += 2 * skew * time.Duration(i) / time.Duration(len(ps)-1)
+		}
+		out[ps[j].name] = v
+	}
+	return out
 }

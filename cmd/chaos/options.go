@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,6 +25,14 @@ type options struct {
 	GatewayKills int
 	WipeAt       time.Duration
 	WipeMode     string
+	PGFaultAt    time.Duration
+	PGFaultFor   time.Duration
+	AllocHangAt  time.Duration
+	AllocHangFor time.Duration
+	AllocHang    time.Duration
+	ClockSkew    time.Duration
+	RetireAt     time.Duration
+	RetireQueue  string
 	Deadline     time.Duration
 	Slack        time.Duration
 	LateLimit    time.Duration
@@ -64,9 +73,17 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.GatewayKills, "gateway-kills", 1, "kill -9 a gateway this many times, evenly spread over --duration")
 	fs.DurationVar(&o.WipeAt, "wipe-at", 0, "delete every Redis key of the run once, this long after the start (0: 40% of --duration; negative: never)")
 	fs.StringVar(&o.WipeMode, "wipe-mode", wipeAtomic, "atomic: delete the run's keys in one step (FLUSHALL for this run); scan: SCAN+UNLINK in batches while the servers write (partial loss)")
+	fs.DurationVar(&o.PGFaultFor, "pg-fault-for", 4*time.Second, "length of the PostgreSQL fault window: the servers reach PostgreSQL through a proxy that cuts requests and drops replies in it (0: no proxy, no fault)")
+	fs.DurationVar(&o.PGFaultAt, "pg-fault-at", 0, "when the PostgreSQL fault window opens, after the start (0: 60% of --duration)")
+	fs.DurationVar(&o.AllocHangFor, "alloc-hang-for", 3*time.Second, "length of the window in which the fleet manager's allocate calls hang (0: never)")
+	fs.DurationVar(&o.AllocHangAt, "alloc-hang-at", 0, "when the allocator hang window opens, after the start (0: 75% of --duration)")
+	fs.DurationVar(&o.AllocHang, "alloc-hang", 16*time.Second, "how long an allocate call in the hang window hangs (longer than a matching pass may take, 15s)")
+	fs.DurationVar(&o.ClockSkew, "clock-skew", 0, "start each server with --clock-skew of a different value within ±this (0: the flag is not passed)")
+	fs.DurationVar(&o.RetireAt, "retire-at", 0, "when --retire-queue is retired through the admin API, after the start (0: half of --duration; negative: never)")
+	fs.StringVar(&o.RetireQueue, "retire-queue", "squad", "the queue retired at --retire-at; its waiting tickets must still resolve by their deadline")
 	fs.DurationVar(&o.Deadline, "deadline", 20*time.Second, "queue deadline")
 	fs.DurationVar(&o.Slack, "slack", 15*time.Second, "no ticket may still be WAITING this long after its deadline; later resolutions are counted and listed")
-	fs.DurationVar(&o.LateLimit, "late-limit", 0, "a resolution later than this after the deadline is a violation (0: only reported)")
+	fs.DurationVar(&o.LateLimit, "late-limit", 5*time.Second, "a resolution later than this after the deadline is a violation (0: only reported)")
 	fs.DurationVar(&o.Heartbeat, "heartbeat-timeout", 8*time.Second, "queues' heartbeatTimeout; some players stay away longer than this")
 	fs.IntVar(&o.MaxJoins, "max-joins", 12, "joins per player at most")
 	fs.Uint64Var(&o.Seed, "seed", 0, "random seed (0: from the clock; printed)")
@@ -111,6 +128,24 @@ func (o *options) validate() error {
 		o.WipeAt = o.Duration * 2 / 5
 	}
 	check(o.WipeAt < o.Duration, "--wipe-at must fall within --duration")
+	if o.PGFaultAt == 0 {
+		o.PGFaultAt = o.Duration * 3 / 5
+	}
+	if o.AllocHangAt == 0 {
+		o.AllocHangAt = o.Duration * 3 / 4
+	}
+	if o.RetireAt == 0 {
+		o.RetireAt = o.Duration / 2
+	}
+	check(o.PGFaultFor >= 0 && o.PGFaultFor <= time.Minute, "--pg-fault-for must be 0–1m")
+	check(o.PGFaultFor == 0 || (o.PGFaultAt > 0 && o.PGFaultAt < o.Duration), "--pg-fault-at must fall within --duration")
+	check(o.AllocHangFor >= 0 && o.AllocHangFor <= time.Minute, "--alloc-hang-for must be 0–1m")
+	check(o.AllocHangFor == 0 || (o.AllocHangAt > 0 && o.AllocHangAt < o.Duration), "--alloc-hang-at must fall within --duration")
+	check(o.AllocHang >= 0 && o.AllocHang <= 5*time.Minute, "--alloc-hang must be 0–5m")
+	check(o.ClockSkew >= 0 && o.ClockSkew <= time.Hour, "--clock-skew must be 0–1h")
+	check(o.RetireAt < o.Duration, "--retire-at must fall within --duration")
+	check(o.RetireAt < 0 || slices.ContainsFunc(runQueues(o.Deadline), func(q queueSpec) bool { return q.Name == o.RetireQueue }),
+		"--retire-queue must be one of the run's queues (pairs, squad, rooms)")
 	check(o.WipeMode == wipeAtomic || o.WipeMode == wipeScan, "--wipe-mode must be atomic or scan")
 	if o.Timeout == 0 {
 		o.Timeout = o.Duration + o.Deadline + o.Slack + o.Heartbeat + 3*time.Minute

@@ -17,6 +17,7 @@ type sim struct {
 	joinStop  time.Time // no join is sent after this
 	connected atomic.Int64
 	gaveUp    atomic.Int64
+	retired   atomic.Pointer[string] // the queue retired mid-run, once it is
 }
 
 // player is one simulated player: it connects, joins, sometimes cancels,
@@ -274,13 +275,27 @@ func (p *player) newReq(now time.Time, typ, queue, ticket string) *sentRec {
 	return &r
 }
 
+// pickQueue draws a queue by weight, among those not retired.
 func (p *player) pickQueue() string {
-	x := p.rng.Float64()
+	retired := ""
+	if r := p.sim.retired.Load(); r != nil {
+		retired = *r
+	}
+	total, last := 0.0, ""
 	for _, q := range p.sim.queues {
+		if q.Name != retired {
+			total, last = total+q.Weight, q.Name
+		}
+	}
+	x := p.rng.Float64() * total
+	for _, q := range p.sim.queues {
+		if q.Name == retired {
+			continue
+		}
 		if x < q.Weight {
 			return q.Name
 		}
 		x -= q.Weight
 	}
-	return p.sim.queues[0].Name
+	return last
 }

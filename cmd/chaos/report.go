@@ -41,6 +41,14 @@ type report struct {
 		LateLimit    dur    `json:"lateLimit"`
 		Heartbeat    dur    `json:"heartbeatTimeout"`
 		MaxJoins     int    `json:"maxJoins"`
+		PGFaultAt    dur    `json:"pgFaultAt"`
+		PGFaultFor   dur    `json:"pgFaultFor"`
+		AllocHangAt  dur    `json:"allocHangAt"`
+		AllocHangFor dur    `json:"allocHangFor"`
+		AllocHang    dur    `json:"allocHang"`
+		ClockSkew    dur    `json:"clockSkew"`
+		RetireAt     dur    `json:"retireAt"`
+		RetireQueue  string `json:"retireQueue"`
 		Race         bool   `json:"race"`
 		Binary       string `json:"binary"`
 		Processes    string `json:"processes"`
@@ -75,13 +83,28 @@ type report struct {
 		FramesByType map[string]int `json:"framesByType"`
 	} `json:"players"`
 	Faults struct {
-		MatcherKills int          `json:"matcherKills"`
-		GatewayKills int          `json:"gatewayKills"`
-		Wipes        int          `json:"wipes"`
-		WipedKeys    int          `json:"wipedKeys"`
-		Restarts     int          `json:"restarts"`
-		Timeline     []faultEvent `json:"timeline"`
-		Errors       []string     `json:"errors,omitempty"`
+		MatcherKills int `json:"matcherKills"`
+		GatewayKills int `json:"gatewayKills"`
+		Wipes        int `json:"wipes"`
+		WipedKeys    int `json:"wipedKeys"`
+		Restarts     int `json:"restarts"`
+		// The PostgreSQL proxy's fault windows, requests cut mid-message
+		// (their connections with them) and requests forwarded whose reply
+		// was dropped (ambiguous commits among them).
+		PGWindows        int64 `json:"pgFaultWindows"`
+		PGCuts           int64 `json:"pgConnectionsCut"`
+		PGRepliesDropped int64 `json:"pgRepliesDropped"`
+		PGConnections    int64 `json:"pgConnections"`
+		// The fleet manager's hang windows and the allocate calls they held.
+		AllocHangWindows int `json:"allocHangWindows"`
+		AllocCallsHung   int `json:"allocCallsHung"`
+		// The queue retired through the admin API, and when (since the start
+		// of the load).
+		RetiredQueue string         `json:"retiredQueue,omitempty"`
+		RetiredAt    dur            `json:"retiredAt,omitempty"`
+		ClockSkews   map[string]dur `json:"clockSkews,omitempty"`
+		Timeline     []faultEvent   `json:"timeline"`
+		Errors       []string       `json:"errors,omitempty"`
 	} `json:"faults"`
 	Checks     checkStats `json:"checks"`
 	Logs       logSummary `json:"serverLogs"`
@@ -175,6 +198,23 @@ func (r *report) print(w io.Writer) {
 	f := r.Faults
 	fmt.Fprintf(w, "  faults     %d matcher kills (every %s), %d gateway kills, %d wipes (%d keys), %d restarts\n",
 		f.MatcherKills, s.KillEvery, f.GatewayKills, f.Wipes, f.WipedKeys, f.Restarts)
+	if s.PGFaultFor > 0 {
+		fmt.Fprintf(w, "             %d PostgreSQL fault windows of %s: %d requests cut with their connections, %d replies dropped after the request went through (%d proxied connections)\n",
+			f.PGWindows, s.PGFaultFor, f.PGCuts, f.PGRepliesDropped, f.PGConnections)
+	}
+	if s.AllocHangFor > 0 {
+		fmt.Fprintf(w, "             %d allocator hang windows of %s: %d allocate calls hung\n", f.AllocHangWindows, s.AllocHangFor, f.AllocCallsHung)
+	}
+	if f.RetiredQueue != "" {
+		fmt.Fprintf(w, "             queue %s retired at %s\n", f.RetiredQueue, f.RetiredAt)
+	}
+	if len(f.ClockSkews) > 0 {
+		var parts []string
+		for _, k := range slices.Sorted(maps.Keys(f.ClockSkews)) {
+			parts = append(parts, fmt.Sprintf("%s %s", k, f.ClockSkews[k]))
+		}
+		fmt.Fprintf(w, "             clock skews %s\n", strings.Join(parts, ", "))
+	}
 	for _, e := range f.Errors {
 		fmt.Fprintf(w, "             fault error: %s\n", e)
 	}
@@ -186,8 +226,12 @@ func (r *report) print(w io.Writer) {
 	fmt.Fprintf(w, "  matches    %d: %s; %d seats, %d bots\n", r.Matches.Total, kv(r.Matches.ByFormedBy), r.Matches.Seats, r.Matches.Bots)
 	c := r.Checks
 	fmt.Fprintf(w, "  cancels    replies: %s\n", kv(c.CancelReplies))
-	fmt.Fprintf(w, "  deadline   %d tickets resolved after their deadline, %d of them more than %s after; longest deadline→resolution %s (ticket %s)\n",
-		c.ResolvedAfterDeadline, c.ResolvedBeyondSlack, s.Slack, c.LongestDeadlineToRes, orDash(c.LongestTicket))
+	fmt.Fprintf(w, "  deadline   %d tickets resolved after their deadline, %d of them more than %s after; longest deadline→resolution %s (ticket %s; bound %s)\n",
+		c.ResolvedAfterDeadline, c.ResolvedBeyondSlack, s.Slack, c.LongestDeadlineToRes, orDash(c.LongestTicket), lateBound(s.LateLimit))
+	if f.RetiredQueue != "" {
+		fmt.Fprintf(w, "             retired queue %s: %d tickets waiting when it was retired or admitted after, %d resolved since, longest deadline→resolution of them %s\n",
+			f.RetiredQueue, c.RetiredWaiting, c.RetiredResolved, c.RetiredLongest)
+	}
 	if c.ResolvedBeyondSlack > 0 {
 		for _, l := range c.Latest {
 			if time.Duration(l.Late) <= time.Duration(s.Slack) {
@@ -201,6 +245,11 @@ func (r *report) print(w io.Writer) {
 	fmt.Fprintf(w, "  pushes     %d seats connected at match creation: %d told by match.found, %d by hello after a reconnect; %d seats away then, back later\n",
 		c.SeatsConnected, c.SeatsByPush, c.SeatsByHelloOnly, c.SeatsAway)
 	fmt.Fprintf(w, "             %d duplicate pushes; %d EXPIRED outcomes never shown to their player\n", c.DuplicatePushes, c.ExpiredUnseen)
+	fl := c.Fleet
+	fmt.Fprintf(w, "  fleet      %d servers handed out (%d asked again), %d released, %d unknown releases; %d committed matches hold one\n",
+		fl.Allocations, fl.Repeats, fl.Releases, fl.UnknownReleases, fl.CommittedServers)
+	fmt.Fprintf(w, "             of matches never committed: %d released, %d left by a killed matcher, %d leaked otherwise\n",
+		fl.ReleasedUnused, fl.LeakedByKill, fl.Leaked)
 	l := r.Logs
 	fmt.Fprintf(w, "  logs       %d files: %d error lines, %d warnings, %d panics, %d data races\n", l.Files, l.ErrorLines, l.WarnLines, l.Panics, l.DataRaces)
 	for _, m := range l.TopErrors {
@@ -266,13 +315,45 @@ func (r *report) fillSettings(o options, bin string) {
 	s.Players, s.Duration, s.KillEvery, s.GatewayKills = o.Players, dur(o.Duration), dur(o.KillEvery), o.GatewayKills
 	s.WipeAt, s.Deadline, s.Slack, s.Heartbeat = dur(o.WipeAt), dur(o.Deadline), dur(o.Slack), dur(o.Heartbeat)
 	s.LateLimit = dur(o.LateLimit)
+	s.PGFaultAt, s.PGFaultFor, s.AllocHangAt, s.AllocHangFor = dur(o.PGFaultAt), dur(o.PGFaultFor), dur(o.AllocHangAt), dur(o.AllocHangFor)
+	s.AllocHang, s.ClockSkew, s.RetireAt, s.RetireQueue = dur(o.AllocHang), dur(o.ClockSkew), dur(o.RetireAt), o.RetireQueue
 	s.MaxJoins, s.Race, s.Binary = o.MaxJoins, o.Race, bin
 	s.Processes = "3 matcher + 2 gateway + 1 relay processes"
 }
 
+func lateBound(d dur) string {
+	if d == 0 {
+		return "off"
+	}
+	return d.String()
+}
+
+func (r *report) fillSkews(skew time.Duration, skews map[string]time.Duration) {
+	if skew > 0 {
+		r.Faults.ClockSkews = map[string]dur{}
+		for k, v := range skews {
+			r.Faults.ClockSkews[k] = dur(v)
+		}
+	}
+}
+
 func (r *report) fillFaults(f *faults) {
+	if f.proxy != nil {
+		r.Faults.PGWindows, r.Faults.PGCuts = f.proxy.windows.Load(), f.proxy.cuts.Load()
+		r.Faults.PGRepliesDropped, r.Faults.PGConnections = f.proxy.dropped.Load(), f.proxy.accepted.Load()
+	}
+	_, fs := f.fleet.snapshot()
+	r.Faults.AllocHangWindows, r.Faults.AllocCallsHung = fs.Windows, fs.Hung
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if !f.retiredAt.IsZero() {
+		r.Faults.RetiredQueue = f.o.RetireQueue
+		for _, e := range f.events {
+			if e.Kind == faultRetireQueue {
+				r.Faults.RetiredAt = e.At
+			}
+		}
+	}
 	r.Faults.MatcherKills, r.Faults.GatewayKills, r.Faults.Wipes = f.matcherKills, f.gatewayKills, f.wipes
 	r.Faults.WipedKeys, r.Faults.Restarts = f.wipedKeys, f.restarts
 	r.Faults.Timeline = append([]faultEvent(nil), f.events...)
