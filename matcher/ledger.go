@@ -81,10 +81,12 @@ type Ledger interface {
 	// p.Shard (reconciliation).
 	Waiting(ctx context.Context, p Partition) ([]Ticket, error)
 
-	// DrainOutbox hands up to limit undelivered events created before `before`
-	// to fn, oldest first; events fn accepts (returns nil) are deleted. Rows
-	// being drained by another process are skipped, not waited for.
-	DrainOutbox(ctx context.Context, before time.Time, limit int, fn func([]Event) error) (int, error)
+	// DrainOutbox hands up to limit undelivered events older than minAge to
+	// fn, oldest first; events fn accepts (returns nil) are deleted. Rows
+	// being drained by another process are skipped, not waited for. The age
+	// is judged by the clock that stamped the events (the ledger's), never
+	// against the caller's.
+	DrainOutbox(ctx context.Context, minAge time.Duration, limit int, fn func([]Event) error) (int, error)
 
 	// DeleteEvents removes delivered events.
 	DeleteEvents(ctx context.Context, ids []int64) error

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
+	"github.com/matchgate/matchgate/internal/clock"
 	"github.com/matchgate/matchgate/internal/redistest"
 	"github.com/matchgate/matchgate/matcher"
 	"github.com/matchgate/matchgate/matcher/ledger"
@@ -181,7 +182,7 @@ func committedMatch(t *testing.T, led matcher.Ledger, users ...string) []matcher
 
 func pending(t *testing.T, led matcher.Ledger) int {
 	t.Helper()
-	n, err := led.DrainOutbox(context.Background(), time.Now().Add(time.Hour), 1000, func([]matcher.Event) error { return fmt.Errorf("just counting") })
+	n, err := led.DrainOutbox(context.Background(), -time.Hour, 1000, func([]matcher.Event) error { return fmt.Errorf("just counting") })
 	if err != nil && n == 0 {
 		return 0
 	}
@@ -219,19 +220,19 @@ func TestPublisherDeliverAcks(t *testing.T) {
 // event from the outbox, once it is older than the grace period.
 func TestRelayPublishesWhatACrashLeft(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
-		led := ledger.NewMemory()
+		clk := clock.NewFixed(time.Now())
+		led := ledger.NewMemoryAt(clk.Now)
 		hub := runHub(t, rdb, prefix)
 		ctx := context.Background()
 		a := newInbox()
 		unA, _ := hub.Subscribe(ctx, "a", a.deliver)
 		defer unA()
 		committedMatch(t, led, "a", "b") // committed, never delivered
-		now := time.Now()
-		relay := notify.NewRelay(notify.RelayConfig{Redis: rdb, Ledger: led, Prefix: prefix, Grace: 2 * time.Second, Now: func() time.Time { return now }})
+		relay := notify.NewRelay(notify.RelayConfig{Redis: rdb, Ledger: led, Prefix: prefix, Grace: 2 * time.Second})
 		if n, err := relay.Sweep(ctx); err != nil || n != 0 {
 			t.Fatalf("sweep inside the grace period took %d (%v)", n, err)
 		}
-		now = now.Add(3 * time.Second)
+		clk.Advance(3 * time.Second)
 		if n, err := relay.Sweep(ctx); err != nil || n != 1 {
 			t.Fatalf("sweep took %d events (%v), want 1", n, err)
 		}
@@ -246,10 +247,11 @@ func TestRelayPublishesWhatACrashLeft(t *testing.T) {
 // out once Redis is back.
 func TestRelayRetriesAfterOutage(t *testing.T) {
 	rdb, mr := redistest.MiniServer(t)
-	led := ledger.NewMemory()
+	clk := clock.NewFixed(time.Now())
+	led := ledger.NewMemoryAt(clk.Now)
 	committedMatch(t, led, "a", "b")
-	now := time.Now().Add(time.Minute)
-	relay := notify.NewRelay(notify.RelayConfig{Redis: rdb, Ledger: led, Now: func() time.Time { return now }})
+	clk.Advance(time.Minute)
+	relay := notify.NewRelay(notify.RelayConfig{Redis: rdb, Ledger: led})
 	mr.SetError("LOADING down for the test")
 	if _, err := relay.Sweep(context.Background()); err == nil {
 		t.Fatal("sweep succeeded with Redis failing")

@@ -19,10 +19,14 @@ type RelayConfig struct {
 	// Every is the sweep period. Default 1s.
 	Every time.Duration
 	// Grace is how old an event must be before the relay takes it, so it does
-	// not race the direct publish right after the commit. Default 2s.
+	// not race the direct publish right after the commit. Default 2s. The
+	// ledger judges the age by the clock that stamped the event (see
+	// matcher.Ledger's DrainOutbox), so the relay's clock plays no part.
 	Grace time.Duration
 	// Batch is the number of events per drain. Default 500.
-	Batch   int
+	Batch int
+	// Now is the clock of the lag metric only (which so includes any offset
+	// between it and the ledger's). Default time.Now.
 	Now     func() time.Time
 	Logger  *slog.Logger
 	Metrics *Metrics
@@ -89,7 +93,7 @@ func (r *Relay) Sweep(ctx context.Context) (int, error) {
 	total := 0
 	for {
 		now := r.cfg.Now()
-		n, err := r.cfg.Ledger.DrainOutbox(ctx, now.Add(-r.cfg.Grace), r.cfg.Batch, func(events []matcher.Event) error {
+		n, err := r.cfg.Ledger.DrainOutbox(ctx, r.cfg.Grace, r.cfg.Batch, func(events []matcher.Event) error {
 			if err := publish(ctx, r.cfg.Redis, r.cfg.Prefix, events); err != nil {
 				return err
 			}

@@ -26,6 +26,10 @@
 // deleted only after a callback accepted it, so delivery is at least once.
 //
 // Outbox events are stamped with the ledger's clock (PostgreSQL's now(), the
-// wall clock in Memory), not with the caller's, so DrainOutbox's `before`
-// must be wall-clock time too.
+// clock of NewMemoryAt in Memory), not with the caller's, and DrainOutbox
+// judges their age by that same clock: the one place where time is not the
+// deployment's clock of decisions (internal/clock), so that no process clock
+// is ever compared with PostgreSQL's. Every other time the ledger judges —
+// an accept against accept_by, a resolution's stamp — is the `at` its
+// caller passes, taken from that clock.
 package ledger

@@ -37,11 +37,20 @@ type Memory struct {
 
 	// pending holds the PENDING_ACCEPT matches of each (queue, region).
 	pending map[matcher.Partition]map[string]struct{}
+
+	// now stamps outbox events and judges their age, as PostgreSQL's now()
+	// does in Postgres.
+	now func() time.Time
 }
 
-// NewMemory returns an empty in-memory ledger.
-func NewMemory() *Memory {
+// NewMemory returns an empty in-memory ledger on the wall clock.
+func NewMemory() *Memory { return NewMemoryAt(time.Now) }
+
+// NewMemoryAt returns an empty in-memory ledger whose outbox is stamped and
+// aged by now.
+func NewMemoryAt(now func() time.Time) *Memory {
 	return &Memory{
+		now:       now,
 		tickets:   make(map[string]matcher.Ticket),
 		matches:   make(map[string]matcher.Match),
 		waitingOf: make(map[string]string),
@@ -176,12 +185,12 @@ func (l *Memory) leaveWaiting(t matcher.Ticket) {
 	}
 }
 
-// appendEvent writes e to the outbox, stamped with the wall clock as
+// appendEvent writes e to the outbox, stamped with the ledger's clock as
 // PostgreSQL stamps it with now(), and returns a copy for the caller.
 func (l *Memory) appendEvent(e matcher.Event) matcher.Event {
 	l.lastEvent++
 	e.ID = l.lastEvent
-	e.CreatedAt = stamp(time.Now())
+	e.CreatedAt = stamp(l.now())
 	l.outbox = append(l.outbox, e)
 	return cloneEvent(e)
 }
@@ -439,15 +448,15 @@ func (l *Memory) Waiting(ctx context.Context, p matcher.Partition) ([]matcher.Ti
 // fn publishes over the network, and a concurrent drain must be able to take
 // the next events meanwhile. The events handed out are marked in flight
 // instead, and a concurrent drain skips them.
-func (l *Memory) DrainOutbox(ctx context.Context, before time.Time, limit int, fn func([]matcher.Event) error) (int, error) {
+func (l *Memory) DrainOutbox(ctx context.Context, minAge time.Duration, limit int, fn func([]matcher.Event) error) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, fmt.Errorf("drain outbox: %w", err)
 	}
 	if limit <= 0 {
 		limit = defaultDrainLimit
 	}
-	before = stamp(before)
 	l.mu.Lock()
+	before := stamp(l.now().Add(-minAge))
 	var batch []matcher.Event
 	for _, e := range l.outbox {
 		if len(batch) == limit {

@@ -473,7 +473,7 @@ func (l *Postgres) Waiting(ctx context.Context, p matcher.Partition) ([]matcher.
 // so a concurrent drain (SKIP LOCKED) takes the next ones; if this process
 // dies meanwhile, the locks go with its connection and the rows are drained
 // again: delivery is at least once.
-func (l *Postgres) DrainOutbox(ctx context.Context, before time.Time, limit int, fn func([]matcher.Event) error) (int, error) {
+func (l *Postgres) DrainOutbox(ctx context.Context, minAge time.Duration, limit int, fn func([]matcher.Event) error) (int, error) {
 	if limit <= 0 {
 		limit = defaultDrainLimit
 	}
@@ -482,9 +482,11 @@ func (l *Postgres) DrainOutbox(ctx context.Context, before time.Time, limit int,
 		return 0, fmt.Errorf("drain outbox: %w", err)
 	}
 	defer tx.Rollback(ctx) // a no-op after Commit
+	// The age is judged by now(), the clock that stamped created_at: a
+	// process clock compared with it would move the grace by their offset.
 	rows, _ := tx.Query(ctx, `SELECT id, users, payload, created_at FROM outbox
-		WHERE created_at < $1 ORDER BY id LIMIT $2
-		FOR UPDATE SKIP LOCKED`, stamp(before), limit)
+		WHERE created_at < now() - $1 * interval '1 microsecond' ORDER BY id LIMIT $2
+		FOR UPDATE SKIP LOCKED`, minAge.Microseconds(), limit)
 	events, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (matcher.Event, error) {
 		var e matcher.Event
 		err := r.Scan(&e.ID, &e.Users, &e.Payload, &e.CreatedAt)
