@@ -28,7 +28,10 @@ type Config struct {
 	// Linger is how long a "last seen" record outlives a disconnect. It must
 	// exceed every queue's heartbeat timeout. Default 10m.
 	Linger time.Duration
-	// Now is the clock. Default time.Now.
+	// Now is the clock of "last seen" stamps and of LastSeen's "now". Other
+	// processes judge those stamps, so every tracker of a deployment needs
+	// the same clock (the server gives each the Redis server's TIME,
+	// internal/clock). Default time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
 }

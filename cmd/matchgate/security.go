@@ -185,9 +185,9 @@ type security struct {
 // PostgreSQL (bans and queue changes are kept there; in Redis otherwise),
 // loads the bans, and returns the queue configuration in force: the file's
 // with the changes stored through the admin API. onQueues receives every
-// later change.
+// later change; now is the clock of socket leases and bans.
 func newSecurity(ctx context.Context, sf securityFlags, rdb redis.UniversalClient, pg *pgxpool.Pool, prefix, node string,
-	base matcher.Config, onQueues func(matcher.Config), log *slog.Logger) (*security, matcher.Config, error) {
+	base matcher.Config, onQueues func(matcher.Config), now func() time.Time, log *slog.Logger) (*security, matcher.Config, error) {
 	s := &security{flags: sf, node: node, log: log}
 	var err error
 	if s.limiter, err = ratelimit.New(ratelimit.Config{Redis: rdb, Prefix: prefix}); err != nil {
@@ -196,7 +196,7 @@ func newSecurity(ctx context.Context, sf securityFlags, rdb redis.UniversalClien
 	if err := s.limiter.Load(ctx); err != nil {
 		log.Warn("load rate limit scripts (they load on first use)", "err", err)
 	}
-	if s.sockets, err = ratelimit.NewSockets(ratelimit.SocketsConfig{Redis: rdb, Prefix: prefix, TTL: 3*sf.pingInterval + 5*time.Second}); err != nil {
+	if s.sockets, err = ratelimit.NewSockets(ratelimit.SocketsConfig{Redis: rdb, Prefix: prefix, TTL: 3*sf.pingInterval + 5*time.Second, Now: now}); err != nil {
 		return nil, base, err
 	}
 	var banStore control.BanStore
@@ -209,13 +209,13 @@ func newSecurity(ctx context.Context, sf securityFlags, rdb redis.UniversalClien
 	if s.bus, err = control.NewBus(control.BusConfig{Redis: rdb, Prefix: prefix, Logger: log}); err != nil {
 		return nil, base, err
 	}
-	if s.bans, err = control.NewBanList(control.BanListConfig{Store: banStore, Interval: sf.banReload, Logger: log}); err != nil {
+	if s.bans, err = control.NewBanList(control.BanListConfig{Store: banStore, Interval: sf.banReload, Now: now, Logger: log}); err != nil {
 		return nil, base, err
 	}
 	if err := s.bans.Reload(ctx); err != nil {
 		log.Warn("bans not loaded yet; retrying in the background", "err", err)
 	}
-	if s.admin, err = control.NewAdmin(control.AdminConfig{Bans: banStore, List: s.bans, Queues: queueStore, Base: base, Bus: s.bus, Logger: log}); err != nil {
+	if s.admin, err = control.NewAdmin(control.AdminConfig{Bans: banStore, List: s.bans, Queues: queueStore, Base: base, Bus: s.bus, Now: now, Logger: log}); err != nil {
 		return nil, base, err
 	}
 	if s.queues, err = control.NewQueueWatcher(control.QueueWatcherConfig{Store: queueStore, Base: base, Interval: sf.queuePoll, OnChange: onQueues, Logger: log}); err != nil {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/matchgate/matchgate/allocator"
 	"github.com/matchgate/matchgate/gateway"
+	"github.com/matchgate/matchgate/internal/clock"
 	"github.com/matchgate/matchgate/matcher"
 	"github.com/matchgate/matchgate/matcher/ledger"
 	"github.com/matchgate/matchgate/matcher/pool"
@@ -33,6 +34,7 @@ type serveFlags struct {
 	addr, redisURL, postgresURL, roles, config, node, secret, guests, origins, logFormat, logLevel, prefix string
 	migrate                                                                                                bool
 	shutdownTimeout, leaseTTL                                                                              time.Duration
+	clockSkew                                                                                              time.Duration
 	fleet, allocatorURL, skillURL                                                                          string
 	sec                                                                                                    securityFlags
 }
@@ -62,6 +64,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fleet := fs.String("fleet", "", "static game-server fleet: comma-separated [region=]host:port (no region: any region); empty with no --allocator-url: the demo fleet "+allocator.DemoFleet)
 	allocatorURL := fs.String("allocator-url", "", "base URL of an HTTP fleet manager (docs/ALLOCATOR.md); replaces --fleet")
 	skillURL := fs.String("skill-url", "", "base URL of the skill service (GET {url}/skill/{userId}), asked at join when the token has no skill")
+	clockSkew := fs.Duration("clock-skew", 0, "for testing only (fault injection): shift this process's clock by this much; the clock of decisions, synchronized with the Redis server's TIME, cancels it out")
 	sec := addSecurityFlags(fs)
 	if err := fs.parse(args); err != nil {
 		return f, err
@@ -70,7 +73,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 		addr: *addr, redisURL: *redisURL, postgresURL: *pgURL, roles: *roles, config: *config,
 		node: *node, secret: *secret, guests: *guests, origins: *origins, logFormat: *logFormat,
 		logLevel: *logLevel, prefix: *prefix, migrate: *migrate, shutdownTimeout: *shutdown, leaseTTL: *leaseTTL,
-		fleet: *fleet, allocatorURL: *allocatorURL, skillURL: *skillURL,
+		fleet: *fleet, allocatorURL: *allocatorURL, skillURL: *skillURL, clockSkew: *clockSkew,
 	}
 	sf, err := sec()
 	if err != nil {
@@ -218,6 +221,17 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	}
 	defer rdb.Close()
 
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	// The clock of every deadline, window and wait-order decision: the Redis
+	// server's TIME, which every process of the deployment shares (README,
+	// "Time"). Synchronized before anything stamps or judges a time.
+	clk := clock.New(clock.Config{Source: clock.RedisTime(rdb), Skew: f.clockSkew, Logger: log, Metrics: reg})
+	if err := clk.Sync(ctx); err != nil {
+		log.Warn("clock not synchronized with Redis TIME yet: this process's clock decides until it is", "err", err)
+	}
+
 	// The record: PostgreSQL, or memory.
 	var led matcher.Ledger
 	var pg *pgxpool.Pool
@@ -234,7 +248,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		}
 		led = ledger.NewPostgres(pg)
 	} else {
-		led = ledger.NewMemory()
+		led = ledger.NewMemoryAt(clk.Now)
 	}
 	if f.redisURL == "" || f.postgresURL == "" {
 		log.Warn("NOTHING IS DURABLE: running with an in-process Redis and/or an in-memory record; pass --redis-url and --postgres-url for production",
@@ -242,8 +256,6 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 			"record", map[bool]string{true: "memory", false: "postgresql"}[f.postgresURL == ""])
 	}
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mmetrics := matcher.NewMetrics(reg)
 	nmetrics := notify.NewMetrics(reg)
 
@@ -256,12 +268,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	if node == "" {
 		node, _ = os.Hostname()
 	}
-	tracker := presence.New(presence.Config{Redis: rdb, Prefix: f.prefix, Node: node, Logger: log})
+	tracker := presence.New(presence.Config{Redis: rdb, Prefix: f.prefix, Node: node, Now: clk.Now, Logger: log})
 	// Limits, bans, the admin API, and the queue changes stored through it.
 	// The watcher calls this only once sec starts, after svc and runner
 	// exist.
 	var onQueues func(matcher.Config)
-	sec, effective, err := newSecurity(ctx, f.sec, rdb, pg, f.prefix, node, queues, func(c matcher.Config) { onQueues(c) }, log)
+	sec, effective, err := newSecurity(ctx, f.sec, rdb, pg, f.prefix, node, queues, func(c matcher.Config) { onQueues(c) }, clk.Now, log)
 	if err != nil {
 		return err
 	}
@@ -283,7 +295,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		runner, err = matcher.NewRunner(matcher.RunnerConfig{
 			Queues: queues, Pool: pl, Ledger: led, Notifier: publisher, Presence: tracker, Redis: rdb,
 			Prefix: f.prefix, Owner: node + "-" + rand.Text()[:8], LeaseTTL: f.leaseTTL, Logger: log, Metrics: mmetrics,
-			Allocator: alloc,
+			Allocator: alloc, Now: clk.Now,
 		})
 		if err != nil {
 			return err
@@ -296,7 +308,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	wakes := matcher.NewWakes(rdb, f.prefix, log)
 	svc, err := matcher.NewService(matcher.ServiceConfig{
 		Queues: queues, Pool: pl, Ledger: led, Notifier: publisher, Logger: log, Metrics: mmetrics,
-		Allocator: alloc, Skill: skills,
+		Allocator: alloc, Skill: skills, Now: clk.Now,
 		Available: deps.Err,
 		Wake: func(p matcher.Partition) {
 			if runner != nil && runner.Wake(p) {
@@ -325,6 +337,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		})
 	}
 	deps.check(ctx)
+	start("clock", clk.Run)
 	start("health", deps.Run)
 	start("publisher", publisher.Run)
 	start("wakes", wakes.Run)
@@ -335,7 +348,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		start("matcher", runner.Run)
 	}
 	if roles["relay"] {
-		relay := notify.NewRelay(notify.RelayConfig{Redis: rdb, Ledger: led, Prefix: f.prefix, Logger: log, Metrics: nmetrics})
+		relay := notify.NewRelay(notify.RelayConfig{Redis: rdb, Ledger: led, Prefix: f.prefix, Now: clk.Now, Logger: log, Metrics: nmetrics})
 		start("relay", relay.Run)
 	}
 
@@ -358,7 +371,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		gw, err = gateway.New(sec.gateway(gateway.Config{
 			Matchmaker: svc, Subscriber: hub, Presence: tracker, Ready: ready, Logger: log,
 			Registerer: reg, Gatherer: reg, Node: node, Secret: secret, Guests: guests,
-			AllowedOrigins: origins, ShutdownTimeout: f.shutdownTimeout,
+			AllowedOrigins: origins, ShutdownTimeout: f.shutdownTimeout, Now: clk.Now,
 		}))
 		if err != nil {
 			return err
