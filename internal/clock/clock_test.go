@@ -223,3 +223,42 @@ func TestRedisTimeCancelsSkew(t *testing.T) {
 		}
 	})
 }
+
+// Now stays monotonic for each caller while syncs correct the offset
+// concurrently, both ways.
+func TestNowIsMonotonicUnderConcurrentSyncs(t *testing.T) {
+	w := &fakeWorld{local: t0, offset: time.Second, rtts: []time.Duration{time.Millisecond}}
+	c := clock.New(clock.Config{Source: w.Source, Local: w.Local, Samples: 1})
+	var wg sync.WaitGroup
+	backwards := make([]int, 4)
+	for g := range backwards {
+		wg.Go(func() {
+			prev := c.Now()
+			for range 5000 {
+				now := c.Now()
+				if now.Before(prev) {
+					backwards[g]++
+				}
+				prev = now
+			}
+		})
+	}
+	wg.Go(func() {
+		for i := range 2000 {
+			w.mu.Lock()
+			w.offset = time.Duration(i%2*2-1) * time.Duration(i) * time.Millisecond
+			w.mu.Unlock()
+			w.advance(time.Millisecond)
+			if err := c.Sync(context.Background()); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	})
+	wg.Wait()
+	for g, n := range backwards {
+		if n != 0 {
+			t.Errorf("caller %d saw Now go backwards %d times", g, n)
+		}
+	}
+}
