@@ -97,17 +97,50 @@ type Admin interface {
 // Limits are the limits shared by every gateway, enforced only with a
 // Config.Limiter. A zero Limit is off. Per-IP limits use the client address
 // (Config.TrustedProxies), an IPv6 client's /64 as one subject, and skip
-// Config.LimitExempt.
+// Config.LimitExempt. DefaultLimits are the defaults of `matchgate serve`
+// (SECURITY.md says how each was chosen).
 type Limits struct {
 	// JoinsPerUser: joins (REST and WebSocket) of one user.
 	JoinsPerUser ratelimit.Limit
 	// JoinsPerIP: joins from one client address.
 	JoinsPerIP ratelimit.Limit
+	// CancelsPerUser: cancels (REST and WebSocket) of one user.
+	CancelsPerUser ratelimit.Limit
+	// AcceptsPerUser: accepts and declines (REST and WebSocket) of one user,
+	// one budget.
+	AcceptsPerUser ratelimit.Limit
+	// ReadsPerUser: reads of one user: GET /v1/tickets/{id}, GET
+	// /v1/tickets, GET /v1/queues with a token, and status frames.
+	ReadsPerUser ratelimit.Limit
+	// ReadsPerIP: GET /v1/queues without a token, per client address.
+	ReadsPerIP ratelimit.Limit
+	// HeartbeatsPerUser: PUT /v1/tickets/{id}/heartbeat of one user.
+	HeartbeatsPerUser ratelimit.Limit
 	// ConnectsPerIP: WebSocket upgrade attempts from one client address,
 	// counted before the token is checked.
 	ConnectsPerIP ratelimit.Limit
 	// GuestsPerIP: guest sign-ins from one client address.
 	GuestsPerIP ratelimit.Limit
+}
+
+// DefaultLimits never refuse a real client's pace and refuse a flood within
+// its first second: each allows its burst at once, then its rate.
+var DefaultLimits = Limits{
+	JoinsPerUser:      ratelimit.Limit{N: 10, Per: 10 * time.Second, Burst: 5},
+	JoinsPerIP:        ratelimit.Limit{N: 600, Per: time.Minute, Burst: 100},
+	CancelsPerUser:    ratelimit.Limit{N: 10, Per: 10 * time.Second, Burst: 5},
+	AcceptsPerUser:    ratelimit.Limit{N: 10, Per: 10 * time.Second, Burst: 5},
+	ReadsPerUser:      ratelimit.Limit{N: 120, Per: time.Minute, Burst: 30},
+	ReadsPerIP:        ratelimit.Limit{N: 600, Per: time.Minute, Burst: 100},
+	HeartbeatsPerUser: ratelimit.Limit{N: 60, Per: time.Minute, Burst: 20},
+	ConnectsPerIP:     ratelimit.Limit{N: 120, Per: time.Minute, Burst: 30},
+	GuestsPerIP:       ratelimit.Limit{N: 30, Per: time.Minute, Burst: 10},
+}
+
+// all lists the limits, for validation.
+func (l Limits) all() []ratelimit.Limit {
+	return []ratelimit.Limit{l.JoinsPerUser, l.JoinsPerIP, l.CancelsPerUser, l.AcceptsPerUser,
+		l.ReadsPerUser, l.ReadsPerIP, l.HeartbeatsPerUser, l.ConnectsPerIP, l.GuestsPerIP}
 }
 
 // Config configures a Server. The zero value of every field except
@@ -200,7 +233,8 @@ type Config struct {
 	Sockets SocketLimiter
 	// Limiter enforces Limits. Default: none (Limits are not enforced).
 	Limiter RateLimiter
-	// Limits are the limits shared by every gateway. Default: all off.
+	// Limits are the limits shared by every gateway. Default: all off
+	// (`matchgate serve` sets DefaultLimits).
 	Limits Limits
 	// TrustedProxies are the peers whose X-Forwarded-For is believed: the
 	// client address is the right-most address of the header that is not
@@ -269,7 +303,7 @@ func (c Config) withDefaults() (Config, error) {
 	if len(c.AdminTokens) > 0 && c.Admin == nil {
 		return c, errors.New("gateway: Config.Admin is required with AdminTokens")
 	}
-	for _, l := range []ratelimit.Limit{c.MessageRate, c.Limits.JoinsPerUser, c.Limits.JoinsPerIP, c.Limits.ConnectsPerIP, c.Limits.GuestsPerIP} {
+	for _, l := range append(c.Limits.all(), c.MessageRate) {
 		if err := l.Validate(); err != nil {
 			return c, fmt.Errorf("gateway: %w", err)
 		}

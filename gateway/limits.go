@@ -16,10 +16,15 @@ import (
 // Names of the shared limits (the Redis key and the refusal metric's
 // reason).
 const (
-	limitJoinUser  = "join_user"
-	limitJoinIP    = "join_ip"
-	limitConnectIP = "connect_ip"
-	limitGuestIP   = "guest_ip"
+	limitJoinUser      = "join_user"
+	limitJoinIP        = "join_ip"
+	limitCancelUser    = "cancel_user"
+	limitAcceptUser    = "accept_user"
+	limitReadUser      = "read_user"
+	limitReadIP        = "read_ip"
+	limitHeartbeatUser = "heartbeat_user"
+	limitConnectIP     = "connect_ip"
+	limitGuestIP       = "guest_ip"
 )
 
 // Refusal reasons counted by matchgate_refusals_total besides the limits.
@@ -157,6 +162,14 @@ func limitMessage(name string) string {
 		return "too many joins: slow down"
 	case limitJoinIP:
 		return "too many joins from this address: slow down"
+	case limitCancelUser:
+		return "too many cancels: slow down"
+	case limitAcceptUser:
+		return "too many accepts and declines: slow down"
+	case limitReadUser, limitReadIP:
+		return "too many reads: slow down"
+	case limitHeartbeatUser:
+		return "too many heartbeats: slow down"
 	case limitConnectIP:
 		return "too many connections from this address: retry later"
 	case limitGuestIP:

@@ -488,3 +488,144 @@ func TestDrainOnRequest(t *testing.T) {
 		t.Fatalf("REST while drained: %d", r.status)
 	}
 }
+
+// clockLimiter is a shared limiter on miniredis whose clock the test moves.
+func clockLimiter(t *testing.T) (*ratelimit.Limiter, *fakeClock) {
+	t.Helper()
+	clk := newFakeClock(time.Now())
+	l, err := ratelimit.New(ratelimit.Config{Redis: redistest.Mini(t), Prefix: "gw", Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, clk
+}
+
+// floodBound is the most events of a flood lasting d that lim may allow:
+// its burst, then one per interval.
+func floodBound(lim ratelimit.Limit, d time.Duration) int {
+	return lim.BurstOrN() + int(d/lim.Interval()) + 1
+}
+
+// TestDefaultLimitsRefuseARESTFlood: one user sending 50 requests of each
+// kind within 2s is refused past the burst with 429 RATE_LIMITED and a
+// Retry-After, with the limits `matchgate serve` starts with.
+func TestDefaultLimitsRefuseARESTFlood(t *testing.T) {
+	lim, clk := clockLimiter(t)
+	e := newRESTEnv(t, Config{Limiter: lim, Limits: DefaultLimits})
+	tok := mustToken(t, "mallory", nil)
+	for _, c := range []struct {
+		method, path, body string
+		limit              ratelimit.Limit
+		call               string
+	}{
+		{"POST", "/v1/queues/ranked/tickets", `{}`, DefaultLimits.JoinsPerUser, "join"},
+		{"DELETE", "/v1/tickets/t-1", "", DefaultLimits.CancelsPerUser, "cancel"},
+		{"POST", "/v1/matches/m-1/accept", "", DefaultLimits.AcceptsPerUser, "accept"},
+		{"PUT", "/v1/tickets/t-1/heartbeat", "", DefaultLimits.HeartbeatsPerUser, "heartbeat"},
+		{"GET", "/v1/tickets/t-1", "", DefaultLimits.ReadsPerUser, "ticket"},
+	} {
+		allowed, refused := 0, 0
+		for range 50 {
+			clk.Advance(40 * time.Millisecond) // 50 in 2s
+			r := e.do(t, c.method, c.path, tok, c.body)
+			switch {
+			case r.status < 300:
+				allowed++
+			case r.status == 429 && r.errorCode() == "RATE_LIMITED" && r.header.Get("Retry-After") != "":
+				refused++
+			default:
+				t.Fatalf("%s %s: %d %v %s", c.method, c.path, r.status, r.header, r.body)
+			}
+		}
+		if allowed < c.limit.BurstOrN() || allowed > floodBound(c.limit, 2*time.Second) || allowed+refused != 50 {
+			t.Errorf("%s %s flood: %d allowed, %d refused; want the burst %d and at most %d",
+				c.method, c.path, allowed, refused, c.limit.BurstOrN(), floodBound(c.limit, 2*time.Second))
+		}
+		if n := e.mm.called(c.call); n != allowed {
+			t.Errorf("%s reached the matchmaker %d times, %d allowed", c.call, n, allowed)
+		}
+		clk.Advance(time.Hour) // every budget whole again
+	}
+	// GET /v1/queues: per user with a token (the flood above used up
+	// nothing of it), per address without.
+	allowed := 0
+	for range 50 {
+		clk.Advance(40 * time.Millisecond)
+		if r := e.do(t, "GET", "/v1/queues", tok, ""); r.status == 200 {
+			allowed++
+		}
+	}
+	if allowed > floodBound(DefaultLimits.ReadsPerUser, 2*time.Second) {
+		t.Errorf("GET /v1/queues flood with a token: %d allowed", allowed)
+	}
+	if r := e.do(t, "GET", "/v1/queues", "", ""); r.status != 200 {
+		t.Errorf("GET /v1/queues without a token after a user's flood: %d %s", r.status, r.body)
+	}
+	if v := metricValue(t, e.srv.gatherer, "matchgate_refusals_total", "reason", "cancel_user"); v == 0 {
+		t.Error("refusals{cancel_user} not counted")
+	}
+}
+
+// TestDefaultLimitsRefuseAWebSocketFlood: 50 joins and cancels within 2s on
+// one socket: past the bursts each is answered RATE_LIMITED with a
+// retryAfter, and the socket stays open.
+func TestDefaultLimitsRefuseAWebSocketFlood(t *testing.T) {
+	lim, clk := clockLimiter(t)
+	// The socket's own message bucket is off: the shared limits are the test.
+	env := startServer(t, Config{Limiter: lim, Limits: DefaultLimits, MessageRate: ratelimit.Limit{N: -1}})
+	c := dial(t, env.wsURL(), mustToken(t, "mallory", nil))
+	readFrame(t, c) // hello
+	allowed := map[string]int{}
+	for i := range 50 {
+		clk.Advance(40 * time.Millisecond)
+		typ, cmd := "join", map[string]any{"type": "join", "id": fmt.Sprint(i), "queue": "ranked"}
+		if i%2 == 1 {
+			typ, cmd = "cancel", map[string]any{"type": "cancel", "id": fmt.Sprint(i), "ticketId": "t-1"}
+		}
+		writeJSONFrame(t, c, cmd)
+		f := readFrame(t, c)
+		switch {
+		case f.Type == "joined" || f.Type == "cancelled":
+			allowed[typ]++
+		case f.Type == "error" && f.Error.Code == "RATE_LIMITED" && f.Error.RetryAfter >= 1:
+		default:
+			t.Fatalf("frame %d (%s): %s", i, typ, f.raw)
+		}
+	}
+	for typ, l := range map[string]ratelimit.Limit{"join": DefaultLimits.JoinsPerUser, "cancel": DefaultLimits.CancelsPerUser} {
+		if allowed[typ] < l.BurstOrN() || allowed[typ] > floodBound(l, 2*time.Second) {
+			t.Errorf("%d of 25 %ss allowed, want %d..%d", allowed[typ], typ, l.BurstOrN(), floodBound(l, 2*time.Second))
+		}
+	}
+	writeJSONFrame(t, c, map[string]any{"type": "ping", "id": "end"})
+	if f := readFrame(t, c); f.Type != "pong" {
+		t.Fatalf("after the flood: %s", f.raw)
+	}
+}
+
+// TestDefaultLimitsLetARealClientThrough: a player who joins, cancels and
+// rejoins every 10s, heartbeats its ticket every 10s over REST and asks for
+// its ticket and the queues now and then, for an hour, is never refused.
+func TestDefaultLimitsLetARealClientThrough(t *testing.T) {
+	lim, clk := clockLimiter(t)
+	e := newRESTEnv(t, Config{Limiter: lim, Limits: DefaultLimits})
+	tok := mustToken(t, "ada", nil)
+	for i := range 360 {
+		steps := [][3]string{
+			{"POST", "/v1/queues/ranked/tickets", `{}`},
+			{"PUT", "/v1/tickets/t-1/heartbeat", ""},
+			{"GET", "/v1/tickets/t-1", ""},
+			{"DELETE", "/v1/tickets/t-1", ""},
+		}
+		if i%6 == 0 { // once a minute: the queue list, and a match to accept
+			steps = append(steps, [3]string{"GET", "/v1/queues", ""}, [3]string{"POST", "/v1/matches/m-1/accept", ""})
+		}
+		for _, s := range steps {
+			if r := e.do(t, s[0], s[1], tok, s[2]); r.status >= 300 {
+				t.Fatalf("round %d, %s %s: %d %s", i, s[0], s[1], r.status, r.body)
+			}
+			clk.Advance(time.Second)
+		}
+		clk.Advance(10*time.Second - time.Duration(len(steps))*time.Second)
+	}
+}

@@ -388,10 +388,11 @@ type frame struct {
 	Matches []matcher.Match  `json:"matches"`
 	Seq     int              `json:"seq"`
 	Error   *struct {
-		Code     string  `json:"code"`
-		Message  string  `json:"message"`
-		TicketID *string `json:"ticketId"`
-		MatchID  *string `json:"matchId"`
+		Code       string  `json:"code"`
+		Message    string  `json:"message"`
+		TicketID   *string `json:"ticketId"`
+		MatchID    *string `json:"matchId"`
+		RetryAfter int     `json:"retryAfter"`
 	} `json:"error"`
 	raw []byte
 }

@@ -88,7 +88,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"route"}),
 		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "matchgate_refusals_total",
-			Help: "Requests, upgrades and frames refused by a limit or a ban, by reason (join_user, join_ip, connect_ip, guest_ip, node_cap, user_sockets, messages, banned).",
+			Help: "Requests, upgrades and frames refused by a limit or a ban, by reason (join_user, join_ip, cancel_user, accept_user, read_user, read_ip, heartbeat_user, connect_ip, guest_ip, node_cap, user_sockets, messages, banned).",
 		}, []string{"reason"}),
 		limiterErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "matchgate_rate_limiter_errors_total",
@@ -134,7 +134,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 
 // refusalReasons are the values of the refusals' reason label.
 var refusalReasons = []string{
-	limitJoinUser, limitJoinIP, limitConnectIP, limitGuestIP,
+	limitJoinUser, limitJoinIP, limitCancelUser, limitAcceptUser, limitReadUser, limitReadIP,
+	limitHeartbeatUser, limitConnectIP, limitGuestIP,
 	refusedNodeCap, refusedUserSockets, refusedMessages, refusedBanned,
 }
 

@@ -110,6 +110,10 @@ func (s *Server) handleGetTicket(w http.ResponseWriter, r *http.Request, p princ
 	}
 	ctx, cancel := s.callCtx(r)
 	defer cancel()
+	if err := s.limit(ctx, limitReadUser, p.UserID, s.cfg.Limits.ReadsPerUser); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	v, err := s.cfg.Matchmaker.Ticket(ctx, p.UserID, mux.Vars(r)["id"])
 	if err != nil {
 		s.writeError(w, r, err)
@@ -126,6 +130,10 @@ func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request, p principa
 	}
 	ctx, cancel := s.callCtx(r)
 	defer cancel()
+	if err := s.limit(ctx, limitCancelUser, p.UserID, s.cfg.Limits.CancelsPerUser); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	t, err := s.cfg.Matchmaker.Cancel(ctx, p.UserID, mux.Vars(r)["id"])
 	if err != nil {
 		s.writeError(w, r, err)
@@ -142,6 +150,10 @@ func (s *Server) handleHeartbeat(w http.ResponseWriter, r *http.Request, p princ
 	}
 	ctx, cancel := s.callCtx(r)
 	defer cancel()
+	if err := s.limit(ctx, limitHeartbeatUser, p.UserID, s.cfg.Limits.HeartbeatsPerUser); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	if err := s.cfg.Matchmaker.Heartbeat(ctx, p.UserID, mux.Vars(r)["id"]); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -167,6 +179,10 @@ func (s *Server) matchCall(w http.ResponseWriter, r *http.Request, p principal,
 	}
 	ctx, cancel := s.callCtx(r)
 	defer cancel()
+	if err := s.limit(ctx, limitAcceptUser, p.UserID, s.cfg.Limits.AcceptsPerUser); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	m, err := call(ctx, p.UserID, mux.Vars(r)["id"])
 	if err != nil {
 		s.writeError(w, r, err)
@@ -177,9 +193,20 @@ func (s *Server) matchCall(w http.ResponseWriter, r *http.Request, p principal,
 
 // handleQueues: GET /v1/queues → 200 {"queues":[…]}. Public: queue names
 // and depths carry no user data, and the demo lists them before sign-in.
+// It is limited per user with a valid token, else per client address.
 func (s *Server) handleQueues(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := s.callCtx(r)
 	defer cancel()
+	var err error
+	if p, aerr := s.authenticate(r, false); aerr == nil {
+		err = s.limit(ctx, limitReadUser, p.UserID, s.cfg.Limits.ReadsPerUser)
+	} else {
+		err = s.limitIP(ctx, limitReadIP, s.clientIP(r), s.cfg.Limits.ReadsPerIP)
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	qs, err := s.cfg.Matchmaker.Queues(ctx)
 	if err != nil {
 		s.writeError(w, r, err)

@@ -460,6 +460,9 @@ func (s *session) dispatch(ctx context.Context, in inbound) (any, error) {
 		if !validID(in.TicketID) {
 			return nil, errNoTicket
 		}
+		if err := s.srv.limit(ctx, limitCancelUser, s.p.UserID, s.srv.cfg.Limits.CancelsPerUser); err != nil {
+			return nil, err
+		}
 		t, err := mm.Cancel(ctx, s.p.UserID, in.TicketID)
 		if err != nil {
 			return nil, err
@@ -472,6 +475,9 @@ func (s *session) dispatch(ctx context.Context, in inbound) (any, error) {
 		if !validID(in.MatchID) {
 			return nil, errNoMatch
 		}
+		if err := s.srv.limit(ctx, limitAcceptUser, s.p.UserID, s.srv.cfg.Limits.AcceptsPerUser); err != nil {
+			return nil, err
+		}
 		call := mm.Accept
 		if in.Type == "decline" {
 			call = mm.Decline
@@ -482,6 +488,9 @@ func (s *session) dispatch(ctx context.Context, in inbound) (any, error) {
 		}
 		return replyFrame{Type: "match.update", Re: in.ID, Match: wireMatch(m)}, nil
 	case "status":
+		if err := s.srv.limit(ctx, limitReadUser, s.p.UserID, s.srv.cfg.Limits.ReadsPerUser); err != nil {
+			return nil, err
+		}
 		st, err := mm.UserState(ctx, s.p.UserID)
 		if err != nil {
 			return nil, err

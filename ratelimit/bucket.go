@@ -11,7 +11,8 @@ type Bucket struct {
 	last   time.Time
 }
 
-// NewBucket returns a full bucket for lim (N per Per, burst N). An off
+// NewBucket returns a full bucket for lim (N per Per, at most its burst
+// at once). An off
 // limit gives a bucket that allows everything.
 func NewBucket(lim Limit, now time.Time) *Bucket {
 	if lim.Off() {
@@ -19,8 +20,8 @@ func NewBucket(lim Limit, now time.Time) *Bucket {
 	}
 	return &Bucket{
 		rate:   float64(lim.N) / lim.Per.Seconds(),
-		burst:  float64(lim.N),
-		tokens: float64(lim.N),
+		burst:  float64(lim.BurstOrN()),
+		tokens: float64(lim.BurstOrN()),
 		last:   now,
 	}
 }

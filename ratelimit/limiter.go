@@ -66,7 +66,8 @@ func (l *Limiter) Key(name, subject string) string {
 }
 
 // Allow counts one event of subject against the named limit lim and reports
-// whether it fits. An off limit allows everything without a round trip.
+// whether it fits: at most lim's burst at once, lim.N per lim.Per on
+// average. An off limit allows everything without a round trip.
 // Different limits on the same subject need different names.
 func (l *Limiter) Allow(ctx context.Context, name, subject string, lim Limit) (Decision, error) {
 	if lim.Off() {
@@ -81,7 +82,7 @@ func (l *Limiter) Allow(ctx context.Context, name, subject string, lim Limit) (D
 	}
 	interval := float64(lim.Per.Nanoseconds()) / float64(lim.N) / 1e3
 	res, err := gcraScript.Run(ctx, l.cfg.Redis, []string{l.Key(name, subject)},
-		strconv.FormatFloat(interval, 'f', -1, 64), lim.N, now).Int64Slice()
+		strconv.FormatFloat(interval, 'f', -1, 64), lim.BurstOrN(), now).Int64Slice()
 	if err != nil {
 		return Decision{}, fmt.Errorf("ratelimit %s: %w", name, err)
 	}

@@ -37,24 +37,35 @@ func mustLimiter(t *testing.T, rdb *redis.Client, prefix string, now func() time
 
 func TestParseLimit(t *testing.T) {
 	for in, want := range map[string]Limit{
-		"30/1m": {30, time.Minute}, " 10 / 1s ": {10, time.Second}, "off": {}, "0": {}, "": {},
-		"1000000/1s": {1000000, time.Second},
+		"30/1m": {N: 30, Per: time.Minute}, " 10 / 1s ": {N: 10, Per: time.Second}, "off": {}, "0": {}, "": {},
+		"1000000/1s": {N: 1000000, Per: time.Second},
+		"10/10s:5":   {N: 10, Per: 10 * time.Second, Burst: 5}, "1/1m:3": {N: 1, Per: time.Minute, Burst: 3},
+		"10/10s:10": {N: 10, Per: 10 * time.Second},
 	} {
 		got, err := ParseLimit(in)
 		if err != nil || got != want {
 			t.Errorf("ParseLimit(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"30", "x/1m", "-1/1m", "0/1m", "10/x", "10/0s", "10/-1s", "2000000/1s", "10/25h", "5/1µs"} {
+	for _, in := range []string{"30", "x/1m", "-1/1m", "0/1m", "10/x", "10/0s", "10/-1s", "2000000/1s", "10/25h", "5/1µs",
+		"10/10s:", "10/10s:0", "10/10s:-1", "10/10s:x", ":5", "1/1h:25"} {
 		if l, err := ParseLimit(in); err == nil {
 			t.Errorf("ParseLimit(%q) = %v, want an error", in, l)
 		}
 	}
-	if s := (Limit{30, time.Minute}).String(); s != "30/1m0s" {
-		t.Errorf("String = %q", s)
-	}
-	if l, _ := ParseLimit((Limit{30, time.Minute}).String()); l != (Limit{30, time.Minute}) {
-		t.Errorf("String does not round-trip: %v", l)
+	for l, want := range map[Limit]string{
+		{N: 30, Per: time.Minute}:                  "30/1m0s",
+		{N: 10, Per: 10 * time.Second, Burst: 5}:   "10/10s:5",
+		{N: 10, Per: 10 * time.Second, Burst: 10}:  "10/10s",
+		{N: 10, Per: 10 * time.Second, Burst: 100}: "10/10s:100",
+	} {
+		if s := l.String(); s != want {
+			t.Errorf("String(%#v) = %q, want %q", l, s, want)
+		}
+		back, err := ParseLimit(l.String())
+		if err != nil || back.N != l.N || back.Per != l.Per || back.BurstOrN() != l.BurstOrN() {
+			t.Errorf("String does not round-trip: %v → %#v, %v", l, back, err)
+		}
 	}
 }
 
@@ -105,6 +116,54 @@ func TestGCRA(t *testing.T) {
 		// Off limits allow without touching Redis.
 		if d, err := l.Allow(ctx, "join", "alice", Limit{}); err != nil || !d.Allowed {
 			t.Fatalf("off limit: %+v %v", d, err)
+		}
+	})
+}
+
+// TestGCRABurst checks a burst apart from the rate, on miniredis and real
+// Redis: 10 per 10s with a burst of 5 allows 5 at once, then one a second,
+// and a steady pace of one a second is never refused.
+func TestGCRABurst(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+		ctx := context.Background()
+		clk := newClock(time.Now())
+		l := mustLimiter(t, rdb, prefix, clk.Now)
+		lim := Limit{N: 10, Per: 10 * time.Second, Burst: 5}
+		allowed := 0
+		for range 50 { // a flood: 50 at once
+			d, err := l.Allow(ctx, "join", "flood", lim)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Allowed {
+				allowed++
+			} else if d.RetryAfter != time.Second {
+				t.Fatalf("refusal with RetryAfter %v, want 1s", d.RetryAfter)
+			}
+		}
+		if allowed != 5 {
+			t.Fatalf("%d of a flood of 50 allowed, want the burst of 5", allowed)
+		}
+		clk.Advance(time.Second)
+		if d, _ := l.Allow(ctx, "join", "flood", lim); !d.Allowed {
+			t.Fatalf("one interval later: %+v", d)
+		}
+		if d, _ := l.Allow(ctx, "join", "flood", lim); d.Allowed {
+			t.Fatalf("two events one interval later: %+v", d)
+		}
+		// The whole burst is back after 5 intervals, not after Per.
+		clk.Advance(5 * time.Second)
+		for i := range 5 {
+			if d, _ := l.Allow(ctx, "join", "flood", lim); !d.Allowed {
+				t.Fatalf("refilled burst, event %d refused", i)
+			}
+		}
+		// A steady pace at the rate is never refused.
+		for i := range 100 {
+			clk.Advance(time.Second)
+			if d, _ := l.Allow(ctx, "join", "steady", lim); !d.Allowed {
+				t.Fatalf("steady event %d refused: %+v", i, d)
+			}
 		}
 	})
 }
@@ -260,6 +319,14 @@ func TestBucket(t *testing.T) {
 	}
 	if b.Allow(later) {
 		t.Fatal("bucket overfilled")
+	}
+	// A burst apart from the rate: 2 at once, 4 a second.
+	nb := NewBucket(Limit{N: 4, Per: time.Second, Burst: 2}, now)
+	if !nb.Allow(now) || !nb.Allow(now) || nb.Allow(now) {
+		t.Fatal("bucket with burst 2 did not allow exactly 2 at once")
+	}
+	if !nb.Allow(later) || !nb.Allow(later) || nb.Allow(later) {
+		t.Fatal("bucket with burst 2 refilled past its burst")
 	}
 	off := NewBucket(Limit{}, now)
 	for range 1000 {

@@ -23,26 +23,21 @@ import (
 // securityFlags are the flags of tokens, limits, bans, the admin API and
 // live queue changes (SECURITY.md explains each).
 type securityFlags struct {
-	keys                                   map[string][]byte
-	signingKID                             string
-	adminTokens                            []string
-	trustedProxies, limitExempt            []netip.Prefix
-	joinsUser, joinsIP, connectsIP, guests ratelimit.Limit
-	messages                               ratelimit.Limit
-	maxConnections, maxSocketsUser         int
-	pingInterval, pingTimeout, queuePoll   time.Duration
-	banReload                              time.Duration
+	keys                                 map[string][]byte
+	signingKID                           string
+	adminTokens                          []string
+	trustedProxies, limitExempt          []netip.Prefix
+	limits                               gateway.Limits
+	messages                             ratelimit.Limit
+	maxConnections, maxSocketsUser       int
+	pingInterval, pingTimeout, queuePoll time.Duration
+	banReload                            time.Duration
 }
 
-// Defaults of the limits: generous for people, and loopback (load tests)
-// exempt from the per-IP ones.
-const (
-	defaultJoinsPerUser  = "120/1m"
-	defaultJoinsPerIP    = "600/1m"
-	defaultConnectsPerIP = "120/1m"
-	defaultGuestsPerIP   = "30/1m"
-	defaultLimitExempt   = "127.0.0.0/8,::1/128"
-)
+// The limits default to gateway.DefaultLimits (never reached by a real
+// client's pace, reached by a flood within a second; SECURITY.md), and
+// loopback (load tests) is exempt from the per-IP ones.
+const defaultLimitExempt = "127.0.0.0/8,::1/128"
 
 // addSecurityFlags declares the flags on fs; the returned function reads
 // them once fs has parsed.
@@ -52,11 +47,32 @@ func addSecurityFlags(fs *flagSet) func() (securityFlags, error) {
 	admin := fs.String("admin-token", "", "bearer token(s) of the admin API /v1/admin/, comma-separated for rotation, at least 32 bytes each; empty disables the admin API")
 	trusted := fs.String("trusted-proxies", "", "comma-separated IPs/CIDRs of reverse proxies whose X-Forwarded-For is believed (default: none, the TCP peer is the client)")
 	exempt := fs.String("limit-exempt", defaultLimitExempt, "comma-separated IPs/CIDRs the per-IP limits skip (load tests on loopback); empty for none")
-	joinsUser := fs.String("limit-joins-user", defaultJoinsPerUser, "joins per user, N/duration or off (shared by every gateway)")
-	joinsIP := fs.String("limit-joins-ip", defaultJoinsPerIP, "joins per client address, N/duration or off")
-	connectsIP := fs.String("limit-connects-ip", defaultConnectsPerIP, "WebSocket connection attempts per client address, N/duration or off")
-	guestsIP := fs.String("limit-guests-ip", defaultGuestsPerIP, "guest sign-ins per client address, N/duration or off")
-	messages := fs.String("limit-messages", gateway.DefaultMessageRate.String(), "frames per socket, N/duration (burst N) or off")
+	def := gateway.DefaultLimits
+	limitFlags := []struct {
+		name string
+		raw  *string
+		dst  func(*securityFlags) *ratelimit.Limit
+	}{
+		{"limit-joins-user", fs.String("limit-joins-user", def.JoinsPerUser.String(), "joins per user, N/duration[:burst] or off (shared by every gateway)"),
+			func(sf *securityFlags) *ratelimit.Limit { return &sf.limits.JoinsPerUser }},
+		{"limit-joins-ip", fs.String("limit-joins-ip", def.JoinsPerIP.String(), "joins per client address, N/duration[:burst] or off"),
+			func(sf *securityFlags) *ratelimit.Limit { return &sf.limits.JoinsPerIP }},
+		{"limit-cancels-user", fs.String("limit-cancels-user", def.CancelsPerUser.String(), "cancels per user, N/duration[:burst] or off"),
+			func(sf *securityFlags) *ratelimit.Limit { return &sf.limits.CancelsPerUser }},
+		{"limit-accepts-user", fs.String("limit-accepts-user", def.AcceptsPerUser.String(), "accepts and declines per user, N/duration[:burst] or off"),
+			func(sf *securityFlags) *ratelimit.Limit { return &sf.limits.AcceptsPerUser }},
+		{"limit-reads-user", fs.String("limit-reads-user", def.ReadsPerUser.String(), "reads per user (GET tickets and queues with a token, status frames), N/duration[:burst] or off"),
+			func(sf *securityFlags) *ratelimit.Limit { return &sf.limits.ReadsPerUser }},
+		{"limit-reads-ip", fs.String("limit-reads-ip", def.ReadsPerIP.String(), "GET /v1/queues without a token per client address, N/duration[:burst] or off"),
+			func(sf *securityFlags) *ratelimit.Limit { return &sf.limits.ReadsPerIP }},
+		{"limit-heartbeats-user", fs.String("limit-heartbeats-user", def.HeartbeatsPerUser.String(), "REST ticket heartbeats per user, N/duration[:burst] or off"),
+			func(sf *securityFlags) *ratelimit.Limit { return &sf.limits.HeartbeatsPerUser }},
+		{"limit-connects-ip", fs.String("limit-connects-ip", def.ConnectsPerIP.String(), "WebSocket connection attempts per client address, N/duration[:burst] or off"),
+			func(sf *securityFlags) *ratelimit.Limit { return &sf.limits.ConnectsPerIP }},
+		{"limit-guests-ip", fs.String("limit-guests-ip", def.GuestsPerIP.String(), "guest sign-ins per client address, N/duration[:burst] or off"),
+			func(sf *securityFlags) *ratelimit.Limit { return &sf.limits.GuestsPerIP }},
+	}
+	messages := fs.String("limit-messages", gateway.DefaultMessageRate.String(), "frames per socket, N/duration[:burst] or off")
 	maxConns := fs.String("max-connections", strconv.Itoa(gateway.DefaultMaxConnections), "sockets on this node; more upgrades get 503 (0: no cap)")
 	maxUser := fs.String("max-sockets-per-user", strconv.Itoa(gateway.DefaultMaxSocketsUser), "sockets of one user across every gateway; more get 429 (0: no cap)")
 	pingInterval := fs.Duration("ping-interval", gateway.DefaultPingInterval, "protocol ping period of every socket")
@@ -84,18 +100,13 @@ func addSecurityFlags(fs *flagSet) func() (securityFlags, error) {
 		if sf.limitExempt, err = parsePrefixes(*exempt); err != nil {
 			return sf, fmt.Errorf("--limit-exempt: %w", err)
 		}
-		for _, l := range []struct {
-			name string
-			raw  string
-			dst  *ratelimit.Limit
-		}{
-			{"limit-joins-user", *joinsUser, &sf.joinsUser}, {"limit-joins-ip", *joinsIP, &sf.joinsIP},
-			{"limit-connects-ip", *connectsIP, &sf.connectsIP}, {"limit-guests-ip", *guestsIP, &sf.guests},
-			{"limit-messages", *messages, &sf.messages},
-		} {
-			if *l.dst, err = ratelimit.ParseLimit(l.raw); err != nil {
+		for _, l := range limitFlags {
+			if *l.dst(&sf), err = ratelimit.ParseLimit(*l.raw); err != nil {
 				return sf, fmt.Errorf("--%s: %w", l.name, err)
 			}
+		}
+		if sf.messages, err = ratelimit.ParseLimit(*messages); err != nil {
+			return sf, fmt.Errorf("--limit-messages: %w", err)
 		}
 		if sf.maxConnections, err = nonNegative("max-connections", *maxConns); err != nil {
 			return sf, err
@@ -237,7 +248,7 @@ func (s *security) gateway(c gateway.Config) gateway.Config {
 	c.Keys, c.SigningKeyID = sf.keys, sf.signingKID
 	c.AdminTokens, c.Admin, c.Bans = sf.adminTokens, s.admin, s.bans
 	c.Limiter, c.Sockets = s.limiter, s.sockets
-	c.Limits = gateway.Limits{JoinsPerUser: sf.joinsUser, JoinsPerIP: sf.joinsIP, ConnectsPerIP: sf.connectsIP, GuestsPerIP: sf.guests}
+	c.Limits = sf.limits
 	c.TrustedProxies, c.LimitExempt = sf.trustedProxies, sf.limitExempt
 	c.MessageRate = sf.messages
 	if sf.messages.Off() {

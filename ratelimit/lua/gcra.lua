@@ -1,16 +1,17 @@
 -- gcra.lua: count one event against a rate limit of N events per period with
--- a burst of N, by the generic cell rate algorithm.
+-- a burst of B (at most B at once; B may differ from N), by the generic cell
+-- rate algorithm.
 --
 -- The state is a single number, the theoretical arrival time (TAT): the
 -- moment at which the subject's budget would be whole again. Each allowed
 -- event pushes it one emission interval T = period / N further; an event is
--- refused when that would put the TAT more than N intervals ahead of now.
+-- refused when that would put the TAT more than B intervals ahead of now.
 -- The key expires exactly when the TAT passes, so an idle subject costs
 -- nothing.
 --
 -- KEYS[1]  STRING  the subject's TAT, in microseconds since the Unix epoch
 -- ARGV[1]  T, the emission interval, in microseconds (may be fractional)
--- ARGV[2]  N, the burst
+-- ARGV[2]  B, the burst
 -- ARGV[3]  now in microseconds since the epoch, or "" for the Redis server's
 --          clock (TIME), which every gateway shares
 --
