@@ -196,6 +196,11 @@ type Config struct {
 	// SendQueue is the number of frames that may wait to be written to one
 	// socket; one more disconnects it with CloseSlowConsumer. Default: 64.
 	SendQueue int
+	// SendQueueBytes bounds the bytes of the frames waiting to be written to
+	// one socket, hello included: a frame that would pass it disconnects the
+	// socket with CloseSlowConsumer, as SendQueue does. A count of frames
+	// alone let one socket hold 64 large frames. Default: 1 MiB.
+	SendQueueBytes int64
 	// PingInterval is how often every socket is pinged. Default: 20s.
 	PingInterval time.Duration
 	// PingTimeout is how long a pong may take before the socket is
@@ -265,6 +270,7 @@ const (
 	DefaultTokenTTL        = 24 * time.Hour
 	DefaultMaxFrameBytes   = 4096
 	DefaultSendQueue       = 64
+	DefaultSendQueueBytes  = 1 << 20
 	DefaultPingInterval    = 20 * time.Second
 	DefaultPingTimeout     = 10 * time.Second
 	DefaultWriteTimeout    = 5 * time.Second
@@ -358,7 +364,7 @@ func (c Config) withDefaults() (Config, error) {
 			*d.v = d.def
 		}
 	}
-	if c.MaxFrameBytes < 0 || c.SendQueue < 0 || c.MaxBodyBytes < 0 {
+	if c.MaxFrameBytes < 0 || c.SendQueue < 0 || c.SendQueueBytes < 0 || c.MaxBodyBytes < 0 {
 		return c, errors.New("gateway: Config sizes must not be negative")
 	}
 	if c.MaxFrameBytes == 0 {
@@ -366,6 +372,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.SendQueue == 0 {
 		c.SendQueue = DefaultSendQueue
+	}
+	if c.SendQueueBytes == 0 {
+		c.SendQueueBytes = DefaultSendQueueBytes
 	}
 	if c.MaxBodyBytes == 0 {
 		c.MaxBodyBytes = DefaultMaxBodyBytes

@@ -48,6 +48,7 @@ type session struct {
 
 	mu        sync.Mutex
 	out       []outFrame // waiting to be written, at most cfg.SendQueue
+	outBytes  int64      // the bytes of out, at most cfg.SendQueueBytes
 	writing   bool       // a writer goroutine is draining out
 	ready     bool       // hello is queued: writing may start
 	closing   bool       // no more frames or commands are taken
@@ -66,27 +67,32 @@ func (s *session) push(frame []byte) {
 	s.enqueue(outFrame{data: frame})
 }
 
-// enqueue queues a frame for writing without blocking. A full queue marks
-// the session closing and disconnects it with CloseSlowConsumer.
+// enqueue queues a frame for writing without blocking. A full queue (in
+// frames or in bytes) marks the session closing and disconnects it with
+// CloseSlowConsumer.
 func (s *session) enqueue(f outFrame) {
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
 		return
 	}
-	if len(s.out) >= s.srv.cfg.SendQueue {
+	cfg := &s.srv.cfg
+	if len(s.out) >= cfg.SendQueue || s.outBytes+int64(len(f.data)) > cfg.SendQueueBytes {
+		frames, bytes := len(s.out), s.outBytes
 		s.closing, s.closeCode = true, CloseSlowConsumer
-		s.out, s.cmds = nil, nil
+		s.out, s.outBytes, s.cmds = nil, 0, nil
 		s.mu.Unlock()
 		s.srv.metrics.overflows.Inc()
 		s.srv.log.Warn("slow consumer disconnected",
-			slog.Uint64("session", s.id), slog.String("user", s.p.UserID), slog.Int("queue", s.srv.cfg.SendQueue))
+			slog.Uint64("session", s.id), slog.String("user", s.p.UserID),
+			slog.Int("queued_frames", frames), slog.Int64("queued_bytes", bytes))
 		// Close waits for the writer's deadline and the close handshake:
 		// never on the caller's (the dispatch) goroutine.
 		s.srv.tasks.Go(func() { s.closeHandshake(CloseSlowConsumer, "slow consumer", s.srv.cfg.WriteTimeout) })
 		return
 	}
 	s.out = append(s.out, f)
+	s.outBytes += int64(len(f.data))
 	start := s.ready && !s.writing
 	if start {
 		s.writing = true
@@ -109,6 +115,7 @@ func (s *session) begin(hello outFrame) bool {
 	s.out = append(s.out, outFrame{})
 	copy(s.out[1:], s.out)
 	s.out[0] = hello
+	s.outBytes += int64(len(hello.data))
 	s.ready = true
 	start := !s.writing
 	s.writing = true
@@ -126,13 +133,14 @@ func (s *session) writeLoop() {
 		s.mu.Lock()
 		if s.closing || len(s.out) == 0 {
 			s.writing = false
-			s.out = nil // an idle socket keeps no buffer
+			s.out, s.outBytes = nil, 0 // an idle socket keeps no buffer
 			s.mu.Unlock()
 			return
 		}
 		f := s.out[0]
 		s.out[0] = outFrame{}
 		s.out = s.out[1:]
+		s.outBytes -= int64(len(f.data))
 		s.mu.Unlock()
 
 		err := s.write(f.data)
@@ -142,7 +150,7 @@ func (s *session) writeLoop() {
 			s.mu.Lock()
 			s.writing = false
 			won := !s.closing
-			s.closing, s.out, s.cmds = true, nil, nil
+			s.closing, s.out, s.outBytes, s.cmds = true, nil, 0, nil
 			s.mu.Unlock()
 			if won {
 				_ = s.conn.CloseNow()
@@ -181,7 +189,7 @@ func (s *session) shut(code websocket.StatusCode) bool {
 		return false
 	}
 	s.closing, s.closeCode = true, code
-	s.out, s.cmds = nil, nil
+	s.out, s.outBytes, s.cmds = nil, 0, nil
 	return true
 }
 
@@ -234,7 +242,7 @@ func (s *session) ping(parent context.Context) {
 func (s *session) finish(err error) websocket.StatusCode {
 	s.mu.Lock()
 	code := s.closeCode
-	s.closing, s.out, s.cmds = true, nil, nil
+	s.closing, s.out, s.outBytes, s.cmds = true, nil, 0, nil
 	s.mu.Unlock()
 	if code == 0 {
 		switch {

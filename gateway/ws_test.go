@@ -328,7 +328,7 @@ func TestSlowConsumerIsDisconnectedWithoutBlockingFanOut(t *testing.T) {
 // A socket that stops reading while its queue has room is dropped once a
 // write has waited WriteTimeout: the writer does not hang on it.
 func TestStalledWriteDropsSocket(t *testing.T) {
-	env := startServer(t, Config{SendQueue: 4096, WriteTimeout: 300 * time.Millisecond})
+	env := startServer(t, Config{SendQueue: 4096, SendQueueBytes: 64 << 20, WriteTimeout: 300 * time.Millisecond})
 	stalled := dial(t, env.wsURL(), mustToken(t, "stalled", nil))
 	readFrame(t, stalled) // hello; from now on it never reads
 	defer stalled.CloseNow()
@@ -534,5 +534,53 @@ func TestTooManyCommandsInFlight(t *testing.T) {
 	close(release)
 	if f := readFrame(t, c); f.Re != "blocker" {
 		t.Fatalf("after release: %s", f.raw)
+	}
+}
+
+// The send queue is bounded in bytes too: pushes that wait (here while the
+// state loads, so nothing is written yet) close the socket with
+// CloseSlowConsumer on the first frame that passes the budget, not before,
+// however many frames the count would still allow.
+func TestSendQueueByteBudget(t *testing.T) {
+	const budget = 10_000
+	env := startServer(t, Config{SendQueue: 100_000, SendQueueBytes: budget})
+	release := make(chan struct{})
+	env.mm.userState = func(ctx context.Context, userID string) (matcher.UserState, error) {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return matcher.UserState{}, nil
+	}
+	done := make(chan *websocket.Conn, 1)
+	go func() {
+		c, err := tryDial(env.wsURL(), mustToken(t, "slow", nil), nil)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- c
+	}()
+	env.sub.waitSubscribed(t, "slow", 1)
+	frame := []byte(`{"type":"ticket.update","pad":"` + strings.Repeat("x", 1000-33) + `"}`)
+	if len(frame) != 1000 {
+		t.Fatalf("frame of %d bytes", len(frame))
+	}
+	for i := range budget / len(frame) {
+		env.sub.publish("slow", frame)
+		if v := metricValue(t, env.reg, "matchgate_ws_send_queue_overflows_total"); v != 0 {
+			t.Fatalf("closed after %d bytes, within the budget of %d", (i+1)*len(frame), budget)
+		}
+	}
+	env.sub.publish("slow", frame) // one byte past the budget
+	if v := metricValue(t, env.reg, "matchgate_ws_send_queue_overflows_total"); v != 1 {
+		t.Fatalf("overflows = %v after passing the byte budget, want 1", v)
+	}
+	close(release)
+	c := <-done
+	if c == nil {
+		return
+	}
+	if code := waitCloseStatus(t, c); code != CloseSlowConsumer {
+		t.Fatalf("closed with %v, want %v", code, CloseSlowConsumer)
 	}
 }
