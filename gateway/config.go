@@ -37,8 +37,12 @@ type Matchmaker interface {
 	Accept(ctx context.Context, userID, matchID string) (matcher.Match, error)
 	// Decline declines a PENDING_ACCEPT match the user is seated in.
 	Decline(ctx context.Context, userID, matchID string) (matcher.Match, error)
-	// UserState is what a (re)connecting client is told first.
+	// UserState is what a (re)connecting client is told first, bounded.
 	UserState(ctx context.Context, userID string) (matcher.UserState, error)
+	// TicketHistory pages the user's resolved tickets newest first, from a
+	// cursor UserState or an earlier page gave ("" for the newest); a bad
+	// cursor or limit is BAD_REQUEST.
+	TicketHistory(ctx context.Context, userID, before string, limit int) (matcher.UserState, error)
 	// Queues describes the configured queues.
 	Queues(ctx context.Context) ([]matcher.QueueInfo, error)
 }

@@ -42,6 +42,7 @@ type fakeMatchmaker struct {
 	accept    func(ctx context.Context, userID, matchID string) (matcher.Match, error)
 	decline   func(ctx context.Context, userID, matchID string) (matcher.Match, error)
 	userState func(ctx context.Context, userID string) (matcher.UserState, error)
+	history   func(ctx context.Context, userID, before string, limit int) (matcher.UserState, error)
 	queues    func(ctx context.Context) ([]matcher.QueueInfo, error)
 }
 
@@ -121,6 +122,14 @@ func (f *fakeMatchmaker) UserState(ctx context.Context, userID string) (matcher.
 		return f.userState(ctx, userID)
 	}
 	return matcher.UserState{}, nil
+}
+
+func (f *fakeMatchmaker) TicketHistory(ctx context.Context, userID, before string, limit int) (matcher.UserState, error) {
+	f.record("history")
+	if f.history != nil {
+		return f.history(ctx, userID, before, limit)
+	}
+	return matcher.UserState{Tickets: []matcher.Ticket{}, Matches: []matcher.Match{}}, nil
 }
 
 func (f *fakeMatchmaker) Queues(ctx context.Context) ([]matcher.QueueInfo, error) {
@@ -386,6 +395,8 @@ type frame struct {
 	Match   *matcher.Match   `json:"match"`
 	Tickets []matcher.Ticket `json:"tickets"`
 	Matches []matcher.Match  `json:"matches"`
+	More    bool             `json:"more"`
+	Next    string           `json:"next"`
 	Seq     int              `json:"seq"`
 	Error   *struct {
 		Code       string  `json:"code"`

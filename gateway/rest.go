@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -120,6 +121,34 @@ func (s *Server) handleGetTicket(w http.ResponseWriter, r *http.Request, p princ
 		return
 	}
 	writeJSON(w, http.StatusOK, v)
+}
+
+// handleTickets: GET /v1/tickets?before=&limit= → 200
+// {"tickets","matches","more","next"}: the user's resolved tickets newest
+// first, a page at a time (the rest of what hello left out).
+func (s *Server) handleTickets(w http.ResponseWriter, r *http.Request, p principal) {
+	q := r.URL.Query()
+	limit := 0
+	if raw := q.Get("limit"); raw != "" {
+		n, err := strconv.Atoi(raw)
+		if err != nil || n < 1 || n > matcher.MaxHistoryPage {
+			s.writeError(w, r, matcher.Errorf(matcher.CodeBadRequest, "limit must be 1..%d", matcher.MaxHistoryPage))
+			return
+		}
+		limit = n
+	}
+	ctx, cancel := s.callCtx(r)
+	defer cancel()
+	if err := s.limit(ctx, limitReadUser, p.UserID, s.cfg.Limits.ReadsPerUser); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	st, err := s.cfg.Matchmaker.TicketHistory(ctx, p.UserID, q.Get("before"), limit)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
 }
 
 // handleCancel: DELETE /v1/tickets/{id} → 200 {"ticket"}.

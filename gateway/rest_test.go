@@ -254,3 +254,45 @@ func TestHealthReadyMetricsStatic(t *testing.T) {
 		t.Fatalf("app.js: %d", r.status)
 	}
 }
+
+// GET /v1/tickets passes the cursor and the limit on and answers the page;
+// a hello says more resolved tickets exist and where they start.
+func TestTicketHistoryRouteAndHelloCursor(t *testing.T) {
+	env := startServer(t, Config{})
+	var gotBefore string
+	var gotLimit int
+	env.mm.history = func(_ context.Context, userID, before string, limit int) (matcher.UserState, error) {
+		gotBefore, gotLimit = before, limit
+		return matcher.UserState{Tickets: []matcher.Ticket{{ID: "t-9", UserID: userID, Status: matcher.StatusCancelled}},
+			Matches: []matcher.Match{}, More: true, Next: "cursor-2"}, nil
+	}
+	env.mm.userState = func(context.Context, string) (matcher.UserState, error) {
+		return matcher.UserState{Tickets: []matcher.Ticket{}, Matches: []matcher.Match{}, More: true, Next: "cursor-1"}, nil
+	}
+	tok := mustToken(t, "ada", nil)
+	e := &restEnv{srv: env.srv, mm: env.mm, url: env.base}
+	r := e.do(t, "GET", "/v1/tickets?before=cursor-1&limit=5", tok, "")
+	var page struct {
+		Tickets []matcher.Ticket `json:"tickets"`
+		More    bool             `json:"more"`
+		Next    string           `json:"next"`
+	}
+	if err := json.Unmarshal(r.body, &page); r.status != 200 || err != nil || len(page.Tickets) != 1 || !page.More || page.Next != "cursor-2" {
+		t.Fatalf("GET /v1/tickets: %d %s", r.status, r.body)
+	}
+	if gotBefore != "cursor-1" || gotLimit != 5 {
+		t.Fatalf("TicketHistory(%q, %d)", gotBefore, gotLimit)
+	}
+	for _, q := range []string{"limit=0", "limit=101", "limit=x"} {
+		if r := e.do(t, "GET", "/v1/tickets?"+q, tok, ""); r.status != 400 || r.errorCode() != "BAD_REQUEST" {
+			t.Errorf("?%s: %d %s", q, r.status, r.body)
+		}
+	}
+	if r := e.do(t, "GET", "/v1/tickets", "", ""); r.status != 401 {
+		t.Errorf("without a token: %d", r.status)
+	}
+	c := dial(t, env.wsURL(), tok)
+	if f := readFrame(t, c); f.Type != "hello" || !f.More || f.Next != "cursor-1" {
+		t.Fatalf("hello = %s", f.raw)
+	}
+}

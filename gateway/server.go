@@ -161,6 +161,7 @@ func (s *Server) routes() *mux.Router {
 	r.HandleFunc(wsRoute, s.handleWS).Methods(http.MethodGet)
 	r.HandleFunc("/v1/queues", s.handleQueues).Methods(http.MethodGet)
 	r.HandleFunc("/v1/queues/{queue}/tickets", s.withAuth(s.handleJoin)).Methods(http.MethodPost)
+	r.HandleFunc("/v1/tickets", s.withAuth(s.handleTickets)).Methods(http.MethodGet)
 	r.HandleFunc("/v1/tickets/{id}", s.withAuth(s.handleGetTicket)).Methods(http.MethodGet)
 	r.HandleFunc("/v1/tickets/{id}", s.withAuth(s.handleCancel)).Methods(http.MethodDelete)
 	r.HandleFunc("/v1/tickets/{id}/heartbeat", s.withAuth(s.handleHeartbeat)).Methods(http.MethodPut)

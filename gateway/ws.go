@@ -91,10 +91,14 @@ type stateFrame struct {
 	Node    string           `json:"node,omitempty"`
 	Tickets []matcher.Ticket `json:"tickets"`
 	Matches []matcher.Match  `json:"matches"`
+	// More and Next: older resolved tickets were left out; GET
+	// /v1/tickets?before=Next has them.
+	More bool   `json:"more,omitempty"`
+	Next string `json:"next,omitempty"`
 }
 
 func newStateFrame(typ, re string, st matcher.UserState) stateFrame {
-	f := stateFrame{Type: typ, Re: re, Tickets: st.Tickets, Matches: st.Matches}
+	f := stateFrame{Type: typ, Re: re, Tickets: st.Tickets, Matches: st.Matches, More: st.More, Next: st.Next}
 	if f.Tickets == nil {
 		f.Tickets = []matcher.Ticket{}
 	}

@@ -5,6 +5,25 @@ import (
 	"time"
 )
 
+// TicketCursor is a position in a user's resolved tickets, newest first: a
+// resolved ticket's updated_at (when it was resolved) and id, the keyset of
+// an index the record already keeps. The zero cursor is before the newest.
+type TicketCursor struct {
+	At time.Time
+	ID string
+}
+
+// IsZero reports whether c is the zero cursor.
+func (c TicketCursor) IsZero() bool { return c.At.IsZero() && c.ID == "" }
+
+// TicketPage is a bounded list of one user's tickets with their matches.
+type TicketPage struct {
+	Tickets []Ticket
+	Matches []Match
+	More    bool
+	Next    TicketCursor
+}
+
 // Ledger is the durable record of tickets, matches and the outbox. It is the
 // source of truth: the Redis pool is rebuilt from it. Implementations:
 // ledger.Postgres and ledger.Memory; both pass ledger's contract tests.
@@ -23,10 +42,20 @@ type Ledger interface {
 	// Match returns one match, or an error wrapping ErrNotFound.
 	Match(ctx context.Context, id string) (Match, error)
 
-	// UserState returns the user's WAITING tickets, tickets resolved since
-	// `since`, and the matches those tickets are in: what a reconnecting
-	// client must be told.
-	UserState(ctx context.Context, userID string, since time.Time) ([]Ticket, []Match, error)
+	// UserState returns what a reconnecting client must be told, bounded by
+	// limit: the user's live tickets (WAITING, or updated since `since` and
+	// MATCHED into a match that is PENDING_ACCEPT or READY; the limit newest
+	// of them), the limit newest tickets resolved (not WAITING) since
+	// `since`, and the matches of those tickets. More reports that older
+	// tickets resolved since `since` were left out, and Next is the position
+	// of the oldest resolved ticket returned, for UserTickets.
+	UserState(ctx context.Context, userID string, since time.Time, limit int) (TicketPage, error)
+
+	// UserTickets pages the user's resolved tickets (any status but WAITING)
+	// newest first, in (UpdatedAt, ID) order, strictly before `before` (the
+	// zero cursor: from the newest), at most limit of them, with their
+	// matches. More and Next say whether and where the next page starts.
+	UserTickets(ctx context.Context, userID string, before TicketCursor, limit int) (TicketPage, error)
 
 	// Resolve moves a WAITING ticket to CANCELLED (with reason) or EXPIRED,
 	// compare-and-set on WAITING, and writes a ticket.update event. If the

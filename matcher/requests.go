@@ -93,9 +93,14 @@ type WaitPercentiles struct {
 	P99 float64 `json:"p99"`
 }
 
-// UserState is what a (re)connecting client is told first: its tickets that
-// are waiting or recently resolved, and their matches.
+// UserState is what a (re)connecting client is told first, bounded: its
+// live tickets (waiting, or in a match pending accept or ready), its few
+// most recently resolved tickets, and their matches. It is also a page of
+// GET /v1/tickets. More reports that older resolved tickets were left out;
+// Next is the cursor that pages on to them (GET /v1/tickets?before=Next).
 type UserState struct {
 	Tickets []Ticket `json:"tickets"`
 	Matches []Match  `json:"matches"`
+	More    bool     `json:"more,omitempty"`
+	Next    string   `json:"next,omitempty"`
 }

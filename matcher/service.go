@@ -2,10 +2,13 @@ package matcher
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -27,6 +30,10 @@ type ServiceConfig struct {
 	// History is how far back resolved tickets are included in UserState, so
 	// a client that reconnects learns the outcome it missed. Default 10m.
 	History time.Duration
+	// CatchUp bounds UserState: at most this many live tickets and this
+	// many resolved ones (the newest); TicketHistory pages the rest.
+	// Default 10.
+	CatchUp int
 	// DefaultSkill is used (with estimated=true) when the caller has no
 	// skill claim, and the skill service neither answers nor knows a last
 	// skill. Default 50.
@@ -88,6 +95,9 @@ func NewService(cfg ServiceConfig) (*Service, error) {
 	}
 	if len(cfg.Queues.Queues) == 0 {
 		return nil, errors.New("service: no queues")
+	}
+	if cfg.CatchUp <= 0 {
+		cfg.CatchUp = DefaultCatchUp
 	}
 	if cfg.History == 0 {
 		cfg.History = 10 * time.Minute
@@ -419,19 +429,85 @@ func (s *Service) queueOr(name string) *QueueConfig {
 	return &QueueConfig{Name: name, Shards: 1}
 }
 
-// UserState is the catch-up a (re)connecting client gets first.
+// Bounds of the catch-up and of TicketHistory's pages.
+const (
+	DefaultCatchUp     = 10
+	DefaultHistoryPage = 20
+	MaxHistoryPage     = 100
+)
+
+// UserState is the catch-up a (re)connecting client gets first, bounded by
+// CatchUp (see Ledger.UserState); More and Next point TicketHistory at the
+// resolved tickets left out.
 func (s *Service) UserState(ctx context.Context, userID string) (UserState, error) {
-	ts, ms, err := s.cfg.Ledger.UserState(ctx, userID, s.cfg.Now().Add(-s.cfg.History))
+	page, err := s.cfg.Ledger.UserState(ctx, userID, s.cfg.Now().Add(-s.cfg.History), s.cfg.CatchUp)
 	if err != nil {
 		return UserState{}, unavailable(fmt.Errorf("user state %s: %w", userID, err))
 	}
-	if ts == nil {
-		ts = []Ticket{}
+	return stateOf(page), nil
+}
+
+// TicketHistory pages the user's resolved tickets newest first: before is
+// a Next of UserState or of an earlier page ("" for the newest), limit is
+// 1..MaxHistoryPage (0: DefaultHistoryPage). A cursor that is not one is
+// BAD_REQUEST.
+func (s *Service) TicketHistory(ctx context.Context, userID, before string, limit int) (UserState, error) {
+	switch {
+	case limit == 0:
+		limit = DefaultHistoryPage
+	case limit < 0 || limit > MaxHistoryPage:
+		return UserState{}, Errorf(CodeBadRequest, "limit must be 1..%d", MaxHistoryPage)
 	}
-	if ms == nil {
-		ms = []Match{}
+	cur, err := decodeCursor(before)
+	if err != nil {
+		return UserState{}, err
 	}
-	return UserState{Tickets: ts, Matches: ms}, nil
+	page, err := s.cfg.Ledger.UserTickets(ctx, userID, cur, limit)
+	if err != nil {
+		return UserState{}, unavailable(fmt.Errorf("tickets of %s: %w", userID, err))
+	}
+	return stateOf(page), nil
+}
+
+func stateOf(page TicketPage) UserState {
+	st := UserState{Tickets: page.Tickets, Matches: page.Matches, More: page.More}
+	if page.More {
+		st.Next = encodeCursor(page.Next)
+	}
+	if st.Tickets == nil {
+		st.Tickets = []Ticket{}
+	}
+	if st.Matches == nil {
+		st.Matches = []Match{}
+	}
+	return st
+}
+
+// encodeCursor renders a cursor as opaque URL-safe text: the client only
+// hands it back.
+func encodeCursor(c TicketCursor) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(c.At.UnixMicro(), 10) + "." + c.ID))
+}
+
+var errBadCursor = Errorf(CodeBadRequest, "before is not a cursor this server gave")
+
+func decodeCursor(s string) (TicketCursor, error) {
+	if s == "" {
+		return TicketCursor{}, nil
+	}
+	if len(s) > 128 {
+		return TicketCursor{}, errBadCursor
+	}
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return TicketCursor{}, errBadCursor
+	}
+	at, id, ok := strings.Cut(string(b), ".")
+	us, err := strconv.ParseInt(at, 10, 64)
+	if !ok || err != nil || uuid.Validate(id) != nil {
+		return TicketCursor{}, errBadCursor
+	}
+	return TicketCursor{At: time.UnixMicro(us).UTC(), ID: id}, nil
 }
 
 // Queues lists the configured queues with their current depth per region

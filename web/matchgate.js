@@ -473,6 +473,25 @@ export class MatchgateClient extends Emitter {
   }
 
   /**
+   * history fetches a page of the user's resolved tickets, newest first,
+   * with their matches, and merges them into the store. A hello or status
+   * frame holds only the newest few; when its `more` is true, pass its
+   * `next` as `before`, then each page's `next` while `more` holds.
+   * @param {{before?: string, limit?: number}} [opts]  limit 1..100 (default 20)
+   * @returns {Promise<{tickets: Ticket[], matches: Match[], more?: boolean, next?: string}>}
+   */
+  async history(opts = {}) {
+    const q = new URLSearchParams();
+    if (opts.before) q.set('before', opts.before);
+    if (opts.limit) q.set('limit', String(opts.limit));
+    const qs = q.toString();
+    const page = await this._rest('GET', '/v1/tickets' + (qs ? '?' + qs : ''));
+    for (const t of page.tickets || []) this._putTicket(t);
+    for (const m of page.matches || []) this._putMatch(m);
+    return page;
+  }
+
+  /**
    * heartbeat keeps a WAITING ticket alive (the client does this by itself
    * every heartbeatMs while a ticket waits).
    * @param {string} ticketId

@@ -539,12 +539,15 @@ func testLedger(t *testing.T, newLedger func(t *testing.T) matcher.Ledger) {
 
 		check := func(since time.Time, wantT []matcher.Ticket, wantM []matcher.Match) {
 			t.Helper()
-			ts, ms, err := l.UserState(ctx, "olga", since)
+			page, err := l.UserState(ctx, "olga", since, 10)
 			if err != nil {
 				t.Fatal(err)
 			}
-			equal(t, fmt.Sprintf("tickets since %s", since), ts, wantT)
-			equal(t, fmt.Sprintf("matches since %s", since), ms, wantM)
+			equal(t, fmt.Sprintf("tickets since %s", since), page.Tickets, wantT)
+			equal(t, fmt.Sprintf("matches since %s", since), page.Matches, wantM)
+			if page.More {
+				t.Errorf("since %s: More with %d tickets", since, len(page.Tickets))
+			}
 		}
 		check(t0, []matcher.Ticket{old, matched, waiting}, []matcher.Match{stored})
 		// `since` is inclusive, at microsecond precision.
@@ -552,9 +555,91 @@ func testLedger(t *testing.T, newLedger func(t *testing.T) matcher.Ledger) {
 		check(old.UpdatedAt.Add(time.Microsecond), []matcher.Ticket{matched, waiting}, []matcher.Match{stored})
 		check(t0.Add(time.Hour), []matcher.Ticket{waiting}, nil)
 
-		ts, ms, err := l.UserState(ctx, "nobody", t0)
-		if err != nil || ts != nil || ms != nil {
-			t.Fatalf("unknown user = %v, %v, %v; want nothing", ts, ms, err)
+		page, err := l.UserState(ctx, "nobody", t0, 10)
+		if err != nil || page.Tickets != nil || page.Matches != nil || page.More {
+			t.Fatalf("unknown user = %+v, %v; want nothing", page, err)
+		}
+	})
+
+	t.Run("UserStateIsBounded", func(t *testing.T) {
+		// A user with a READY match and 30 cancels after it, three of them
+		// at the same instant, and a waiting ticket: the catch-up holds the
+		// live tickets and the newest resolved ones only, and says more
+		// exist.
+		l, ctx := newLedger(t), context.Background()
+		matched := mustCreate(t, l, ticketFor("rita", "ranked", "eu", t0))
+		partner := mustCreate(t, l, ticketFor("sam", "ranked", "eu", t0))
+		m := matchOf(t0.Add(time.Second), matched, partner)
+		if _, err := commitMatch(ctx, l, m, 0); err != nil {
+			t.Fatal(err)
+		}
+		matched, _ = l.Ticket(ctx, matched.ID)
+		stored, _ := l.Match(ctx, m.ID)
+		var cancelled []matcher.Ticket // newest first
+		for i := range 30 {
+			at := t0.Add(time.Duration(10+i) * time.Second)
+			if i >= 27 {
+				at = t0.Add(37 * time.Second) // ties: the id orders them
+			}
+			tk := mustCreate(t, l, ticketFor("rita", "ranked", "eu", at.Add(-time.Second)))
+			cancelled = append(cancelled, mustResolve(t, l, tk.ID, matcher.StatusCancelled, matcher.ReasonUser, at))
+		}
+		slices.SortFunc(cancelled, func(a, b matcher.Ticket) int {
+			if c := b.UpdatedAt.Compare(a.UpdatedAt); c != 0 {
+				return c
+			}
+			return strings.Compare(b.ID, a.ID)
+		})
+		waiting := mustCreate(t, l, ticketFor("rita", "casual", "us", t0.Add(time.Minute)))
+
+		page, err := l.UserState(ctx, "rita", t0, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := append([]matcher.Ticket{matched, waiting}, cancelled[:5]...)
+		slices.SortFunc(want, func(a, b matcher.Ticket) int {
+			if c := a.EnqueuedAt.Compare(b.EnqueuedAt); c != 0 {
+				return c
+			}
+			return strings.Compare(a.ID, b.ID)
+		})
+		equal(t, "bounded catch-up", page.Tickets, want)
+		equal(t, "its matches", page.Matches, []matcher.Match{stored})
+		if !page.More || page.Next != (matcher.TicketCursor{At: cancelled[4].UpdatedAt, ID: cancelled[4].ID}) {
+			t.Fatalf("More %v, Next %+v; want more from %+v", page.More, page.Next, cancelled[4])
+		}
+
+		// UserTickets pages on from Next with no gap and no repeat, ties
+		// included, down to the match's ticket.
+		all := append(slices.Clone(cancelled), matched)
+		got := slices.Clone(cancelled[:5])
+		cur := page.Next
+		for pages := 0; ; pages++ {
+			if pages > 20 {
+				t.Fatal("paging does not end")
+			}
+			p, err := l.UserTickets(ctx, "rita", cur, 4)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(p.Tickets) > 4 {
+				t.Fatalf("a page of %d tickets, limit 4", len(p.Tickets))
+			}
+			got = append(got, p.Tickets...)
+			if !p.More {
+				break
+			}
+			cur = p.Next
+		}
+		equal(t, "every resolved ticket, newest first", got, all)
+		// From the zero cursor: the newest, with the match of a matched ticket.
+		first, err := l.UserTickets(ctx, "rita", matcher.TicketCursor{}, 31)
+		if err != nil || first.More || len(first.Tickets) != 31 {
+			t.Fatalf("one page of all: %d tickets, more %v, %v", len(first.Tickets), first.More, err)
+		}
+		equal(t, "the page's matches", first.Matches, []matcher.Match{stored})
+		if p, err := l.UserTickets(ctx, "nobody", matcher.TicketCursor{}, 10); err != nil || p.Tickets != nil || p.More {
+			t.Fatalf("unknown user = %+v, %v", p, err)
 		}
 	})
 

@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -122,30 +123,116 @@ func (l *Memory) Match(ctx context.Context, id string) (matcher.Match, error) {
 }
 
 // UserState implements matcher.Ledger.
-func (l *Memory) UserState(ctx context.Context, userID string, since time.Time) ([]matcher.Ticket, []matcher.Match, error) {
+func (l *Memory) UserState(ctx context.Context, userID string, since time.Time, limit int) (matcher.TicketPage, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, nil, fmt.Errorf("user state %s: %w", userID, err)
+		return matcher.TicketPage{}, fmt.Errorf("user state %s: %w", userID, err)
 	}
 	since = stamp(since)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var tickets []matcher.Ticket
-	var matches []matcher.Match
-	seen := make(map[string]bool)
+	var live, resolved []matcher.Ticket
 	for _, id := range l.ticketsOf[userID] {
 		t := l.tickets[id]
-		if t.Status != matcher.StatusWaiting && t.UpdatedAt.Before(since) {
+		if t.Status == matcher.StatusWaiting {
+			live = append(live, t)
 			continue
 		}
-		tickets = append(tickets, cloneTicket(t))
+		if t.UpdatedAt.Before(since) {
+			continue
+		}
+		resolved = append(resolved, t)
+		if t.Status == matcher.StatusMatched {
+			if st := l.matches[t.MatchID].State; st == matcher.MatchPendingAccept || st == matcher.MatchReady {
+				live = append(live, t)
+			}
+		}
+	}
+	slices.SortFunc(live, newestFirst)
+	slices.SortFunc(resolved, newestFirst)
+	live = live[:min(len(live), limit)]
+	var page matcher.TicketPage
+	if len(resolved) > limit {
+		resolved, page.More = resolved[:limit], true
+	}
+	if len(resolved) > 0 {
+		last := resolved[len(resolved)-1]
+		page.Next = matcher.TicketCursor{At: last.UpdatedAt, ID: last.ID}
+	}
+	seen := make(map[string]bool)
+	for _, t := range append(live, resolved...) {
+		if seen[t.ID] {
+			continue
+		}
+		seen[t.ID] = true
+		page.Tickets = append(page.Tickets, cloneTicket(t))
+	}
+	slices.SortFunc(page.Tickets, ticketOrder)
+	page.Matches = l.matchesOf(page.Tickets)
+	return page, nil
+}
+
+// UserTickets implements matcher.Ledger.
+func (l *Memory) UserTickets(ctx context.Context, userID string, before matcher.TicketCursor, limit int) (matcher.TicketPage, error) {
+	if err := ctx.Err(); err != nil {
+		return matcher.TicketPage{}, fmt.Errorf("tickets of %s: %w", userID, err)
+	}
+	if !before.IsZero() {
+		id, ok := canonicalID(before.ID)
+		if !ok {
+			return matcher.TicketPage{}, fmt.Errorf("tickets of %s: cursor id %q is not a uuid", userID, before.ID)
+		}
+		before = matcher.TicketCursor{At: stamp(before.At), ID: id}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var resolved []matcher.Ticket
+	for _, id := range l.ticketsOf[userID] {
+		t := l.tickets[id]
+		if t.Status == matcher.StatusWaiting {
+			continue
+		}
+		if !before.IsZero() && newestFirst(t, matcher.Ticket{UpdatedAt: before.At, ID: before.ID}) <= 0 {
+			continue // not strictly older than the cursor
+		}
+		resolved = append(resolved, t)
+	}
+	slices.SortFunc(resolved, newestFirst)
+	var page matcher.TicketPage
+	if len(resolved) > limit {
+		resolved, page.More = resolved[:limit], true
+	}
+	for _, t := range resolved {
+		page.Tickets = append(page.Tickets, cloneTicket(t))
+	}
+	if len(resolved) > 0 {
+		last := resolved[len(resolved)-1]
+		page.Next = matcher.TicketCursor{At: last.UpdatedAt, ID: last.ID}
+	}
+	page.Matches = l.matchesOf(page.Tickets)
+	return page, nil
+}
+
+// matchesOf returns the matches of tickets, in matchOrder. l.mu is held.
+func (l *Memory) matchesOf(tickets []matcher.Ticket) []matcher.Match {
+	var matches []matcher.Match
+	seen := make(map[string]bool)
+	for _, t := range tickets {
 		if t.MatchID != "" && !seen[t.MatchID] {
 			seen[t.MatchID] = true
 			matches = append(matches, cloneMatch(l.matches[t.MatchID]))
 		}
 	}
-	slices.SortFunc(tickets, ticketOrder)
 	slices.SortFunc(matches, matchOrder)
-	return tickets, matches, nil
+	return matches
+}
+
+// newestFirst is the order of a user's resolved tickets in pages: latest
+// update first, then id, descending (as PostgreSQL sorts uuid values).
+func newestFirst(a, b matcher.Ticket) int {
+	if c := b.UpdatedAt.Compare(a.UpdatedAt); c != 0 {
+		return c
+	}
+	return cmp.Compare(b.ID, a.ID)
 }
 
 // Resolve implements matcher.Ledger.

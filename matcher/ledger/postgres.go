@@ -215,19 +215,87 @@ func (l *Postgres) Match(ctx context.Context, id string) (matcher.Match, error) 
 	return m, nil
 }
 
-// UserState implements matcher.Ledger. The two reads are not one snapshot; a
-// match is never deleted, so every match id read first is found second.
-func (l *Postgres) UserState(ctx context.Context, userID string, since time.Time) ([]matcher.Ticket, []matcher.Match, error) {
-	rows, _ := l.pool.Query(ctx, `SELECT `+ticketColumns+` FROM tickets
-		WHERE user_id = $1 AND (status = 'WAITING' OR updated_at >= $2)
-		ORDER BY enqueued_at, id`, userID, stamp(since))
-	tickets, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (matcher.Ticket, error) { return scanTicket(r) })
+// UserState implements matcher.Ledger. The reads are not one snapshot; a
+// match is never deleted, so every match id read first is found last. Each
+// read walks tickets_by_user_updated backwards from the newest.
+func (l *Postgres) UserState(ctx context.Context, userID string, since time.Time, limit int) (matcher.TicketPage, error) {
+	since = stamp(since)
+	live, err := l.tickets(ctx, `SELECT `+ticketColumns+` FROM tickets
+		WHERE user_id = $1 AND (status = 'WAITING' OR status = 'MATCHED' AND updated_at >= $2
+			AND EXISTS (SELECT 1 FROM matches m WHERE m.id = tickets.match_id AND m.state IN ('PENDING_ACCEPT', 'READY')))
+		ORDER BY updated_at DESC, id DESC LIMIT $3`, userID, since, limit)
 	if err != nil {
-		return nil, nil, fmt.Errorf("user state %s: tickets: %w", userID, err)
+		return matcher.TicketPage{}, fmt.Errorf("user state %s: live tickets: %w", userID, err)
 	}
-	if len(tickets) == 0 {
-		return nil, nil, nil
+	resolved, err := l.tickets(ctx, `SELECT `+ticketColumns+` FROM tickets
+		WHERE user_id = $1 AND status <> 'WAITING' AND updated_at >= $2
+		ORDER BY updated_at DESC, id DESC LIMIT $3`, userID, since, limit+1)
+	if err != nil {
+		return matcher.TicketPage{}, fmt.Errorf("user state %s: resolved tickets: %w", userID, err)
 	}
+	page := pageOf(resolved, limit)
+	for _, t := range live {
+		if !slices.ContainsFunc(page.Tickets, func(o matcher.Ticket) bool { return o.ID == t.ID }) {
+			page.Tickets = append(page.Tickets, t)
+		}
+	}
+	slices.SortFunc(page.Tickets, ticketOrder)
+	if page.Matches, err = l.matchesOf(ctx, page.Tickets); err != nil {
+		return matcher.TicketPage{}, fmt.Errorf("user state %s: %w", userID, err)
+	}
+	return page, nil
+}
+
+// UserTickets implements matcher.Ledger: a keyset page on
+// tickets_by_user_updated, (updated_at, id) below the cursor.
+func (l *Postgres) UserTickets(ctx context.Context, userID string, before matcher.TicketCursor, limit int) (matcher.TicketPage, error) {
+	var ts []matcher.Ticket
+	var err error
+	if before.IsZero() {
+		ts, err = l.tickets(ctx, `SELECT `+ticketColumns+` FROM tickets
+			WHERE user_id = $1 AND status <> 'WAITING'
+			ORDER BY updated_at DESC, id DESC LIMIT $2`, userID, limit+1)
+	} else {
+		id, ok := canonicalID(before.ID)
+		if !ok {
+			return matcher.TicketPage{}, fmt.Errorf("tickets of %s: cursor id %q is not a uuid", userID, before.ID)
+		}
+		ts, err = l.tickets(ctx, `SELECT `+ticketColumns+` FROM tickets
+			WHERE user_id = $1 AND status <> 'WAITING' AND updated_at <= $2 AND (updated_at, id) < ($2, $3)
+			ORDER BY updated_at DESC, id DESC LIMIT $4`, userID, stamp(before.At), id, limit+1)
+	}
+	if err != nil {
+		return matcher.TicketPage{}, fmt.Errorf("tickets of %s: %w", userID, err)
+	}
+	page := pageOf(ts, limit)
+	if page.Matches, err = l.matchesOf(ctx, page.Tickets); err != nil {
+		return matcher.TicketPage{}, fmt.Errorf("tickets of %s: %w", userID, err)
+	}
+	return page, nil
+}
+
+// pageOf cuts newest-first tickets (read with one row more than limit) to
+// a page: More when the extra row came, Next at the oldest kept.
+func pageOf(ts []matcher.Ticket, limit int) matcher.TicketPage {
+	var page matcher.TicketPage
+	if len(ts) > limit {
+		ts, page.More = ts[:limit], true
+	}
+	if len(ts) > 0 {
+		last := ts[len(ts)-1]
+		page.Next = matcher.TicketCursor{At: last.UpdatedAt, ID: last.ID}
+		page.Tickets = ts
+	}
+	return page
+}
+
+func (l *Postgres) tickets(ctx context.Context, query string, args ...any) ([]matcher.Ticket, error) {
+	rows, _ := l.pool.Query(ctx, query, args...)
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (matcher.Ticket, error) { return scanTicket(r) })
+}
+
+// matchesOf reads the matches of tickets, in created_at, id order.
+func (l *Postgres) matchesOf(ctx context.Context, tickets []matcher.Ticket) ([]matcher.Match, error) {
 	var ids []string
 	for _, t := range tickets {
 		if t.MatchID != "" && !slices.Contains(ids, t.MatchID) {
@@ -235,18 +303,18 @@ func (l *Postgres) UserState(ctx context.Context, userID string, since time.Time
 		}
 	}
 	if len(ids) == 0 {
-		return tickets, nil, nil
+		return nil, nil
 	}
-	rows, _ = l.pool.Query(ctx, `SELECT `+matchColumns+` FROM matches
+	rows, _ := l.pool.Query(ctx, `SELECT `+matchColumns+` FROM matches
 		WHERE id = ANY ($1) ORDER BY created_at, id`, uuids(ids))
 	matches, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (matcher.Match, error) { return scanMatch(r) })
 	if err != nil {
-		return nil, nil, fmt.Errorf("user state %s: matches: %w", userID, err)
+		return nil, fmt.Errorf("matches: %w", err)
 	}
 	if len(matches) == 0 {
-		matches = nil
+		return nil, nil
 	}
-	return tickets, matches, nil
+	return matches, nil
 }
 
 // Resolve implements matcher.Ledger.
