@@ -647,6 +647,75 @@ func TestHostileInput(t *testing.T) {
 		})
 	})
 
+	t.Run("join and cancel floods", func(t *testing.T) {
+		// One user, 50 joins and cancels in 2 s, over REST and then over a
+		// socket: past the bursts (joins: --limit-joins-user 5/1m here;
+		// cancels: the default, 5 at once, one a second) every request is
+		// refused with RATE_LIMITED and a Retry-After.
+		g := h.guestFrom("203.0.113.40", true)
+		allowed, refused := map[string]int{}, map[string]int{}
+		ticket := "00000000-0000-0000-0000-000000000000"
+		for i := range 50 {
+			method, path, body, kind := "POST", "/v1/queues/ranked/tickets", `{"region":"eu"}`, "join"
+			if i%2 == 1 {
+				method, path, body, kind = "DELETE", "/v1/tickets/"+ticket, "", "cancel"
+			}
+			st, hdr, b := h.do(method, path, g.Token, "203.0.113.40", body)
+			switch {
+			case st == 202:
+				h.accept(g.UserID)
+				var tb struct{ Ticket matcher.Ticket }
+				if err := json.Unmarshal(b, &tb); err != nil {
+					t.Fatal(err)
+				}
+				ticket = tb.Ticket.ID
+				allowed[kind]++
+			case st == 429:
+				if hdr.Get("Retry-After") == "" || !strings.Contains(string(b), "RATE_LIMITED") {
+					t.Errorf("%s refused without RATE_LIMITED and Retry-After: %v %s", kind, hdr, b)
+				}
+				refused[kind]++
+			case kind == "cancel":
+				allowed[kind]++ // cancelled, or already resolved: served either way
+			}
+			time.Sleep(40 * time.Millisecond)
+		}
+		if allowed["join"] > 5 || refused["join"] == 0 || allowed["cancel"] > 5+3 || refused["cancel"] == 0 {
+			t.Errorf("REST flood: allowed %v, refused %v", allowed, refused)
+		}
+
+		c := h.dialFrom(h.guestFrom("203.0.113.41", true), "203.0.113.41")
+		c.expect("hello", 5*time.Second)
+		allowed, refused = map[string]int{}, map[string]int{}
+		for i := range 50 {
+			cmd, kind := map[string]any{"type": "join", "id": fmt.Sprint(i), "queue": "ranked", "region": "eu"}, "join"
+			if i%2 == 1 {
+				cmd, kind = map[string]any{"type": "cancel", "id": fmt.Sprint(i), "ticketId": ticket}, "cancel"
+			}
+			c.send(cmd)
+			f := reply(t, c, fmt.Sprint(i), 5*time.Second)
+			switch {
+			case f.Type == "joined":
+				h.accept(c.g.UserID)
+				ticket = decode[struct{ Ticket matcher.Ticket }](t, f).Ticket.ID
+				allowed[kind]++
+			case f.Type == "error" && f.Error.Code == "RATE_LIMITED":
+				if e := decode[struct{ Error struct{ RetryAfter int } }](t, f); e.Error.RetryAfter < 1 {
+					t.Errorf("RATE_LIMITED without retryAfter: %s", f.raw)
+				}
+				refused[kind]++
+			case kind == "cancel":
+				allowed[kind]++
+			}
+			time.Sleep(40 * time.Millisecond)
+		}
+		if allowed["join"] > 5 || refused["join"] == 0 || allowed["cancel"] > 5+3 || refused["cancel"] == 0 {
+			t.Errorf("WebSocket flood: allowed %v, refused %v", allowed, refused)
+		}
+		c.send(map[string]any{"type": "ping", "id": "after-flood"})
+		c.expect("pong", 5*time.Second)
+	})
+
 	t.Run("connect floods", func(t *testing.T) {
 		// Each attempt as another user (a trusted backend's tokens), so that
 		// only the per-address limit is in play.
@@ -871,5 +940,64 @@ func TestHostileInput(t *testing.T) {
 		if h.metric(`matchgate_refusals_total{reason="`+reason+`"}`) == 0 {
 			t.Errorf("no refusal counted for %s", reason)
 		}
+	}
+}
+
+// TestHelloIsBounded: a user with hundreds of resolved tickets in the
+// history window gets a hello of a bounded size that says more exist, and
+// GET /v1/tickets pages through the rest.
+func TestHelloIsBounded(t *testing.T) {
+	base := startServer(t, "--limit-joins-user", "off", "--limit-cancels-user", "off", "--limit-reads-user", "off")
+	g := newGuest(t, base, 1500)
+	h := &hostile{t: t, base: base}
+	const resolved = 300
+	for range resolved {
+		st, _, b := h.do("POST", "/v1/queues/ranked/tickets", g.Token, "", `{"region":"eu"}`)
+		var tb struct{ Ticket matcher.Ticket }
+		if st != 202 || json.Unmarshal(b, &tb) != nil {
+			t.Fatalf("join: %d %s", st, b)
+		}
+		if st, _, b := h.do("DELETE", "/v1/tickets/"+tb.Ticket.ID, g.Token, "", ""); st != 200 {
+			t.Fatalf("cancel: %d %s", st, b)
+		}
+	}
+	c := dial(t, base, g)
+	f := c.expect("hello", 5*time.Second)
+	hello := decode[struct {
+		Tickets []matcher.Ticket
+		More    bool
+		Next    string
+	}](t, f)
+	if len(f.raw) > 16<<10 || len(hello.Tickets) != 10 || !hello.More || hello.Next == "" {
+		t.Fatalf("hello of %d bytes with %d tickets, more %v", len(f.raw), len(hello.Tickets), hello.More)
+	}
+	seen := map[string]bool{}
+	for _, tk := range hello.Tickets {
+		seen[tk.ID] = true
+	}
+	next := hello.Next
+	for pages := 0; next != ""; pages++ {
+		if pages > resolved {
+			t.Fatal("paging does not end")
+		}
+		st, _, b := h.do("GET", "/v1/tickets?limit=100&before="+url.QueryEscape(next), g.Token, "", "")
+		var page struct {
+			Tickets []matcher.Ticket
+			More    bool
+			Next    string
+		}
+		if st != 200 || json.Unmarshal(b, &page) != nil || len(page.Tickets) > 100 {
+			t.Fatalf("page: %d %.300s", st, b)
+		}
+		for _, tk := range page.Tickets {
+			if seen[tk.ID] {
+				t.Fatalf("ticket %s on two pages", tk.ID)
+			}
+			seen[tk.ID] = true
+		}
+		next = page.Next
+	}
+	if len(seen) != resolved {
+		t.Fatalf("hello and pages hold %d tickets, want %d", len(seen), resolved)
 	}
 }
