@@ -584,3 +584,48 @@ func TestSendQueueByteBudget(t *testing.T) {
 		t.Fatalf("closed with %v, want %v", code, CloseSlowConsumer)
 	}
 }
+
+// The byte count of the send queue follows the frames in and out: after
+// many pushes raced against the writer (all of them fit in the budget at
+// once), an idle socket counts zero bytes.
+func TestSendQueueBytesReturnToZero(t *testing.T) {
+	env := startServer(t, Config{SendQueue: 1 << 20, SendQueueBytes: 1 << 20})
+	c := dial(t, env.wsURL(), mustToken(t, "reader", nil))
+	readFrame(t, c) // hello
+	const pushes = 2000
+	frame := []byte(`{"type":"ticket.update","pad":"` + strings.Repeat("x", 200) + `"}`)
+	done := make(chan error, 1)
+	go func() {
+		for range pushes {
+			if _, err := tryReadFrame(c, 10*time.Second); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	var wg sync.WaitGroup
+	for range 4 { // four publishers at once, as several events for one user
+		wg.Go(func() {
+			for range pushes / 4 {
+				env.sub.publish("reader", frame)
+			}
+		})
+	}
+	wg.Wait()
+	if err := <-done; err != nil {
+		t.Fatalf("reading the pushes: %v (overflows %v)", err, metricValue(t, env.reg, "matchgate_ws_send_queue_overflows_total"))
+	}
+	env.srv.mu.Lock()
+	sessions := env.srv.snapshotLocked()
+	env.srv.mu.Unlock()
+	if len(sessions) != 1 {
+		t.Fatalf("%d sessions", len(sessions))
+	}
+	eventually(t, 5*time.Second, "an idle queue counts no bytes", func() bool {
+		s := sessions[0]
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return !s.writing && len(s.out) == 0 && s.outBytes == 0
+	})
+}
