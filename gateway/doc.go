@@ -38,7 +38,8 @@
 //     never blocks: it is called from the Subscriber's shared dispatch
 //     goroutine, and one slow player must not delay anyone else. A writer
 //     goroutine exists only while the queue is non-empty; a full queue
-//     disconnects the socket with CloseSlowConsumer. Every write has a
+//     (Config.SendQueue frames or Config.SendQueueBytes bytes) disconnects
+//     the socket with CloseSlowConsumer. Every write has a
 //     deadline (Config.WriteTimeout).
 //   - On connect the session subscribes to the user's channel before it
 //     loads the user's state, holds pushes until the hello frame is queued,

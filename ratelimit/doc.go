@@ -1,7 +1,8 @@
 // Package ratelimit holds the limits that must hold across every gateway,
 // kept in Redis, and the one that is local to a socket.
 //
-//   - Limiter: a GCRA rate limiter (lua/gcra.lua). One key per limited
+//   - Limiter: a GCRA rate limiter (lua/gcra.lua), a rate and a burst
+//     apart (Limit: N per Per, at most Burst at once). One key per limited
 //     subject (a user, an IP address) holds its theoretical arrival time; an
 //     event is one atomic script run, so any number of gateways share one
 //     budget. The clock is the Redis server's (TIME), so gateways with skewed
