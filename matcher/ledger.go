@@ -124,8 +124,13 @@ type Ledger interface {
 	LeaseEpoch(ctx context.Context, partition string) (int64, error)
 
 	// SetLeaseEpoch records the epoch (fencing token) of the partition's new
-	// owner; CommitMatches then refuses every other epoch. It never moves
-	// back: a lower epoch is refused with an error wrapping ErrStaleEpoch.
+	// owner; CommitMatches then refuses every other epoch. It only grows:
+	// an epoch not above the recorded one is refused with an error wrapping
+	// ErrStaleEpoch, so two acquisitions handed the same token (a Redis
+	// that lost its fencing counter) cannot both own the partition. Each
+	// acquisition records its token once: the Runner never retries it, a
+	// failed call gives the lease up and the next acquisition takes a new,
+	// greater token.
 	// It waits for commits holding the old epoch to finish.
 	SetLeaseEpoch(ctx context.Context, partition string, epoch int64) error
 

@@ -380,9 +380,17 @@ func testLedger(t *testing.T, newLedger func(t *testing.T) matcher.Ledger) {
 			t.Fatalf("commit with the current epoch: %v", err)
 		}
 		waitingIs(t, l, part("ranked", "eu"))
-		// Re-recording the current epoch is allowed (a renewal).
-		if err := ls.SetLeaseEpoch(ctx, "ranked:eu", 2); err != nil {
-			t.Fatal(err)
+		// The epoch only grows: the same token from another acquisition
+		// (a Redis that lost its fencing counter) is refused, and the
+		// owner of epoch 2 still commits.
+		if err := ls.SetLeaseEpoch(ctx, "ranked:eu", 2); !errors.Is(err, matcher.ErrStaleEpoch) {
+			t.Fatalf("recording the current epoch again = %v, want ErrStaleEpoch", err)
+		}
+		if e, err := l.LeaseEpoch(ctx, "ranked:eu"); err != nil || e != 2 {
+			t.Fatalf("epoch after a refused equal one = %d, %v; want 2", e, err)
+		}
+		if err := ls.SetLeaseEpoch(ctx, "ranked:eu", 3); err != nil {
+			t.Fatalf("a greater epoch: %v", err)
 		}
 	})
 

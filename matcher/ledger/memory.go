@@ -609,9 +609,10 @@ func (l *Memory) LeaseEpoch(ctx context.Context, partition string) (int64, error
 }
 
 // SetLeaseEpoch records the fencing epoch of the partition's new owner;
-// CommitMatches then refuses every other epoch. An epoch lower than the
+// CommitMatches then refuses every other epoch. An epoch not above the
 // recorded one is refused with an error wrapping matcher.ErrStaleEpoch: the
-// caller lost a race for the lease.
+// caller lost a race for the lease, or another acquisition was handed the
+// same token (a Redis that lost its fencing counter).
 func (l *Memory) SetLeaseEpoch(ctx context.Context, partition string, epoch int64) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("set lease epoch %s: %w", partition, err)
@@ -621,8 +622,8 @@ func (l *Memory) SetLeaseEpoch(ctx context.Context, partition string, epoch int6
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if cur := l.epochs[partition]; cur > epoch {
-		return fmt.Errorf("set lease epoch %s: %d is behind %d: %w", partition, epoch, cur, matcher.ErrStaleEpoch)
+	if cur := l.epochs[partition]; cur >= epoch {
+		return fmt.Errorf("set lease epoch %s: %d is not above %d: %w", partition, epoch, cur, matcher.ErrStaleEpoch)
 	}
 	l.epochs[partition] = epoch
 	return nil

@@ -616,9 +616,11 @@ func (l *Postgres) LeaseEpoch(ctx context.Context, partition string) (int64, err
 }
 
 // SetLeaseEpoch records the fencing epoch of the partition's new owner;
-// CommitMatches then refuses every other epoch. The epoch never moves back: a
-// lower one is refused with an error wrapping matcher.ErrStaleEpoch, because
-// its holder lost a race for the lease. The update waits for commits holding
+// CommitMatches then refuses every other epoch. The epoch only grows: one
+// not above the recorded one is refused with an error wrapping
+// matcher.ErrStaleEpoch, because its holder lost a race for the lease or
+// another acquisition was handed the same token (a Redis that lost its
+// fencing counter). The update waits for commits holding
 // the old epoch (they lock the row FOR SHARE) to finish.
 func (l *Postgres) SetLeaseEpoch(ctx context.Context, partition string, epoch int64) error {
 	if epoch <= 0 {
@@ -626,13 +628,13 @@ func (l *Postgres) SetLeaseEpoch(ctx context.Context, partition string, epoch in
 	}
 	var cur int64
 	err := l.pool.QueryRow(ctx, `INSERT INTO leases AS l (partition, epoch) VALUES ($1, $2)
-		ON CONFLICT (partition) DO UPDATE SET epoch = excluded.epoch WHERE l.epoch <= excluded.epoch
+		ON CONFLICT (partition) DO UPDATE SET epoch = excluded.epoch WHERE l.epoch < excluded.epoch
 		RETURNING epoch`, partition, epoch).Scan(&cur)
 	if errors.Is(err, pgx.ErrNoRows) {
 		if err := l.pool.QueryRow(ctx, `SELECT epoch FROM leases WHERE partition = $1`, partition).Scan(&cur); err != nil {
 			return fmt.Errorf("set lease epoch %s: %w", partition, err)
 		}
-		return fmt.Errorf("set lease epoch %s: %d is behind %d: %w", partition, epoch, cur, matcher.ErrStaleEpoch)
+		return fmt.Errorf("set lease epoch %s: %d is not above %d: %w", partition, epoch, cur, matcher.ErrStaleEpoch)
 	}
 	if err != nil {
 		return fmt.Errorf("set lease epoch %s: %w", partition, err)
