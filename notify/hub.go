@@ -70,29 +70,40 @@ func NewHub(cfg HubConfig) *Hub {
 
 // Subscribe registers deliver for the user's channel and returns once Redis
 // has confirmed the subscription, so a caller that loads state afterwards
-// cannot miss an event published in between. deliver must not block.
+// cannot miss an event published in between. deliver must not block. A
+// socket of a user whose channel is already confirmed returns at once; one
+// arriving while the channel's confirmation is still awaited waits for it
+// too (sending SUBSCRIBE again, which Redis confirms again), so neither
+// sends its hello before the subscription holds.
 func (h *Hub) Subscribe(ctx context.Context, userID string, deliver func([]byte)) (func(), error) {
 	ch := Channel(h.cfg.Prefix, userID)
 	s := &subscriber{deliver: deliver}
 	h.mu.Lock()
-	first := len(h.subs[ch]) == 0
+	// Waiters are dropped at the confirmation: while any remain, the
+	// channel is not confirmed yet.
+	confirmedAlready := len(h.subs[ch]) > 0 && len(h.waiters[ch]) == 0
 	h.subs[ch] = append(h.subs[ch], s)
 	var confirmed chan struct{}
-	if first {
+	if !confirmedAlready {
 		confirmed = make(chan struct{})
 		h.waiters[ch] = append(h.waiters[ch], confirmed)
 	}
 	h.mu.Unlock()
 	unsubscribe := func() { h.remove(ch, s) }
-	if !first {
+	if confirmedAlready {
 		return unsubscribe, nil
+	}
+	// fail leaves nothing behind: neither the subscriber nor its waiter.
+	fail := func(err error) (func(), error) {
+		h.dropWaiter(ch, confirmed)
+		unsubscribe()
+		return nil, fmt.Errorf("subscribe %s: %w", userID, err)
 	}
 	h.opMu.Lock()
 	err := h.ps.Subscribe(ctx, ch)
 	h.opMu.Unlock()
 	if err != nil {
-		unsubscribe()
-		return nil, fmt.Errorf("subscribe %s: %w", userID, err)
+		return fail(err)
 	}
 	timer := time.NewTimer(h.cfg.ConfirmTimeout)
 	defer timer.Stop()
@@ -100,11 +111,27 @@ func (h *Hub) Subscribe(ctx context.Context, userID string, deliver func([]byte)
 	case <-confirmed:
 		return unsubscribe, nil
 	case <-ctx.Done():
-		unsubscribe()
-		return nil, fmt.Errorf("subscribe %s: %w", userID, ctx.Err())
+		return fail(ctx.Err())
 	case <-timer.C:
-		unsubscribe()
-		return nil, fmt.Errorf("subscribe %s: no confirmation within %s", userID, h.cfg.ConfirmTimeout)
+		return fail(fmt.Errorf("no confirmation within %s", h.cfg.ConfirmTimeout))
+	}
+}
+
+// dropWaiter forgets a waiter whose Subscribe gave up.
+func (h *Hub) dropWaiter(ch string, w chan struct{}) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ws := h.waiters[ch]
+	for i, x := range ws {
+		if x == w {
+			ws = append(ws[:i:i], ws[i+1:]...)
+			break
+		}
+	}
+	if len(ws) == 0 {
+		delete(h.waiters, ch)
+	} else {
+		h.waiters[ch] = ws
 	}
 }
 
