@@ -84,6 +84,15 @@ func (e *AlreadyQueuedError) Error() string {
 	return "user " + e.Existing.UserID + " already has waiting ticket " + e.Existing.ID
 }
 
+// AlreadyMatchedError is returned by Ledger.CreateTicket when the user is
+// seated in a PENDING_ACCEPT match: a player answers one match before
+// joining again (README, "One live match at a time"). MatchID is that match.
+type AlreadyMatchedError struct{ UserID, MatchID string }
+
+func (e *AlreadyMatchedError) Error() string {
+	return "user " + e.UserID + " has match " + e.MatchID + " waiting for its accepts"
+}
+
 // NotWaitingError is returned when a compare-and-set on WAITING finds the
 // ticket already resolved; Ticket is its current state.
 type NotWaitingError struct{ Ticket Ticket }

@@ -33,7 +33,10 @@ type TicketPage struct {
 type Ledger interface {
 	// CreateTicket records a new WAITING ticket (ID, EnqueuedAt, Deadline and
 	// the rest already filled in; Version is set to 1). If the user already has
-	// a WAITING ticket it returns *AlreadyQueuedError carrying that ticket.
+	// a WAITING ticket it returns *AlreadyQueuedError carrying that ticket;
+	// if the user is seated in a PENDING_ACCEPT match, *AlreadyMatchedError
+	// naming it (checked atomically with the insert). A READY match does not
+	// keep its players from joining again.
 	CreateTicket(ctx context.Context, t Ticket) (Ticket, error)
 
 	// Ticket returns one ticket, or an error wrapping ErrNotFound.

@@ -195,6 +195,11 @@ func (s *Service) Join(ctx context.Context, req JoinRequest) (Ticket, error) {
 		if errors.As(err, &aq) {
 			return aq.Existing, &Error{Code: CodeAlreadyQueued, Message: "already waiting in queue " + aq.Existing.Queue, TicketID: aq.Existing.ID}
 		}
+		var am *AlreadyMatchedError
+		if errors.As(err, &am) {
+			// One live match at a time (README): accept or decline it first.
+			return Ticket{}, &Error{Code: CodeAlreadyMatched, Message: "a match is waiting for your accept", MatchID: am.MatchID}
+		}
 		return Ticket{}, unavailable(fmt.Errorf("join %s: record ticket: %w", q.Name, err))
 	}
 	s.cfg.Metrics.joined(q.Name)

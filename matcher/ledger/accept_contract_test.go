@@ -250,28 +250,30 @@ func testAcceptWindow(t *testing.T, newLedger func(t *testing.T) matcher.Ledger)
 		if _, _, err := l.Accept(ctx, m.ID, "ned", t0.Add(2*time.Second)); err != nil {
 			t.Fatal(err)
 		}
-		// ola joined another queue while the match waited: she cannot go
-		// back to WAITING, and ends superseded.
 		if _, _, err := l.Accept(ctx, m.ID, "ola", t0.Add(2*time.Second)); err != nil {
 			t.Fatal(err)
 		}
-		other := mustCreate(t, l, ticketFor("ola", "casual", "us", t0.Add(3*time.Second)))
+		// ola may not join another queue while the match waits for its
+		// accepts (README, "One live match at a time").
+		var am *matcher.AlreadyMatchedError
+		if _, err := l.CreateTicket(ctx, ticketFor("ola", "casual", "us", t0.Add(3*time.Second))); !errors.As(err, &am) || am.MatchID != m.ID {
+			t.Fatalf("join while pending = %v, want AlreadyMatchedError", err)
+		}
 		d, events, err := l.Dissolve(ctx, matcher.DissolveRequest{MatchID: m.ID, At: *m.AcceptBy})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(d.Requeued) != 1 || d.Requeued[0].ID != b.ID || len(d.Cancelled) != 2 {
+		if len(d.Requeued) != 2 || d.Requeued[0].ID != b.ID || d.Requeued[1].ID != c.ID || len(d.Cancelled) != 1 {
 			t.Fatalf("dissolution %+v", d)
 		}
-		if d.Cancelled[0].ID != a.ID || d.Cancelled[0].CancelReason != matcher.ReasonAcceptTimeout ||
-			d.Cancelled[1].ID != c.ID || d.Cancelled[1].CancelReason != matcher.ReasonSuperseded || d.Cancelled[1].MatchID != "" {
+		if d.Cancelled[0].ID != a.ID || d.Cancelled[0].CancelReason != matcher.ReasonAcceptTimeout {
 			t.Fatalf("cancelled %+v", d.Cancelled)
 		}
 		if !strings.Contains(string(events[0].Payload), `"reason":"accept_timeout"`) {
 			t.Fatalf("match.dissolved payload %s", events[0].Payload)
 		}
 		waitingIs(t, l, part("ranked", "eu"), d.Requeued...)
-		waitingIs(t, l, part("casual", "us"), other)
+		waitingIs(t, l, part("casual", "us"))
 	})
 
 	t.Run("PendingPerPartition", func(t *testing.T) {

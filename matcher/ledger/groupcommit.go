@@ -85,7 +85,8 @@ func (l *Postgres) insertBatch(ctx context.Context, batch []insertReq) []insertR
 		enqueued[i], deadlines[i], updated[i] = t.EnqueuedAt, t.Deadline, t.UpdatedAt
 		headStarts[i], versions[i] = t.HeadStart.Milliseconds(), t.Version
 	}
-	rows, err := l.pool.Query(ctx, `INSERT INTO tickets (id, user_id, queue, region, status, skill,
+	b := &pgx.Batch{}
+	b.Queue(`INSERT INTO tickets (id, user_id, queue, region, status, skill,
 		estimated, activity, attributes, enqueued_at, head_start_ms, deadline, updated_at, version)
 		SELECT id, u, q, r, 'WAITING', s, e, a, at, enq, hs, dl, up, v
 		  FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::float8[], $6::bool[], $7::float8[],
@@ -94,7 +95,11 @@ func (l *Postgres) insertBatch(ctx context.Context, batch []insertReq) []insertR
 		ON CONFLICT DO NOTHING
 		RETURNING id::text`,
 		ids, users, queues, regions, skills, estimated, activities, attrs, enqueued, headStarts, deadlines, updated, versions)
+	// A user seated in a pending match may not join (see refuseMatchedSQL).
+	b.Queue(refuseMatchedSQL, ids, users)
+	br := l.pool.SendBatch(ctx, b)
 	inserted := make(map[string]bool, n)
+	rows, err := br.Query()
 	if err == nil {
 		for rows.Next() {
 			var id string
@@ -108,14 +113,29 @@ func (l *Postgres) insertBatch(ctx context.Context, batch []insertReq) []insertR
 			err = rows.Err()
 		}
 	}
+	var refused []string
+	if err == nil {
+		refused, err = scanRefused(br)
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
 	if err != nil {
-		// The statement is its own transaction: nothing of it was written.
+		// The batch is one implicit transaction: nothing of it was written.
 		for i, r := range batch {
 			out[i].err = fmt.Errorf("create ticket %s: %w", r.t.ID, err)
 		}
 		return out
 	}
+	matchOf := make(map[string]string, len(refused)/2)
+	for i := 0; i < len(refused); i += 2 {
+		matchOf[refused[i]] = refused[i+1]
+	}
 	for i, r := range batch {
+		if m, ok := matchOf[r.t.ID]; ok {
+			out[i].err = &matcher.AlreadyMatchedError{UserID: r.t.UserID, MatchID: m}
+			continue
+		}
 		if inserted[r.t.ID] {
 			out[i].t = r.t
 			continue

@@ -38,6 +38,8 @@ type Memory struct {
 
 	// pending holds the PENDING_ACCEPT matches of each (queue, region).
 	pending map[matcher.Partition]map[string]struct{}
+	// pendingOf maps a user to the PENDING_ACCEPT match it is seated in.
+	pendingOf map[string]string
 
 	// now stamps outbox events and judges their age, as PostgreSQL's now()
 	// does in Postgres.
@@ -60,6 +62,7 @@ func NewMemoryAt(now func() time.Time) *Memory {
 		inFlight:  make(map[int64]struct{}),
 		epochs:    make(map[string]int64),
 		pending:   make(map[matcher.Partition]map[string]struct{}),
+		pendingOf: make(map[string]string),
 	}
 }
 
@@ -78,6 +81,9 @@ func (l *Memory) CreateTicket(ctx context.Context, t matcher.Ticket) (matcher.Ti
 	defer l.mu.Unlock()
 	if id, ok := l.waitingOf[t.UserID]; ok {
 		return matcher.Ticket{}, &matcher.AlreadyQueuedError{Existing: cloneTicket(l.tickets[id])}
+	}
+	if m, ok := l.pendingOf[t.UserID]; ok {
+		return matcher.Ticket{}, &matcher.AlreadyMatchedError{UserID: t.UserID, MatchID: m}
 	}
 	if _, ok := l.tickets[t.ID]; ok {
 		return matcher.Ticket{}, fmt.Errorf("create ticket %s: %w", t.ID, errIDInUse)
@@ -404,6 +410,13 @@ func (l *Memory) commit(m matcher.Match) []matcher.Event {
 // setPending adds m to, or drops it from, the pending index.
 func (l *Memory) setPending(m matcher.Match, on bool) {
 	p := matcher.Partition{Queue: m.Queue, Region: m.Region}
+	for _, u := range m.UserIDs() {
+		if on {
+			l.pendingOf[u] = m.ID
+		} else if l.pendingOf[u] == m.ID {
+			delete(l.pendingOf, u)
+		}
+	}
 	if on {
 		if l.pending[p] == nil {
 			l.pending[p] = make(map[string]struct{})

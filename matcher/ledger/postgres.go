@@ -135,18 +135,48 @@ func (l *Postgres) CreateTicket(ctx context.Context, t matcher.Ticket) (matcher.
 	return l.create(ctx, t, attrs)
 }
 
-// insertOne records one validated ticket in its own statement.
+// refuseMatchedSQL deletes, of the tickets just inserted ($1 their ids, $2
+// their users: a ticket of another user that holds a colliding id is left
+// alone), those whose
+// user is seated in a PENDING_ACCEPT match, and names that match. It runs
+// as its own statement after the insert, in the insert's transaction: an
+// insert that waited on the unique index for a commit moving the user's
+// WAITING ticket into a match proceeds once that commit is done, and only
+// a later statement's snapshot sees the match it wrote.
+const refuseMatchedSQL = `DELETE FROM tickets t
+	USING tickets p JOIN matches m ON m.id = p.match_id
+	WHERE (t.id, t.user_id) IN (SELECT * FROM unnest($1::uuid[], $2::text[])) AND t.status = 'WAITING'
+	  AND p.user_id = t.user_id AND p.status = 'MATCHED' AND m.state = 'PENDING_ACCEPT'
+	RETURNING t.id::text, m.id::text`
+
+// insertOne records one validated ticket: the insert and the refusal of a
+// user with a pending match in one batch, one round trip and one implicit
+// transaction.
 func (l *Postgres) insertOne(ctx context.Context, t matcher.Ticket, attrs []byte) (matcher.Ticket, error) {
 	for range createTicketAttempts {
-		_, err := l.pool.Exec(ctx, `INSERT INTO tickets (id, user_id, queue, region, status, skill,
+		b := &pgx.Batch{}
+		b.Queue(`INSERT INTO tickets (id, user_id, queue, region, status, skill,
 			estimated, activity, attributes, enqueued_at, head_start_ms, deadline, updated_at, version)
 			VALUES ($1, $2, $3, $4, 'WAITING', $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
 			t.ID, t.UserID, t.Queue, t.Region, t.Skill, t.Estimated, t.Activity, attrs, t.EnqueuedAt,
 			t.HeadStart.Milliseconds(), t.Deadline, t.UpdatedAt, t.Version)
+		b.Queue(refuseMatchedSQL, [][16]byte{uuidParam(t.ID)}, []string{t.UserID})
+		br := l.pool.SendBatch(ctx, b)
+		_, err := br.Exec()
+		var refused []string
+		if err == nil {
+			refused, err = scanRefused(br)
+		}
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
 		var pgErr *pgconn.PgError
 		if !errors.As(err, &pgErr) || pgErr.Code != uniqueViolation {
 			if err != nil {
 				return matcher.Ticket{}, fmt.Errorf("create ticket %s: %w", t.ID, err)
+			}
+			if len(refused) > 0 {
+				return matcher.Ticket{}, &matcher.AlreadyMatchedError{UserID: t.UserID, MatchID: refused[1]}
 			}
 			return t, nil
 		}
@@ -165,6 +195,26 @@ func (l *Postgres) insertOne(ctx context.Context, t matcher.Ticket, attrs []byte
 		}
 	}
 	return matcher.Ticket{}, fmt.Errorf("create ticket %s: waiting ticket of user %s kept changing", t.ID, t.UserID)
+}
+
+// scanRefused reads refuseMatchedSQL's answer as (ticket id, match id)
+// pairs, flattened.
+func scanRefused(br pgx.BatchResults) ([]string, error) {
+	rows, err := br.Query()
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for rows.Next() {
+		var ticket, match string
+		if err := rows.Scan(&ticket, &match); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		out = append(out, ticket, match)
+	}
+	rows.Close()
+	return out, rows.Err()
 }
 
 // Ticket implements matcher.Ledger.
