@@ -113,6 +113,12 @@ type Ledger interface {
 	// p.Shard (reconciliation).
 	Waiting(ctx context.Context, p Partition) ([]Ticket, error)
 
+	// LivePartitions lists the (queue, region)s that hold WAITING tickets
+	// or PENDING_ACCEPT matches, by queue then region: whatever the
+	// configuration in force, each must be served until they are resolved
+	// (the Runner serves those no queue of its configuration covers).
+	LivePartitions(ctx context.Context) ([]Partition, error)
+
 	// DrainOutbox hands up to limit undelivered events older than minAge to
 	// fn, oldest first; events fn accepts (returns nil) are deleted. Rows
 	// being drained by another process are skipped, not waited for. The age

@@ -52,15 +52,35 @@ type RunnerConfig struct {
 // partitions' leases, runs one Engine per partition it holds, and reconciles
 // those partitions. Several Runners in several processes share the
 // partitions through the leases.
+//
+// No partition of the record is left without an owner, whatever the
+// configuration: a (queue, region) that holds WAITING tickets or
+// PENDING_ACCEPT matches but that no queue of the configuration covers (a
+// queue retired, a region removed, across a restart) is leased like the
+// others and served by an orphan sweep (see orphans.go), and the tickets a
+// changed `shards` count left in a sub-pool that no longer exists are moved
+// to the pool their user now hashes to.
 type Runner struct {
 	cfg   RunnerConfig
 	topo  atomic.Pointer[topology]
-	setMu sync.Mutex // serialises SetQueues
+	setMu sync.Mutex // serialises SetQueues and the orphans' refresh
 	log   *slog.Logger
 
 	mu   sync.Mutex
 	held map[string]*holding
+	// stops owns the goroutines that wait for a released or lost
+	// partition's engine to stop, so the lease loop never waits for a pass.
+	stops sync.WaitGroup
 }
+
+// Holding states: a partition being released keeps its lease renewed (its
+// engine may still commit) until its engine has stopped; a lost one is
+// fenced at once.
+const (
+	holdActive = iota
+	holdReleasing
+	holdLost
+)
 
 // holding is one partition this runner owns.
 type holding struct {
@@ -68,6 +88,7 @@ type holding struct {
 	validUntil atomic.Int64 // unix ms; past it the engine stops claiming
 	cancel     context.CancelFunc
 	done       chan struct{}
+	state      int // guarded by Runner.mu
 }
 
 // NewRunner builds the engines; it starts nothing.
@@ -98,26 +119,41 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.topo.Store(t)
+	r.topo.Store(withOrphans(t, nil))
 	return r, nil
 }
 
-// topology is the set of engines in force, swapped whole by SetQueues.
+// topology is the set of engines and orphans in force, swapped whole by
+// SetQueues and by the orphans' refresh.
 type topology struct {
 	engines map[string]*Engine
+	// orphans are the (queue, region)s of the record no engine covers,
+	// by their lease name (the (queue, region) itself).
+	orphans map[string]Partition
 	order   []string
 }
 
+// has reports whether part is a partition of the topology.
+func (t *topology) has(part string) bool {
+	_, orphan := t.orphans[part]
+	return t.engines[part] != nil || orphan
+}
+
 // build makes the topology of c, reusing old's engines whose queue is
-// unchanged. Partitions of old that c no longer has keep their engines, so
-// the tickets still waiting there are matched or resolved by their
-// deadline; the Service takes no new joins for them. changed lists the
-// partitions whose engine was replaced.
+// unchanged. The engines of old whose (queue, region) c no longer has are
+// kept, so the tickets still waiting there are matched or resolved by
+// their deadline; the Service takes no new joins for them. An engine of
+// old whose (queue, region) c still has but whose pool it does not (a
+// changed shards count) goes: its tickets are moved to their new pools
+// (see rehome). Orphans are not set (see withOrphans). changed lists the
+// partitions of old, engines or orphans, whose engine is replaced.
 func (r *Runner) build(c Config, old *topology) (t *topology, changed []string, err error) {
 	t = &topology{engines: map[string]*Engine{}}
+	covered := map[Partition]bool{}
 	for i := range c.Queues {
 		q := c.Queues[i]
 		for _, region := range q.Regions {
+			covered[Partition{Queue: q.Name, Region: region}] = true
 			for _, p := range q.Pools(region) {
 				part := p.String()
 				if e := old.engines[part]; e != nil && reflect.DeepEqual(e.cfg.Queue, q) {
@@ -134,7 +170,7 @@ func (r *Runner) build(c Config, old *topology) (t *topology, changed []string, 
 				if err != nil {
 					return nil, nil, err
 				}
-				if old.engines[part] != nil {
+				if old.has(part) {
 					changed = append(changed, part)
 				}
 				t.engines[part] = e
@@ -143,31 +179,79 @@ func (r *Runner) build(c Config, old *topology) (t *topology, changed []string, 
 		}
 	}
 	for _, part := range old.order {
-		if t.engines[part] == nil {
-			t.engines[part] = old.engines[part]
-			t.order = append(t.order, part)
+		e := old.engines[part]
+		if e == nil || t.engines[part] != nil || covered[e.Partition().Base()] {
+			continue
 		}
+		t.engines[part] = e
+		t.order = append(t.order, part)
 	}
 	return t, changed, nil
+}
+
+// withOrphans is t with an orphan for every (queue, region) of live that
+// no engine of t covers.
+func withOrphans(t *topology, live []Partition) *topology {
+	out := &topology{engines: t.engines, orphans: map[string]Partition{}}
+	covered := map[Partition]bool{}
+	for _, part := range t.order {
+		if e := t.engines[part]; e != nil {
+			covered[e.Partition().Base()] = true
+			out.order = append(out.order, part)
+		}
+	}
+	for _, p := range live {
+		if !covered[p] && !out.has(p.String()) {
+			out.orphans[p.String()] = p
+			out.order = append(out.order, p.String())
+		}
+	}
+	return out
 }
 
 // SetQueues puts a new (normalized) queue configuration in force without a
 // restart: new partitions are taken up by the lease loop, a partition whose
 // queue changed is released and taken up again with its new engine (here
 // or by another matcher), and a removed queue's partitions keep running
-// until restart so that no waiting ticket is stranded.
+// until restart so that no waiting ticket is stranded (after a restart
+// they are orphans). Releases do not wait for the engines' passes.
 func (r *Runner) SetQueues(c Config) error {
 	r.setMu.Lock()
 	defer r.setMu.Unlock()
-	t, changed, err := r.build(c, r.topo.Load())
+	old := r.topo.Load()
+	t, changed, err := r.build(c, old)
 	if err != nil {
 		return fmt.Errorf("set queues: %w", err)
 	}
-	r.topo.Store(t)
+	r.topo.Store(withOrphans(t, orphanList(old)))
 	for _, part := range changed {
-		r.release(context.Background(), part)
+		r.release(part)
 	}
 	return nil
+}
+
+// refreshOrphans reads the record's live (queue, region)s and puts the
+// topology's orphans in line with them: new orphans are taken up by the
+// lease loop, resolved ones are released by it.
+func (r *Runner) refreshOrphans(ctx context.Context) error {
+	live, err := r.cfg.Ledger.LivePartitions(ctx)
+	if err != nil {
+		return fmt.Errorf("refresh orphans: %w", err)
+	}
+	r.setMu.Lock()
+	defer r.setMu.Unlock()
+	r.topo.Store(withOrphans(r.topo.Load(), live))
+	return nil
+}
+
+func orphanList(t *topology) []Partition {
+	out := make([]Partition, 0, len(t.orphans))
+	for _, part := range t.order {
+		if p, ok := t.orphans[part]; ok {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // WakeChannel is the pub/sub channel of wake-ups.
@@ -191,15 +275,32 @@ func (r *Runner) fence(part string) int64 {
 	return h.token
 }
 
-// Held lists the partitions this runner owns now.
+// Held lists the partitions this runner owns now, leaving out those being
+// given up.
 func (r *Runner) Held() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := make([]string, 0, len(r.held))
-	for p := range r.held {
-		out = append(out, p)
+	for p, h := range r.held {
+		if h.state == holdActive {
+			out = append(out, p)
+		}
 	}
 	sort.Strings(out)
+	return out
+}
+
+// renewable lists the partitions whose lease is renewed: those held and
+// those being released whose engine has not stopped yet.
+func (r *Runner) renewable() map[string]*holding {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[string]*holding, len(r.held))
+	for p, h := range r.held {
+		if h.state != holdLost {
+			out[p] = h
+		}
+	}
 	return out
 }
 
@@ -217,6 +318,9 @@ func (r *Runner) Wake(p Partition) bool {
 // then it stops every engine (each finishes its pass), releases the leases so
 // another matcher takes over at once, and returns.
 func (r *Runner) Run(ctx context.Context) error {
+	if err := r.refreshOrphans(ctx); err != nil && ctx.Err() == nil {
+		r.log.Warn("find orphan partitions", "err", err)
+	}
 	var wg sync.WaitGroup
 	wg.Go(func() { r.listen(ctx) })
 	wg.Go(func() { r.reconcileLoop(ctx) })
@@ -240,9 +344,12 @@ func (r *Runner) leaseLoop(ctx context.Context) {
 	}
 }
 
-// leaseRound renews what is held, gives up what exceeds a fair share, and
-// takes free partitions up to it. The fair share is ceil(partitions / live
-// matchers), the live matchers being those that registered within a TTL.
+// leaseRound renews what is held, gives up what exceeds a fair share or
+// left the topology, and takes free partitions up to the share. The fair
+// share is ceil(partitions / live matchers), the live matchers being those
+// that registered within a TTL. Nothing in it waits for an engine's pass:
+// a release lets the engine finish in the background, its lease renewed
+// here meanwhile.
 func (r *Runner) leaseRound(ctx context.Context) {
 	now := r.cfg.Now()
 	ttl := r.cfg.LeaseTTL
@@ -259,10 +366,7 @@ func (r *Runner) leaseRound(ctx context.Context) {
 	topo := r.topo.Load()
 	share := (len(topo.order) + live - 1) / live
 
-	for _, part := range r.Held() {
-		r.mu.Lock()
-		h := r.held[part]
-		r.mu.Unlock()
+	for part, h := range r.renewable() {
 		start := time.Now()
 		ok, err := r.cfg.Pool.RenewLease(ctx, part, r.cfg.Owner, h.token, ttl)
 		switch {
@@ -270,18 +374,25 @@ func (r *Runner) leaseRound(ctx context.Context) {
 			// Unknown: keep working until the lease would have expired;
 			// the fence refuses anything after.
 			if time.Now().UnixMilli() >= h.validUntil.Load() {
-				r.drop(part, "lease unconfirmed past its expiry")
+				r.drop(part, h, "lease unconfirmed past its expiry")
 			}
 		case !ok:
-			r.drop(part, "lease lost")
+			r.drop(part, h, "lease lost")
 		default:
 			h.validUntil.Store(start.Add(ttl).UnixMilli())
 		}
 	}
 
-	held := r.Held()
+	var held []string
+	for _, part := range r.Held() {
+		if !topo.has(part) {
+			r.release(part)
+			continue
+		}
+		held = append(held, part)
+	}
 	for i := share; i < len(held); i++ {
-		r.release(ctx, held[i])
+		r.release(held[i])
 	}
 	if len(held) >= share || ctx.Err() != nil {
 		return
@@ -295,7 +406,7 @@ func (r *Runner) leaseRound(ctx context.Context) {
 		if r.isHeld(part) {
 			continue
 		}
-		r.acquire(ctx, part)
+		r.acquire(ctx, topo, part)
 	}
 }
 
@@ -307,6 +418,8 @@ func hash32(s string) uint32 {
 	return h
 }
 
+// isHeld reports whether part is held in any state: one being released or
+// lost is not taken again before its engine has stopped.
 func (r *Runner) isHeld(part string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -316,8 +429,15 @@ func (r *Runner) isHeld(part string) bool {
 // acquire takes a free partition: the Redis lease with a token above the
 // recorded epoch, then the record's epoch (which waits out, and from then on
 // refuses, the commits of any previous owner), then a reconciliation so the
-// new owner starts from the record's truth, then the engine.
-func (r *Runner) acquire(ctx context.Context, part string) {
+// new owner starts from the record's truth, then the engine (or, for an
+// orphan, its sweep). A failure to record the epoch gives the lease up;
+// the next acquisition takes a new, greater token, so no token is ever
+// recorded twice (the record refuses an epoch that is not above its own).
+func (r *Runner) acquire(ctx context.Context, topo *topology, part string) {
+	e, orphan := topo.engines[part], topo.orphans[part]
+	if e == nil && orphan.Queue == "" {
+		return
+	}
 	floor, err := r.cfg.Ledger.LeaseEpoch(ctx, part)
 	if err != nil {
 		r.log.Warn("read lease epoch", "partition", part, "err", err)
@@ -336,10 +456,6 @@ func (r *Runner) acquire(ctx context.Context, part string) {
 		_, _ = r.cfg.Pool.ReleaseLease(context.WithoutCancel(ctx), part, r.cfg.Owner, token)
 		return
 	}
-	e := r.topo.Load().engines[part]
-	if e == nil {
-		return
-	}
 	engCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	h := &holding{token: token, cancel: cancel, done: make(chan struct{})}
 	h.validUntil.Store(start.Add(r.cfg.LeaseTTL).UnixMilli())
@@ -347,66 +463,111 @@ func (r *Runner) acquire(ctx context.Context, part string) {
 	r.held[part] = h
 	r.mu.Unlock()
 	r.cfg.Metrics.lease(part, "acquired")
-	r.log.Info("partition acquired", "partition", part, "token", token)
+	r.log.Info("partition acquired", "partition", part, "token", token, "orphan", e == nil)
 	// The reconciliation runs in the engine's goroutine, with the lease
 	// already registered, so the lease loop keeps renewing every partition
 	// while a large one is being rebuilt.
 	go func() {
 		defer close(h.done)
-		if _, err := reconcile(engCtx, r.cfg.Ledger, r.cfg.Pool, e.q, e.Partition(), r.cfg.Now()); err != nil && engCtx.Err() == nil {
-			r.log.Warn("reconcile on takeover", "partition", part, "err", err)
+		if e == nil {
+			r.runOrphan(engCtx, orphan)
+			return
 		}
+		r.repair(engCtx, e)
 		e.Wake()
 		_ = e.Run(engCtx)
 	}()
 }
 
-// drop stops working a partition whose lease is gone, at once.
-func (r *Runner) drop(part, why string) {
-	h := r.forget(part)
-	if h == nil {
+// repair brings an engine's pool in line with the record: the tickets left
+// in pools its (queue, region) no longer has are moved first (by the pool
+// that closes the accept windows, one per (queue, region)), then the pool
+// is reconciled.
+func (r *Runner) repair(ctx context.Context, e *Engine) {
+	part := e.Partition()
+	if part.Shard == "" || part.Shard == OverflowShard {
+		if _, err := r.rehome(ctx, e.q, part.Base(), r.cfg.Now()); err != nil && ctx.Err() == nil {
+			r.log.Warn("rehome tickets of retired pools", "partition", part.String(), "err", err)
+		}
+	}
+	if _, err := reconcile(ctx, r.cfg.Ledger, r.cfg.Pool, e.q, part, r.cfg.Now()); err != nil && ctx.Err() == nil {
+		r.log.Warn("reconcile", "partition", part.String(), "err", err)
+	}
+}
+
+// drop stops working a partition whose lease is gone: fenced at once, its
+// engine stopped in the background.
+func (r *Runner) drop(part string, h *holding, why string) {
+	r.mu.Lock()
+	if r.held[part] != h || h.state == holdLost {
+		r.mu.Unlock()
 		return
 	}
+	releasing := h.state == holdReleasing
+	h.state = holdLost
+	r.mu.Unlock()
 	h.validUntil.Store(0)
 	h.cancel()
-	<-h.done
 	r.cfg.Metrics.lease(part, "lost")
 	r.log.Warn("partition lost", "partition", part, "token", h.token, "why", why)
+	if releasing {
+		return // the release's goroutine forgets it
+	}
+	r.stops.Go(func() {
+		<-h.done
+		r.forget(part, h)
+	})
 }
 
-// release stops the partition's engine (its pass finishes) and frees the
-// lease for another matcher.
-func (r *Runner) release(ctx context.Context, part string) {
-	h := r.forget(part)
-	if h == nil {
+// release stops the partition's engine (its pass finishes, its lease
+// renewed by the lease loop meanwhile) and then frees the lease for
+// another matcher. It does not wait for the engine.
+func (r *Runner) release(part string) {
+	r.mu.Lock()
+	h := r.held[part]
+	if h == nil || h.state != holdActive {
+		r.mu.Unlock()
 		return
 	}
+	h.state = holdReleasing
+	r.mu.Unlock()
 	h.cancel()
-	<-h.done
-	h.validUntil.Store(0)
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-	defer cancel()
-	if _, err := r.cfg.Pool.ReleaseLease(rctx, part, r.cfg.Owner, h.token); err != nil {
-		r.log.Warn("release lease", "partition", part, "err", err)
-	}
-	r.cfg.Metrics.lease(part, "released")
-	r.log.Info("partition released", "partition", part, "token", h.token)
+	r.stops.Go(func() {
+		<-h.done
+		r.mu.Lock()
+		lost := h.state == holdLost
+		r.mu.Unlock()
+		r.forget(part, h)
+		h.validUntil.Store(0)
+		if lost {
+			return
+		}
+		rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if _, err := r.cfg.Pool.ReleaseLease(rctx, part, r.cfg.Owner, h.token); err != nil {
+			r.log.Warn("release lease", "partition", part, "err", err)
+		}
+		r.cfg.Metrics.lease(part, "released")
+		r.log.Info("partition released", "partition", part, "token", h.token)
+	})
 }
 
-func (r *Runner) forget(part string) *holding {
+// forget removes h, whose engine has stopped, from the held partitions.
+func (r *Runner) forget(part string, h *holding) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	h := r.held[part]
-	delete(r.held, part)
-	return h
+	if r.held[part] == h {
+		delete(r.held, part)
+	}
 }
 
+// releaseAll releases every partition and waits for their engines.
 func (r *Runner) releaseAll() {
-	ctx := context.Background()
 	for _, part := range r.Held() {
-		r.release(ctx, part)
+		r.release(part)
 	}
-	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	r.stops.Wait()
+	rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	_ = r.cfg.Redis.ZRem(rctx, r.registryKey(), r.cfg.Owner).Err()
 }
@@ -439,6 +600,8 @@ func (r *Runner) listen(ctx context.Context) {
 	}
 }
 
+// reconcileLoop repairs the held partitions' pools and refreshes the
+// orphans every ReconcileEvery. An orphan's sweep repairs its own.
 func (r *Runner) reconcileLoop(ctx context.Context) {
 	t := time.NewTicker(r.cfg.ReconcileEvery)
 	defer t.Stop()
@@ -448,10 +611,12 @@ func (r *Runner) reconcileLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+		if err := r.refreshOrphans(ctx); err != nil && ctx.Err() == nil {
+			r.log.Warn("find orphan partitions", "err", err)
+		}
 		for _, part := range r.Held() {
-			e := r.topo.Load().engines[part]
-			if _, err := reconcile(ctx, r.cfg.Ledger, r.cfg.Pool, e.q, e.Partition(), r.cfg.Now()); err != nil && ctx.Err() == nil {
-				r.log.Warn("reconcile", "partition", part, "err", err)
+			if e := r.topo.Load().engines[part]; e != nil {
+				r.repair(ctx, e)
 			}
 		}
 	}

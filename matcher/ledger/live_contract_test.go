@@ -105,3 +105,43 @@ func testOneLiveMatch(t *testing.T, newLedger func(t *testing.T) matcher.Ledger)
 		t.Logf("outcomes of %d rounds: %v", rounds, outcomes)
 	})
 }
+
+// testLivePartitions is the contract of LivePartitions. Part of testLedger.
+func testLivePartitions(t *testing.T, newLedger func(t *testing.T) matcher.Ledger) {
+	t.Run("LivePartitions", func(t *testing.T) {
+		l, ctx := newLedger(t), context.Background()
+		live := func() []matcher.Partition {
+			t.Helper()
+			got, err := l.LivePartitions(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return got
+		}
+		if got := live(); got != nil {
+			t.Fatalf("empty ledger: %v", got)
+		}
+		w := mustCreate(t, l, ticketFor("wes", "ranked", "na", t0))
+		mustCreate(t, l, ticketFor("xia", "ranked", "na", t0))
+		a := mustCreate(t, l, ticketFor("ada", "duel", "eu", t0))
+		b := mustCreate(t, l, ticketFor("bo", "duel", "eu", t0))
+		c := mustCreate(t, l, ticketFor("cy", "retired", "eu", t0))
+		equal(t, "live", live(), []matcher.Partition{part("duel", "eu"), part("ranked", "na"), part("retired", "eu")})
+
+		// A pending match keeps its (queue, region) live with no ticket
+		// waiting there; READY does not; a resolved ticket does not.
+		m := pendingMatch(t, l, a, b)
+		mustResolve(t, l, c.ID, matcher.StatusCancelled, matcher.ReasonUser, t0)
+		equal(t, "live with a pending match", live(), []matcher.Partition{part("duel", "eu"), part("ranked", "na")})
+		for _, u := range []string{"ada", "bo"} {
+			if _, _, err := l.Accept(ctx, m.ID, u, t0.Add(2*time.Second)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		equal(t, "live after READY", live(), []matcher.Partition{part("ranked", "na")})
+		if _, err := commitMatch(ctx, l, matchOf(t0, w, mustCreate(t, l, ticketFor("yul", "ranked", "na", t0))), 0); err != nil {
+			t.Fatal(err)
+		}
+		equal(t, "live", live(), []matcher.Partition{part("ranked", "na")})
+	})
+}

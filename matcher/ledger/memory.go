@@ -544,6 +544,26 @@ func (l *Memory) Waiting(ctx context.Context, p matcher.Partition) ([]matcher.Ti
 	return out, nil
 }
 
+// LivePartitions implements matcher.Ledger.
+func (l *Memory) LivePartitions(ctx context.Context) ([]matcher.Partition, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("live partitions: %w", err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []matcher.Partition
+	for p := range l.waiting {
+		out = append(out, p)
+	}
+	for p := range l.pending {
+		if _, ok := l.waiting[p]; !ok {
+			out = append(out, p)
+		}
+	}
+	slices.SortFunc(out, partitionOrder)
+	return out, nil
+}
+
 // DrainOutbox implements matcher.Ledger. The lock is not held while fn runs:
 // fn publishes over the network, and a concurrent drain must be able to take
 // the next events meanwhile. The events handed out are marked in flight

@@ -587,6 +587,27 @@ func (l *Postgres) Waiting(ctx context.Context, p matcher.Partition) ([]matcher.
 	return tickets, nil
 }
 
+// LivePartitions implements matcher.Ledger: both reads are served by the
+// partial indexes on WAITING tickets and PENDING_ACCEPT matches.
+func (l *Postgres) LivePartitions(ctx context.Context) ([]matcher.Partition, error) {
+	rows, _ := l.pool.Query(ctx, `SELECT queue, region FROM tickets WHERE status = 'WAITING'
+		UNION SELECT queue, region FROM matches WHERE state = 'PENDING_ACCEPT'`)
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (matcher.Partition, error) {
+		var p matcher.Partition
+		err := r.Scan(&p.Queue, &p.Region)
+		return p, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("live partitions: %w", err)
+	}
+	if len(out) == 0 {
+		return nil, nil // as Memory: none is nil
+	}
+	// In Go, not in SQL: the same order as Memory whatever the collation.
+	slices.SortFunc(out, partitionOrder)
+	return out, nil
+}
+
 // DrainOutbox implements matcher.Ledger. The rows stay locked while fn runs,
 // so a concurrent drain (SKIP LOCKED) takes the next ones; if this process
 // dies meanwhile, the locks go with its connection and the rows are drained

@@ -315,6 +315,14 @@ func ticketOrder(a, b matcher.Ticket) int {
 	return cmp.Compare(a.ID, b.ID)
 }
 
+// partitionOrder is the order of LivePartitions: by queue, then region.
+func partitionOrder(a, b matcher.Partition) int {
+	if c := cmp.Compare(a.Queue, b.Queue); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Region, b.Region)
+}
+
 // matchOrder is the order of the matches UserState returns.
 func matchOrder(a, b matcher.Match) int {
 	if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
