@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -78,11 +79,38 @@ type BanListConfig struct {
 }
 
 // BanList is one process's copy of the bans, checked without I/O.
+//
+// A join racing a ban on another gateway could pass the gateway's check
+// before the ban reached it, and record its ticket after the ban's own
+// sweep of the user's tickets. Two steps close that window, both without
+// I/O on the join's path: the Service checks the list again once the
+// ticket is recorded (and cancels it if the user is banned by then), and
+// every process runs OnBan (a sweep of the user's waiting tickets) once a
+// ban is in its list. Either the join's second check comes after the ban
+// entered the list, and sees it, or the ticket was recorded before, and
+// the sweep that follows finds it.
 type BanList struct {
 	cfg BanListConfig
 
 	mu   sync.RWMutex
 	bans map[string]Ban
+
+	onBan atomic.Pointer[func(Ban)]
+}
+
+// OnBan sets fn to be called, in the caller's goroutine, each time a ban
+// enters the list (Apply, or a Reload that finds a new one), after it is
+// in force there. fn should not block for long.
+func (l *BanList) OnBan(fn func(Ban)) { l.onBan.Store(&fn) }
+
+func (l *BanList) banned(bans []Ban) {
+	fn := l.onBan.Load()
+	if fn == nil {
+		return
+	}
+	for _, b := range bans {
+		(*fn)(b)
+	}
 }
 
 // NewBanList builds an empty list; Reload (or Run) fills it.
@@ -124,8 +152,17 @@ func (l *BanList) Reload(ctx context.Context) error {
 		}
 	}
 	l.mu.Lock()
+	old := l.bans
 	l.bans = m
 	l.mu.Unlock()
+	var added []Ban
+	for u, b := range m {
+		if _, ok := old[u]; !ok {
+			added = append(added, b)
+		}
+	}
+	sortBans(added)
+	l.banned(added)
 	return nil
 }
 
@@ -134,6 +171,9 @@ func (l *BanList) Apply(b Ban) {
 	l.mu.Lock()
 	l.bans[b.UserID] = b
 	l.mu.Unlock()
+	if b.Active(l.cfg.Now()) {
+		l.banned([]Ban{b})
+	}
 }
 
 // Lift removes a ban heard of on the control channel.

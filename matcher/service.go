@@ -50,6 +50,12 @@ type ServiceConfig struct {
 	// non-nil answer (Redis or the record is unreachable) refuses the join at
 	// once with UNAVAILABLE instead of letting it hang or half-succeed.
 	Available func() error
+	// Banned, when set, is asked (without I/O: the process's ban list)
+	// once a join's ticket is recorded: a user banned by then has the
+	// ticket cancelled at once and is answered FORBIDDEN, so a join racing
+	// a ban survives neither this check nor the ban's sweep (see
+	// control.BanList).
+	Banned func(userID string) bool
 	// Now is the clock; nil means time.Now.
 	Now     func() time.Time
 	Logger  *slog.Logger
@@ -202,6 +208,9 @@ func (s *Service) Join(ctx context.Context, req JoinRequest) (Ticket, error) {
 		}
 		return Ticket{}, unavailable(fmt.Errorf("join %s: record ticket: %w", q.Name, err))
 	}
+	if s.cfg.Banned != nil && s.cfg.Banned(t.UserID) {
+		return Ticket{}, s.refuseBanned(ctx, t)
+	}
 	s.cfg.Metrics.joined(q.Name)
 	part := q.PoolOf(t.UserID, t.Region)
 	if _, err := s.cfg.Pool.Enqueue(ctx, part.String(), EntryOf(t), entryTTL(now, t.Deadline), q.HeartbeatTimeout); err != nil {
@@ -212,6 +221,27 @@ func (s *Service) Join(ctx context.Context, req JoinRequest) (Ticket, error) {
 	}
 	s.cfg.Wake(part)
 	return t, nil
+}
+
+// errBanned answers the join of a banned user.
+var errBanned = Errorf(CodeForbidden, "this account is banned")
+
+// refuseBanned cancels the ticket just recorded for a user banned since
+// the gateway's check. It never entered the pool.
+func (s *Service) refuseBanned(ctx context.Context, t Ticket) error {
+	_, events, err := s.cfg.Ledger.Resolve(ctx, t.ID, StatusCancelled, ReasonBanned, s.cfg.Now())
+	var nw *NotWaitingError
+	if err != nil && !errors.As(err, &nw) {
+		// Left waiting (the record failed just now): the reconciler puts it
+		// in the pool, where its player, disconnected by the ban, sends no
+		// heartbeat and is cancelled as a ghost unless matched first.
+		s.log.Error("cancel the ticket of a banned user", "ticket", t.ID, "err", err)
+		return errBanned
+	}
+	if s.cfg.Notifier != nil && len(events) > 0 {
+		s.cfg.Notifier.Deliver(ctx, events)
+	}
+	return errBanned
 }
 
 // lookupSkill asks the skill service, within SkillTimeout, and remembers

@@ -25,6 +25,8 @@ const (
 	// when its match dissolved, but whose player had meanwhile joined
 	// another queue (one WAITING ticket per user).
 	ReasonSuperseded = "superseded"
+	// ReasonBanned ends a ticket whose player was banned while joining.
+	ReasonBanned = "banned"
 )
 
 // Ticket is one waiting player in one queue. Deadline is stamped once at join

@@ -278,6 +278,30 @@ func (s *security) start(start func(name string, fn func(context.Context) error)
 	start("control channel", func(ctx context.Context) error { return s.bus.Run(ctx, s.handle, nil) })
 }
 
+// sweepBans cancels, in this process, the waiting tickets of each user
+// whose ban enters its list: with the Service's check of the list after a
+// join is recorded, no join racing the ban keeps its ticket (see
+// control.BanList).
+func (s *security) sweepBans(svc *matcher.Service) {
+	s.bans.OnBan(func(b control.Ban) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		st, err := svc.UserState(ctx, b.UserID)
+		if err != nil {
+			s.log.Warn("ban: load the user's tickets", "user", b.UserID, "err", err)
+			return
+		}
+		for _, t := range st.Tickets {
+			if t.Status != matcher.StatusWaiting {
+				continue
+			}
+			if _, err := svc.Cancel(ctx, b.UserID, t.ID); err != nil && matcher.ErrorCode(err) != matcher.CodeAlreadyCancelled && matcher.ErrorCode(err) != matcher.CodeAlreadyMatched {
+				s.log.Warn("ban: cancel a waiting ticket", "user", b.UserID, "ticket", t.ID, "err", err)
+			}
+		}
+	})
+}
+
 // handle carries out one control-channel message in this process.
 func (s *security) handle(m control.Message) {
 	gw := s.gw.Load()

@@ -309,7 +309,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	svc, err := matcher.NewService(matcher.ServiceConfig{
 		Queues: queues, Pool: pl, Ledger: led, Notifier: publisher, Logger: log, Metrics: mmetrics,
 		Allocator: alloc, Skill: skills, Now: clk.Now,
-		Available: deps.Err,
+		Available: deps.Err, Banned: sec.bans.Banned,
 		Wake: func(p matcher.Partition) {
 			if runner != nil && runner.Wake(p) {
 				// Held here: no other process matches it, and a publish
@@ -342,6 +342,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	start("publisher", publisher.Run)
 	start("wakes", wakes.Run)
 	onQueues = applyQueues(log, svc, runner)
+	sec.sweepBans(svc)
 	reg.MustRegister(matcher.NewPoolCollector(pl, svc.QueueList))
 	sec.start(start)
 	if runner != nil {
