@@ -221,16 +221,28 @@ func TestRetiredQueueBySetQueuesExpiresAtTheDeadline(t *testing.T) {
 	})
 }
 
-// A changed shards count: every waiting ticket ends in the pool its user
-// hashes to now, and the pools that no longer exist are empty.
+// A changed shards count, across a restart or by SetQueues: every waiting
+// ticket ends in the pool its user hashes to now, and the pools that no
+// longer exist are empty.
 func TestShardsChangeRehomesTickets(t *testing.T) {
-	for _, c := range []struct{ from, to int }{{4, 2}, {1, 3}, {3, 1}} {
-		t.Run(fmt.Sprintf("%d→%d", c.from, c.to), func(t *testing.T) {
+	for _, c := range []struct {
+		from, to int
+		live     bool
+	}{{4, 2, false}, {1, 3, false}, {3, 1, false}, {4, 2, true}, {1, 3, true}} {
+		how := "restart"
+		if c.live {
+			how = "SetQueues"
+		}
+		t.Run(fmt.Sprintf("%d→%d by %s", c.from, c.to, how), func(t *testing.T) {
 			backends(t, func(t *testing.T, b backend) {
 				ctx := context.Background()
 				clock := &fakeClock{now: t0}
 				q := matcher.QueueConfig{Name: "hot", Players: 2, Shards: c.from}
 				svc := newService(t, b, normalized(t, q), clock.Now)
+				var r *matcher.Runner
+				if c.live {
+					r = startRunner(t, b, normalized(t, q), clock.Now)
+				}
 				var tickets []matcher.Ticket
 				for i := range 24 {
 					skill := float64(i) * 1000 // too far apart to be matched
@@ -242,7 +254,13 @@ func TestShardsChangeRehomesTickets(t *testing.T) {
 				}
 				q.Shards = c.to
 				now := normalized(t, q)
-				startRunner(t, b, now, clock.Now)
+				if c.live {
+					if err := r.SetQueues(now); err != nil {
+						t.Fatal(err)
+					}
+				} else {
+					startRunner(t, b, now, clock.Now)
+				}
 				p := pool.New(b.rdb, b.prefix)
 				nq := now.Queues[0]
 				eventually(t, "every ticket in its new pool", func() bool {
@@ -282,4 +300,31 @@ func TestShardsChangeRehomesTickets(t *testing.T) {
 func members(ctx context.Context, p *pool.Pool, part string) []pool.Entry {
 	es, _ := p.Members(ctx, part)
 	return es
+}
+
+// A region removed across a restart is an orphan too.
+func TestRemovedRegionIsResolvedAfterRestart(t *testing.T) {
+	backends(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		clock := &fakeClock{now: t0}
+		q := matcher.QueueConfig{Name: "duel", Players: 2, Deadline: time.Minute, Regions: []string{"eu", "na"}}
+		svc := newService(t, b, normalized(t, q), clock.Now)
+		skill := 10.0
+		tk, err := svc.Join(ctx, matcher.JoinRequest{UserID: "nia", Queue: "duel", Region: "na", Skill: &skill})
+		if err != nil {
+			t.Fatal(err)
+		}
+		q.Regions = []string{"eu"}
+		r := startRunner(t, b, normalized(t, q), clock.Now)
+		eventually(t, "the orphan leased", func() bool { return slices.Contains(r.Held(), "duel:na") })
+		clock.set(tk.Deadline)
+		eventually(t, "the ticket expired", func() bool {
+			got, _ := b.led.Ticket(ctx, tk.ID)
+			return got.Status == matcher.StatusExpired
+		})
+		svc = newService(t, b, normalized(t, q), clock.Now)
+		if _, err := svc.Join(ctx, matcher.JoinRequest{UserID: "nia", Queue: "duel", Region: "eu", Skill: &skill}); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
