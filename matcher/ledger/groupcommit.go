@@ -16,7 +16,8 @@ import (
 
 // Joins are group-committed (internal/group): a join arriving while
 // maxInserters batches are being written waits and goes into the next
-// batch. Under load a batch of joins costs one statement and one log flush
+// batch. Under load a batch of joins costs one round trip (the insert and
+// the refusal of players seated in a pending match) and one log flush
 // instead of one each (the flush, not the row, was the bound), and a join
 // that finds nobody writing is written at once, alone, as before. Every
 // join is committed before CreateTicket returns; nothing is acknowledged
@@ -53,7 +54,8 @@ func (l *Postgres) create(ctx context.Context, t matcher.Ticket, attrs []byte) (
 	return r.t, r.err
 }
 
-// insertBatch writes a batch in one statement. Rows it could not insert
+// insertBatch writes a batch in one round trip and one implicit
+// transaction: the insert, then refuseMatchedSQL. Rows it could not insert
 // (the user already waits, or the id is taken) go through the single
 // insert, which tells which and reads the waiting ticket.
 func (l *Postgres) insertBatch(ctx context.Context, batch []insertReq) []insertResult {
