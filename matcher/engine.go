@@ -1,6 +1,7 @@
 package matcher
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -41,6 +42,21 @@ type EngineConfig struct {
 	AllocateBackoff []time.Duration
 	// Sleep waits between allocation attempts; nil sleeps for real.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// PassTimeout bounds a pass of Run up to its commit: its reads, claims
+	// and allocations. Default DefaultPassTimeout (15 s).
+	PassTimeout time.Duration
+	// AllocateTimeout bounds one match's allocation, its attempts and their
+	// backoff included, inside the pass's budget: a hanging fleet manager
+	// costs the pass this much per match, not the whole pass. Default
+	// DefaultAllocateTimeout (5 s).
+	AllocateTimeout time.Duration
+	// CommitTimeout bounds each try of a pass's commit, and CleanupTimeout
+	// each release of a server and requeue of players. Both run on contexts
+	// of their own, whatever became of the pass's, so that a pass cut short
+	// still commits, puts back and releases what it claimed and allocated.
+	// Defaults DefaultCommitTimeout and DefaultCleanupTimeout (5 s each).
+	CommitTimeout  time.Duration
+	CleanupTimeout time.Duration
 	// Notifier publishes committed events at once; nil leaves them to the relay.
 	Notifier Notifier
 	// Fence returns the partition's lease fencing token, checked by the claim
@@ -107,6 +123,10 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 	if cfg.Sleep == nil {
 		cfg.Sleep = sleepCtx
 	}
+	cfg.PassTimeout = cmp.Or(cfg.PassTimeout, DefaultPassTimeout)
+	cfg.AllocateTimeout = cmp.Or(cfg.AllocateTimeout, DefaultAllocateTimeout)
+	cfg.CommitTimeout = cmp.Or(cfg.CommitTimeout, DefaultCommitTimeout)
+	cfg.CleanupTimeout = cmp.Or(cfg.CleanupTimeout, DefaultCleanupTimeout)
 	e := &Engine{cfg: cfg, part: p.String(), base: p.Base().String(), pools: pools, wake: make(chan struct{}, 1)}
 	e.q = &e.cfg.Queue
 	e.log = cfg.Logger.With("partition", e.part)
@@ -155,9 +175,15 @@ type Presence interface {
 	LastSeen(ctx context.Context, users []string) (map[string]time.Time, error)
 }
 
-// passTimeout bounds one pass; a pass is never cut short by Run's context, so
-// that a claim in flight when the engine stops is committed or put back.
-const passTimeout = 15 * time.Second
+// The defaults of EngineConfig's budgets. A pass is never cut short by Run's
+// context, so that a claim in flight when the engine stops is committed or
+// put back; its own budget bounds it instead.
+const (
+	DefaultPassTimeout     = 15 * time.Second
+	DefaultAllocateTimeout = 5 * time.Second
+	DefaultCommitTimeout   = 5 * time.Second
+	DefaultCleanupTimeout  = 5 * time.Second
+)
 
 // Run passes every tick and on every wake until ctx ends. A pass's commit
 // runs while the next pass reads and claims (one commit in flight at a
@@ -190,7 +216,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		case <-t.C:
 		case <-e.wake:
 		}
-		passCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), passTimeout)
+		passCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.PassTimeout)
 		start := time.Now()
 		p, err := e.begin(passCtx)
 		if err != nil && ctx.Err() == nil {
@@ -893,7 +919,11 @@ func (p *pass) stage(ctx context.Context, m Match, group []pool.Entry) {
 	if p.e.cfg.Allocator != nil {
 		req := AllocationRequest{MatchID: m.ID, Queue: q.Name, Region: m.Region, Players: m.Players, Bots: m.Bots}
 		allocStart := time.Now()
-		srv, err := allocate(ctx, p.e.cfg.Allocator, req, p.e.cfg.AllocateBackoff, p.e.cfg.Sleep)
+		// A budget of its own inside the pass's: a fleet manager that hangs
+		// costs the pass this much per match, and the pass goes on.
+		actx, cancel := context.WithTimeout(ctx, p.e.cfg.AllocateTimeout)
+		srv, err := allocate(actx, p.e.cfg.Allocator, req, p.e.cfg.AllocateBackoff, p.e.cfg.Sleep)
+		cancel()
 		p.e.cfg.Metrics.allocationTook(q.Name, time.Since(allocStart))
 		if err != nil {
 			// Never another region: everyone goes back with their place,
@@ -901,9 +931,11 @@ func (p *pass) stage(ctx context.Context, m Match, group []pool.Entry) {
 			p.e.cfg.Metrics.allocation(q.Name, "failed")
 			p.res.AllocationFailures++
 			p.e.log.Warn("no server; the players go back to the pool", "match", m.ID, "err", err)
-			if merr := p.e.cfg.Pool.MarkAllocationFailure(ctx, p.e.part, allocFailureMemory(q)); merr != nil {
+			mctx, cancel := p.e.cleanupContext(ctx)
+			if merr := p.e.cfg.Pool.MarkAllocationFailure(mctx, p.e.part, allocFailureMemory(q)); merr != nil {
 				p.e.log.Debug("remember allocation failure", "err", merr)
 			}
+			cancel()
 			p.requeue(ctx, m.ID, group)
 			return
 		}
@@ -928,7 +960,11 @@ func (p *pass) commit(ctx context.Context) error {
 	for i, s := range st {
 		ms[i] = s.m
 	}
-	rs, err := p.e.cfg.Ledger.CommitMatches(ctx, ms, p.fence)
+	rs, err := p.commitTry(ctx, ms)
+	// Everything after the commit on a context of its own: the matches
+	// stand, and the players go back, whatever became of the pass's.
+	ctx, cancel := p.e.cleanupContext(ctx)
+	defer cancel()
 	if err != nil {
 		for _, s := range st {
 			p.release(ctx, s.m)
@@ -994,6 +1030,13 @@ func (p *pass) commit(ctx context.Context) error {
 	return failed
 }
 
+// commitTry is one try of a commit, on a context of its own.
+func (p *pass) commitTry(ctx context.Context, ms []Match) ([]CommitResult, error) {
+	ctx, cancel := p.e.commitContext(ctx)
+	defer cancel()
+	return p.e.cfg.Ledger.CommitMatches(ctx, ms, p.fence)
+}
+
 // claim takes the group out of the pools: the own players with this
 // partition's fence, the offered players of each home partition unfenced
 // (see offers.go). The pools are claimed in name order, whoever claims: two
@@ -1057,6 +1100,11 @@ func (p *pass) claim(ctx context.Context, matchID string, group []pool.Entry) ([
 // their original scores; one whose keys Redis lost meanwhile is seen at the
 // pass's clock (see Pool.Requeue): its player's presence record went too.
 func (p *pass) requeue(ctx context.Context, matchID string, es []pool.Entry) {
+	if len(es) == 0 {
+		return
+	}
+	ctx, cancel := p.e.cleanupContext(ctx)
+	defer cancel()
 	byHome := map[string][]pool.Entry{}
 	for _, e := range es {
 		h := e.Home
@@ -1079,9 +1127,25 @@ func (p *pass) release(ctx context.Context, m Match) {
 	if p.e.cfg.Allocator == nil || m.Server == nil {
 		return
 	}
+	ctx, cancel := p.e.cleanupContext(ctx)
+	defer cancel()
 	if err := p.e.cfg.Allocator.Release(ctx, m.ID, *m.Server); err != nil {
 		p.e.log.Warn("release server", "match", m.ID, "server", m.Server.Address, "err", err)
 	}
+}
+
+// cleanupContext is the context of one release or requeue: its own budget,
+// on no deadline or cancel of the pass's, so that a pass cut short (a fleet
+// manager that hung, an engine stopping) still puts back everyone it took
+// and gives back every server it was handed.
+func (e *Engine) cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), e.cfg.CleanupTimeout)
+}
+
+// commitContext is the context of one try of a commit, on no deadline or
+// cancel of the pass's, for the same reason.
+func (e *Engine) commitContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), e.cfg.CommitTimeout)
 }
 
 // outcomes are resolved tickets as the queue's wait estimates keep them.
