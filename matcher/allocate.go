@@ -7,10 +7,11 @@ import (
 	"time"
 )
 
-// Allocator hands out game servers (DESIGN §6, seed 001 C2). The engine asks
-// for one after the claim and before the commit, so the match row is written
-// together with the address its players will use; a failed commit or a
-// dissolved match gives the server back. Implementations: allocator.Static
+// Allocator hands out game servers. The engine asks for one after the claim
+// and before the commit, so the match row is written together with the
+// address its players will use; a failed commit (one the record proves
+// unwritten: a commit whose reply was lost may have landed) or a dissolved
+// match gives the server back. Implementations: allocator.Static
 // (a fixed fleet, the embedded default) and allocator.HTTP (a fleet manager
 // behind the JSON protocol of docs/ALLOCATOR.md).
 type Allocator interface {
@@ -20,7 +21,8 @@ type Allocator interface {
 	// a failure and should then answer the same server if it had one.
 	Allocate(ctx context.Context, req AllocationRequest) (Server, error)
 	// Release gives a server back: its match will not be played (the
-	// commit failed, or the match dissolved in its accept window).
+	// record holds no commit of it, or the match dissolved in its accept
+	// window).
 	Release(ctx context.Context, matchID string, s Server) error
 }
 

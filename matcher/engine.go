@@ -40,7 +40,8 @@ type EngineConfig struct {
 	// AllocateBackoff are the waits between allocation attempts. Default
 	// DefaultAllocateBackoff (three attempts, 50 ms and 100 ms apart).
 	AllocateBackoff []time.Duration
-	// Sleep waits between allocation attempts; nil sleeps for real.
+	// Sleep waits between allocation attempts and between the tries of a
+	// commit whose outcome is unknown; nil sleeps for real.
 	Sleep func(ctx context.Context, d time.Duration) error
 	// PassTimeout bounds a pass of Run up to its commit: its reads, claims
 	// and allocations. Default DefaultPassTimeout (15 s).
@@ -57,6 +58,10 @@ type EngineConfig struct {
 	// Defaults DefaultCommitTimeout and DefaultCleanupTimeout (5 s each).
 	CommitTimeout  time.Duration
 	CleanupTimeout time.Duration
+	// CommitRetry are the waits before each new try of a commit that
+	// failed as a whole (its outcome unknown: the reply may be all that
+	// was lost). Default DefaultCommitRetry (100 ms, 300 ms, 1 s).
+	CommitRetry []time.Duration
 	// Notifier publishes committed events at once; nil leaves them to the relay.
 	Notifier Notifier
 	// Fence returns the partition's lease fencing token, checked by the claim
@@ -90,6 +95,10 @@ type Engine struct {
 	// depth is how many anchors the first round of the next pass tries
 	// (see pass.skill); 0 until a pass sets it, and never below AnchorDepth.
 	depth atomic.Int32
+	// mu guards unsettled: the matches whose commit's outcome is still
+	// unknown, asked about again by the next pass's commit (see settle).
+	mu        sync.Mutex
+	unsettled []staged
 }
 
 // NewEngine validates the configuration; it starts nothing.
@@ -127,6 +136,9 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 	cfg.AllocateTimeout = cmp.Or(cfg.AllocateTimeout, DefaultAllocateTimeout)
 	cfg.CommitTimeout = cmp.Or(cfg.CommitTimeout, DefaultCommitTimeout)
 	cfg.CleanupTimeout = cmp.Or(cfg.CleanupTimeout, DefaultCleanupTimeout)
+	if cfg.CommitRetry == nil {
+		cfg.CommitRetry = DefaultCommitRetry
+	}
 	e := &Engine{cfg: cfg, part: p.String(), base: p.Base().String(), pools: pools, wake: make(chan struct{}, 1)}
 	e.q = &e.cfg.Queue
 	e.log = cfg.Logger.With("partition", e.part)
@@ -184,6 +196,10 @@ const (
 	DefaultCommitTimeout   = 5 * time.Second
 	DefaultCleanupTimeout  = 5 * time.Second
 )
+
+// DefaultCommitRetry are the waits before the new tries of a commit whose
+// outcome is unknown.
+var DefaultCommitRetry = []time.Duration{100 * time.Millisecond, 300 * time.Millisecond, time.Second}
 
 // Run passes every tick and on every wake until ctx ends. A pass's commit
 // runs while the next pass reads and claims (one commit in flight at a
@@ -393,6 +409,7 @@ func splitWatched(es []pool.Entry, now time.Time, timeout time.Duration) (due, s
 type staged struct {
 	m     Match
 	group []pool.Entry
+	tries int // passes whose commit found its outcome unknown
 }
 
 // window is the anchor's half-width after its wait.
@@ -949,39 +966,53 @@ func (p *pass) stage(ctx context.Context, m Match, group []pool.Entry) {
 // transaction (one round trip and one log flush however many formed), then
 // indexes, records and publishes them together. A match that fell short
 // (someone cancelled after the claim) puts its still-waiting players back;
-// the others stand.
+// the others stand. The matches of an earlier pass whose commit's outcome
+// is still unknown are tried again first (see settle).
 func (p *pass) commit(ctx context.Context) error {
-	if len(p.staged) == 0 {
-		return nil
+	var errs []error
+	if prev := p.e.takeUnsettled(); len(prev) > 0 {
+		errs = append(errs, p.commitBatch(ctx, prev, nil))
 	}
-	st := p.staged
-	p.staged = nil
+	if len(p.staged) > 0 {
+		st := p.staged
+		p.staged = nil
+		errs = append(errs, p.commitBatch(ctx, st, p.e.cfg.CommitRetry))
+	}
+	return errors.Join(errs...)
+}
+
+// commitBatch commits st, asking the record after a failure of the whole
+// batch (see settle) with a new try after each wait of retry.
+func (p *pass) commitBatch(ctx context.Context, st []staged, retry []time.Duration) error {
 	ms := make([]Match, len(st))
 	for i, s := range st {
 		ms[i] = s.m
 	}
 	rs, err := p.commitTry(ctx, ms)
+	if err != nil {
+		p.e.log.Warn("commit failed as a whole; asking the record what it holds", "matches", len(ms), "err", err)
+		rs = p.settle(ctx, ms, err, retry)
+	}
 	// Everything after the commit on a context of its own: the matches
-	// stand, and the players go back, whatever became of the pass's.
+	// stand whatever became of the pass's.
 	ctx, cancel := p.e.cleanupContext(ctx)
 	defer cancel()
-	if err != nil {
-		for _, s := range st {
-			p.release(ctx, s.m)
-			p.requeue(ctx, s.m.ID, s.group)
-		}
-		return fmt.Errorf("commit %d matches: %w", len(st), err)
-	}
 	var (
-		failed  error
-		events  []Event
-		outs    []pool.Outcome
-		matched []time.Time
-		pending []pool.Pending
+		failed    error
+		events    []Event
+		outs      []pool.Outcome
+		matched   []time.Time
+		pending   []pool.Pending
+		unsettled []staged
 	)
 	for i, s := range st {
 		m, group := s.m, s.group
 		if err := rs[i].Err; err != nil {
+			if errors.Is(err, errUnsettled) {
+				// Maybe committed: neither released nor requeued.
+				unsettled = append(unsettled, s)
+				continue
+			}
 			p.release(ctx, m)
 			back := group
 			var sf *ShortfallError
@@ -1027,6 +1058,10 @@ func (p *pass) commit(ctx context.Context) error {
 	// The players first: the outcome counts only feed statistics.
 	p.deliver(ctx, events)
 	p.record(ctx, matched, outs)
+	if len(unsettled) > 0 {
+		p.e.keepUnsettled(unsettled)
+		return errors.Join(failed, fmt.Errorf("commit of %d matches: outcome unknown, asked again next pass: %w", len(unsettled), err))
+	}
 	return failed
 }
 
@@ -1035,6 +1070,95 @@ func (p *pass) commitTry(ctx context.Context, ms []Match) ([]CommitResult, error
 	ctx, cancel := p.e.commitContext(ctx)
 	defer cancel()
 	return p.e.cfg.Ledger.CommitMatches(ctx, ms, p.fence)
+}
+
+// errUnsettled marks a match whose commit may or may not have been written.
+var errUnsettled = errors.New("commit outcome unknown")
+
+// maxSettleTries is how many passes in a row the record is asked about a
+// commit whose outcome is unknown before it is left to the reconciler.
+const maxSettleTries = 5
+
+// settle finds out what became of ms after their commit failed as a whole
+// with err: a dropped connection or a timeout may have lost only the reply
+// of a commit that was written. Releasing the servers and requeueing the
+// players then would hand a server to two matches (the relay still pushes
+// match.ready with it) and put MATCHED players back in the pool. So the same
+// match ids are committed again after each wait of retry: the commit is
+// idempotent for them (a commit already made answers committed, with no
+// events, the first try's being in the outbox for the relay; one not made is
+// made now, with its events). On PostgreSQL its tickets are locked first, so
+// a retry also waits for a first try still running. A match the retry did not commit
+// (stale lease, shortfall), or every match when no retry got an answer, is
+// read back: a match row in the record is a commit that landed (the epoch
+// may have moved after it, or the match dissolved since); none is proof that
+// nothing of it was written. A match neither try nor read could tell about
+// gets errUnsettled: the caller neither releases nor requeues it and asks
+// again at its next pass's commit, up to maxSettleTries passes, then leaves
+// it to the reconciler (whose forced requeue puts its players back if it
+// was not written; its server is then never released, which a fleet manager
+// reclaims: see docs/ALLOCATOR.md). A leaked server costs less than one
+// handed to two matches.
+func (p *pass) settle(ctx context.Context, ms []Match, err error, retry []time.Duration) []CommitResult {
+	var rs []CommitResult
+	for _, d := range retry {
+		// Sleep on no deadline of the pass's: the waits are bounded.
+		if p.e.cfg.Sleep(context.WithoutCancel(ctx), d) != nil {
+			break
+		}
+		if rs, err = p.commitTry(ctx, ms); err == nil {
+			break
+		}
+	}
+	if rs == nil {
+		rs = make([]CommitResult, len(ms))
+		for i := range rs {
+			rs[i].Err = fmt.Errorf("%w: %w", errUnsettled, err)
+		}
+	}
+	for i, r := range rs {
+		if r.Err == nil {
+			continue
+		}
+		rctx, cancel := p.e.commitContext(ctx)
+		_, rerr := p.e.cfg.Ledger.Match(rctx, ms[i].ID)
+		cancel()
+		switch {
+		case rerr == nil:
+			rs[i] = CommitResult{} // written: its events went with it
+		case errors.Is(rerr, ErrNotFound):
+			if errors.Is(r.Err, errUnsettled) {
+				rs[i].Err = fmt.Errorf("commit match %s: not in the record after %w", ms[i].ID, err)
+			}
+		default:
+			rs[i].Err = fmt.Errorf("%w: read match %s back: %w", errUnsettled, ms[i].ID, rerr)
+		}
+	}
+	return rs
+}
+
+// keepUnsettled keeps matches whose commit's outcome is unknown for the
+// next pass's commit; those already asked about maxSettleTries times are
+// left to the reconciler.
+func (e *Engine) keepUnsettled(st []staged) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, s := range st {
+		if s.tries++; s.tries >= maxSettleTries {
+			e.log.Error("commit outcome still unknown; left to the reconciler", "match", s.m.ID, "tries", s.tries)
+			continue
+		}
+		e.unsettled = append(e.unsettled, s)
+	}
+}
+
+// takeUnsettled hands the matches kept by keepUnsettled to a commit.
+func (e *Engine) takeUnsettled() []staged {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	st := e.unsettled
+	e.unsettled = nil
+	return st
 }
 
 // claim takes the group out of the pools: the own players with this

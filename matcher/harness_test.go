@@ -152,7 +152,10 @@ func (h *harness) newEngine(region string) *matcher.Engine {
 func (h *harness) newPoolEngine(region, shard string) *matcher.Engine {
 	h.t.Helper()
 	cfg := matcher.EngineConfig{Queue: h.q, Region: region, Shard: shard, Pool: h.pool, Ledger: h.led, Notifier: h.pushed,
-		Presence: h.seen, Now: h.clock, Allocator: h.opts.alloc}
+		Presence: h.seen, Now: h.clock, Allocator: h.opts.alloc,
+		// A commit whose outcome is unknown is tried again without the
+		// default's real waits.
+		CommitRetry: []time.Duration{time.Millisecond, time.Millisecond}}
 	if rec := h.opts.sleeps; rec != nil {
 		var mu sync.Mutex
 		cfg.Sleep = func(_ context.Context, d time.Duration) error {

@@ -78,8 +78,10 @@ type Ledger interface {
 	// it lists those that are) or ErrStaleEpoch, in which case nothing of
 	// that match was written. A ticket named by two matches of the batch
 	// goes to the first. An error for the batch as a whole (invalid input,
-	// a reused match id, the record unreachable) means nothing of it was
-	// written.
+	// a reused match id, the record unreachable) wrote nothing, except when
+	// it was the reply that was lost (a dropped connection, a timeout): the
+	// batch may then have been written, and committing the same matches
+	// again tells (see the engine's settle).
 	CommitMatches(ctx context.Context, ms []Match, epoch int64) ([]CommitResult, error)
 
 	// Accept records userID's acceptance of a PENDING_ACCEPT match: a

@@ -246,8 +246,8 @@ func TestRunnersShareAndTakeOver(t *testing.T) {
 	t.Logf("takeover after a graceful stop took %s", time.Since(start))
 }
 
-// failingCommits is a ledger whose next batch commit fails when fail is
-// set; with wipe set too, Redis loses every key first.
+// failingCommits is a ledger whose batch commits fail, writing nothing,
+// while fail is set; with wipe set too, Redis loses every key first.
 type failingCommits struct {
 	matcher.Ledger
 	rdb        redis.UniversalClient
@@ -255,7 +255,7 @@ type failingCommits struct {
 }
 
 func (f *failingCommits) CommitMatches(ctx context.Context, ms []matcher.Match, epoch int64) ([]matcher.CommitResult, error) {
-	if !f.fail.CompareAndSwap(true, false) {
+	if !f.fail.Load() {
 		return f.Ledger.CommitMatches(ctx, ms, epoch)
 	}
 	if f.wipe.Load() {
@@ -295,6 +295,7 @@ func TestRequeueAfterRedisLossGivesAFullHeartbeatTimeout(t *testing.T) {
 			if _, err := h.engines["global"].Tick(context.Background()); err == nil {
 				t.Fatal("a pass whose commit failed reported no error")
 			}
+			led.fail.Store(false)
 			if got := h.depth(); got != 2 {
 				t.Fatalf("%d players back in the pool after the failed commit, want 2", got)
 			}
