@@ -14,7 +14,8 @@
 //	<prefix>:{<partition>}:watch       ZSET  when a pass is to look, unix ms: the
 //	                                         sooner of the deadline and the last
 //	                                         sign of life plus the heartbeat timeout
-//	<prefix>:{<partition>}:t:<ticket>  HASH  m (the member) state hb match
+//	<prefix>:{<partition>}:t:<ticket>  HASH  m (the member) state hb, and once
+//	                                         claimed match from fence
 //	<prefix>:{<partition>}:fence       INT   fencing counter of the partition lease
 //	<prefix>:{<partition>}:lease       STR   "<owner> <token>", expiring
 //	<prefix>:{<partition>}:offers      ZSET  offers from adjacent regions, by expiry
@@ -56,7 +57,12 @@
 // of the pool ZSET; Claim and Remove both test that membership inside their
 // script, which is what makes exactly one of a racing claim and cancel win.
 // A claimed ticket keeps its hash, marked with the match id, for the claim TTL
-// so that the losing cancel can be told which match won.
+// so that the losing cancel can be told which match won; the mark names the
+// pool claimed from and the fence token claimed under, so that the
+// reconciler puts back at once the tickets of a dead claim (an older token
+// than the pool's: its owner lost the lease) and leaves a live one to its
+// owner (RequeueMissing), and a requeue never puts a ticket waiting or
+// claimed in a sibling pool into a second one (RequeueGuarded).
 //
 // Concurrency: a Pool is safe for concurrent use. Writers of one partition need
 // no coordination among themselves for correctness of a single call; the

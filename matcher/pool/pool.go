@@ -467,9 +467,39 @@ func (p *Pool) remove(ctx context.Context, partitions []string, ticketID, hint s
 // queue's heartbeat timeout, as for Enqueue. It returns how many entries were
 // not in the pool.
 func (p *Pool) Requeue(ctx context.Context, partition string, entries []Entry, ttl time.Duration, lost time.Time, timeout time.Duration) (n int, err error) {
+	return p.requeue(ctx, partition, nil, false, entries, ttl, lost, timeout)
+}
+
+// RequeueGuarded is Requeue for tickets that may be waiting, or claimed,
+// in a sibling pool meanwhile: a ticket whose entry is in one of siblings
+// (other pools of the same (queue, region)), or whose hash says it was
+// claimed from a pool other than partition, is left alone, in the same
+// script, so that no ticket is ever in two pools. No siblings is Requeue.
+func (p *Pool) RequeueGuarded(ctx context.Context, partition string, siblings []string, entries []Entry, ttl time.Duration, lost time.Time, timeout time.Duration) (n int, err error) {
+	return p.requeue(ctx, partition, siblings, false, entries, ttl, lost, timeout)
+}
+
+// RequeueMissing is the reconciler's RequeueGuarded, for WAITING tickets
+// found in none of the pools: a ticket whose hash says claimed is put back
+// only when the claim is dead, made from partition under a fence token
+// below partition's current one (its owner lost the lease, and the record
+// refuses its commit); a live claim is left to its owner, who commits it
+// or puts it back. Unfenced claims (token 0: tools, and a neighbour's claim
+// of offered players) count as dead once the partition is leased.
+func (p *Pool) RequeueMissing(ctx context.Context, partition string, siblings []string, entries []Entry, ttl time.Duration, lost time.Time, timeout time.Duration) (n int, err error) {
+	return p.requeue(ctx, partition, siblings, true, entries, ttl, lost, timeout)
+}
+
+func (p *Pool) requeue(ctx context.Context, partition string, siblings []string, deadOnly bool, entries []Entry, ttl time.Duration, lost time.Time, timeout time.Duration) (n int, err error) {
 	defer wrap(&err, "requeue %d tickets in %s", len(entries), partition)
 	if err := checkPartition(partition); err != nil {
 		return 0, err
+	}
+	siblings = slices.DeleteFunc(slices.Clone(siblings), func(s string) bool { return s == partition })
+	if len(siblings) > 0 {
+		if err := checkSiblings(append([]string{partition}, siblings...)); err != nil {
+			return 0, err
+		}
 	}
 	if len(entries) == 0 {
 		return 0, nil
@@ -477,14 +507,18 @@ func (p *Pool) Requeue(ctx context.Context, partition string, entries []Entry, t
 	if ttl < time.Millisecond {
 		return 0, fmt.Errorf("ttl %v below 1ms", ttl)
 	}
-	keys := make([]string, 0, 3+len(entries))
+	keys := make([]string, 0, 4+len(entries)+len(siblings))
 	keys = append(keys, p.setKeys(partition)...)
-	args := make([]any, 0, 3+6*len(entries))
+	args := make([]any, 0, 5+6*len(entries))
 	lostMS := "0"
 	if !lost.IsZero() {
 		lostMS = msTime(lost)
 	}
-	args = append(args, ms(ttl), lostMS, ms(max(timeout, 0)))
+	mode := "0"
+	if deadOnly {
+		mode = "1"
+	}
+	args = append(args, ms(ttl), lostMS, ms(max(timeout, 0)), strconv.Itoa(len(siblings)), mode)
 	seen := make(map[string]struct{}, len(entries))
 	for _, e := range entries {
 		if err := checkEntry(e); err != nil {
@@ -496,6 +530,12 @@ func (p *Pool) Requeue(ctx context.Context, partition string, entries []Entry, t
 		seen[e.TicketID] = struct{}{}
 		keys = append(keys, p.ticketKey(partition, e.TicketID))
 		args = append(args, e.TicketID, member(e), score(e.Skill), msTime(e.Enqueue), msTime(e.Deadline), heartbeatArg(e))
+	}
+	for _, s := range siblings {
+		keys = append(keys, p.Key(s, "pool"))
+	}
+	if deadOnly {
+		keys = append(keys, p.FenceKey(partition))
 	}
 	return requeueScript.Run(ctx, p.rdb, keys, args...).Int()
 }

@@ -22,7 +22,10 @@
 -- KEYS[2]      pool ZSET
 -- KEYS[3]      enq ZSET
 -- KEYS[4]      watch ZSET (not written)
--- KEYS[4+j]    ticket HASH of the j-th ticket listed, over all groups in order
+-- KEYS[4+j]    ticket HASH of the j-th ticket listed, over all groups in order;
+--              a claimed one names its match, the pool it was claimed
+--              from (its pool ZSET key) and the fence token it was claimed
+--              under, which the reconciler's requeue reads
 -- ARGV[1]      fence token; "0" skips the check (unfenced callers, tests)
 -- ARGV[2]      ticket hash TTL after the claim, ms (> 0)
 -- ARGV[3..]    the groups, each as: match id, ticket count n, then its n
@@ -95,7 +98,7 @@ for g, a in ipairs(groups) do
     for i = j + 1, j + n do
       free[members[i]] = nil
       claimed[#claimed + 1] = members[i]
-      redis.call('HSET', KEYS[4 + i], 'state', 'claimed', 'match', ARGV[a])
+      redis.call('HSET', KEYS[4 + i], 'state', 'claimed', 'match', ARGV[a], 'from', KEYS[2], 'fence', ARGV[1])
       redis.call('PEXPIRE', KEYS[4 + i], ARGV[2])
     end
     replies[g] = {1}

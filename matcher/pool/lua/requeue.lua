@@ -13,10 +13,23 @@
 -- from them first. The claim left the member in watch; the ZADD rewrites its
 -- score.
 --
+-- Guarded (G > 0), it is the requeue of a ticket that may have been put
+-- back, promoted or claimed elsewhere meanwhile (a sharded queue's sub-pool
+-- reconciled while its overflow pool runs): a ticket whose member is in one
+-- of the G sibling pools, or whose hash says claimed from a pool other than
+-- this one, is left alone, so that no ticket is ever in two pools.
+--
+-- For the reconciler (ARGV[5] = "1"), a ticket claimed from this pool is
+-- put back only when its claim is dead: made under a fence token below the
+-- pool's current one (its owner lost the lease; the record refuses its
+-- commit). A live owner's claim is its own to commit or put back.
+--
 -- KEYS[1]      pool ZSET
 -- KEYS[2]      enq ZSET
 -- KEYS[3]      watch ZSET
 -- KEYS[3+i]    ticket HASH of the i-th ticket (i = 1..N)
+-- KEYS[3+N+g]  pool ZSET of the g-th sibling pool (g = 1..G)
+-- KEYS[#KEYS]  with ARGV[5] = "1": this pool's fence key
 -- ARGV[1]      ticket hash TTL, ms (> 0)
 -- ARGV[2]      the heartbeat, ms, of a ticket whose hash is gone ("0" = its
 --              own): one the pool lost while it was out of it (Redis lost
@@ -27,22 +40,51 @@
 -- ARGV[3]      the queue's heartbeat timeout, ms ("0" = none): the watch
 --              score is the sooner of the deadline and the last sign of life
 --              plus it
--- ARGV[4+6(i-1)+0..5]  the i-th ticket: id, member, skill, effective enqueue
+-- ARGV[4]      G, the number of sibling pools guarded against ("0" = none)
+-- ARGV[5]      "1": dead claims only (the reconciler), else "0"
+-- ARGV[6+6(i-1)+0..5]  the i-th ticket: id, member, skill, effective enqueue
 --              ms, deadline ms, heartbeat ms ("0" = none)
 --
 -- Returns the number of members added to the pool: tickets that were not in
 -- it, and those whose member changed. A ticket already waiting under the
--- same member gets its original scores rewritten and is not counted.
+-- same member gets its original scores rewritten and is not counted; one
+-- the guard left alone is not counted either.
 
 local added = 0
 local lost = tonumber(ARGV[2])
 local timeout = tonumber(ARGV[3])
-local n = #KEYS - 3
-for i = 1, n do
-  local a = 4 + 6 * (i - 1)
-  local id, m, skill, enq, dl, hb = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5]
-  local h = KEYS[3 + i]
-  local f = redis.call('HMGET', h, 'm', 'hb')
+local g = tonumber(ARGV[4])
+local deadOnly = ARGV[5] == '1'
+local fence = 0
+local n = #KEYS - 3 - g
+if deadOnly then
+  n = n - 1
+  fence = tonumber(redis.call('GET', KEYS[#KEYS]) or '0')
+end
+
+-- elsewhere reports whether the guard keeps the ticket out of this pool.
+local function elsewhere(id, m, f)
+  if f[3] == 'claimed' then
+    if f[4] and f[4] ~= KEYS[1] and (g > 0 or deadOnly) then
+      return true
+    end
+    if deadOnly and tonumber(f[5] or '0') >= fence then
+      return true
+    end
+  end
+  for s = 1, g do
+    local key = KEYS[3 + n + s]
+    for _, x in ipairs({m, f[1] or m, id}) do
+      if redis.call('ZSCORE', key, x) then
+        return true
+      end
+    end
+  end
+  return false
+end
+
+-- put requeues one ticket; it returns 1 when its member was not in the pool.
+local function put(id, m, skill, enq, dl, hb, h, f)
   if lost > tonumber(hb) and not f[1] then
     hb = ARGV[2]
   end
@@ -63,15 +105,26 @@ for i = 1, n do
   end
   if prev == 0 then prev = tonumber(enq) end
   redis.call('HSET', h, 'm', m, 'state', 'waiting')
-  redis.call('HDEL', h, 'match')
+  redis.call('HDEL', h, 'match', 'from', 'fence')
   redis.call('PEXPIRE', h, ARGV[1])
 
   local watch = tonumber(dl)
   if timeout > 0 and prev + timeout < watch then
     watch = prev + timeout
   end
-  added = added + redis.call('ZADD', KEYS[1], skill, m)
+  local new = redis.call('ZADD', KEYS[1], skill, m)
   redis.call('ZADD', KEYS[2], enq, m)
   redis.call('ZADD', KEYS[3], watch, m)
+  return new
+end
+
+for i = 1, n do
+  local a = 6 + 6 * (i - 1)
+  local id, m, skill, enq, dl, hb = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5]
+  local h = KEYS[3 + i]
+  local f = redis.call('HMGET', h, 'm', 'hb', 'state', 'from', 'fence')
+  if not elsewhere(id, m, f) then
+    added = added + put(id, m, skill, enq, dl, hb, h, f)
+  end
 end
 return added
