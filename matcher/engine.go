@@ -1223,6 +1223,8 @@ func (p *pass) claim(ctx context.Context, matchID string, group []pool.Entry) ([
 // requeue puts claimed entries back into the pools they came from, with
 // their original scores; one whose keys Redis lost meanwhile is seen at the
 // pass's clock (see Pool.Requeue): its player's presence record went too.
+// One waiting or claimed in a sibling pool since is left there (see
+// Pool.RequeueGuarded).
 func (p *pass) requeue(ctx context.Context, matchID string, es []pool.Entry) {
 	if len(es) == 0 {
 		return
@@ -1239,7 +1241,14 @@ func (p *pass) requeue(ctx context.Context, matchID string, es []pool.Entry) {
 		byHome[h] = append(byHome[h], e)
 	}
 	for h, back := range byHome {
-		if _, err := p.e.cfg.Pool.Requeue(ctx, h, back, p.hashTTL(back), p.now, p.e.q.HeartbeatTimeout); err != nil {
+		// Guarded by the other pools of a sharded (queue, region): the
+		// reconciler may have put a ticket back while it was claimed here,
+		// and it may have been promoted or claimed elsewhere since.
+		var siblings []string
+		if slices.Contains(p.e.pools, h) {
+			siblings = p.e.pools
+		}
+		if _, err := p.e.cfg.Pool.RequeueGuarded(ctx, h, siblings, back, p.hashTTL(back), p.now, p.e.q.HeartbeatTimeout); err != nil {
 			// The reconciler re-adds them from the record.
 			p.e.log.Error("requeue after failed match", "match", matchID, "pool", h, "err", err)
 		}

@@ -646,9 +646,9 @@ func ReconcileQueue(ctx context.Context, l Ledger, p *pool.Pool, q *QueueConfig,
 }
 
 // reconcile repairs one pool. Of a sharded queue's WAITING tickets, a
-// sub-pool adds back those whose user hashes to it (a ticket already in the
-// overflow pool keeps its hash there, so the idempotent enqueue leaves it
-// alone), and the overflow pool adds none; every pool removes its members
+// sub-pool adds back those whose user hashes to it and that are in none of
+// the (queue, region)'s pools (a promoted ticket waits in the overflow
+// pool), and the overflow pool adds none; every pool removes its members
 // that are not WAITING. The pool that closes the accept windows (the
 // (queue, region)'s only or overflow pool) also rebuilds the pending index
 // from the record. q nil means an unsharded queue.
@@ -665,6 +665,22 @@ func reconcile(ctx context.Context, l Ledger, p *pool.Pool, q *QueueConfig, part
 	members, err := p.Members(ctx, key)
 	if err != nil {
 		return res, fmt.Errorf("reconcile %s: read pool: %w", key, err)
+	}
+	// A sub-pool's ticket may wait in the overflow pool, promoted: read
+	// after this pool and before the record, so that one promoted since
+	// this pool was read is found there. (No other sub-pool holds it.)
+	var siblings []string
+	elsewhere := map[string]bool{}
+	if q != nil && part.Shard != "" && part.Shard != OverflowShard {
+		ov := Partition{Queue: part.Queue, Region: part.Region, Shard: OverflowShard}.String()
+		siblings = []string{ov}
+		es, err := p.Members(ctx, ov)
+		if err != nil {
+			return res, fmt.Errorf("reconcile %s: read pool %s: %w", key, ov, err)
+		}
+		for _, e := range es {
+			elsewhere[e.TicketID] = true
+		}
 	}
 	waiting, err := l.Waiting(ctx, part.Base())
 	if err != nil {
@@ -683,36 +699,28 @@ func reconcile(ctx context.Context, l Ledger, p *pool.Pool, q *QueueConfig, part
 	var back []pool.Entry
 	for _, t := range waiting {
 		live[t.ID] = true
-		if inPool[t.ID] || (q != nil && q.PoolOf(t.UserID, t.Region) != part) {
+		if inPool[t.ID] || elsewhere[t.ID] || (q != nil && q.PoolOf(t.UserID, t.Region) != part) {
 			continue
 		}
 		e := EntryOf(t)
 		// The pool's heartbeat died with it: give the player a full timeout
 		// to be seen again rather than evicting them as a ghost at once.
 		e.Heartbeat = now
-		if q == nil {
-			back = append(back, e)
-			continue
-		}
-		// A sharded queue's ticket may live in the overflow pool, whose
-		// hash the idempotent enqueue leaves alone.
-		added, err := p.Enqueue(ctx, key, e, entryTTL(now, t.Deadline), q.HeartbeatTimeout)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if added {
-			res.Added++
-		}
+		back = append(back, e)
 	}
-	// An unsharded ticket missing from its pool is put back even when its
-	// hash says claimed or waiting: a claim whose owner died before the
-	// commit, or a partly lost Redis, must not keep it out until the hash
-	// expires. Should a live claim be about to commit, the record's
-	// compare-and-set still lets only one match have the ticket.
+	// A ticket missing from every pool is put back even when its hash says
+	// waiting, or claimed by a dead claim (made under an older fence token
+	// than the pool's: its owner died or was deposed before the commit, and
+	// the record refuses that commit), so that neither a partly lost Redis
+	// nor a dead owner keeps it out until the hash expires (the claim's
+	// TTL, 30 s). A live owner's claim is left to it (see
+	// Pool.RequeueMissing). A sub-pool's requeue is guarded by the overflow
+	// pool, in its script: a ticket promoted since that pool was read, or
+	// claimed from it (whose owner puts it back there should its commit
+	// fail), is left where it is, so that no ticket is ever in two pools.
 	for len(back) > 0 {
 		n := min(len(back), 500)
-		added, err := p.Requeue(ctx, key, back[:n], entryTTL(now, now.Add(time.Hour)), now, heartbeatTimeout(q))
+		added, err := p.RequeueMissing(ctx, key, siblings, back[:n], entryTTL(now, now.Add(time.Hour)), now, heartbeatTimeout(q))
 		if err != nil {
 			errs = append(errs, err)
 		}
