@@ -306,3 +306,86 @@ func TestShardedReconcileUnderConcurrentPasses(t *testing.T) {
 		}
 	}
 }
+
+// End to end: a sub-pool's owner claimed a player and stopped before its
+// commit. The next owner's takeover reconcile puts the player back at once,
+// and a pass resolves the ticket at its deadline, long before the claim's
+// 30 s marker would have expired.
+func TestTakeoverResolvesADeadClaimByItsDeadline(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+		q := shardedQueue()
+		q.Deadline = 2 * time.Second
+		cfg := matcher.Config{Queues: []matcher.QueueConfig{q}}
+		if err := cfg.Normalize(); err != nil {
+			t.Fatal(err)
+		}
+		led := ledger.NewMemory()
+		pl := pool.New(rdb, prefix)
+		svc, err := matcher.NewService(matcher.ServiceConfig{Queues: cfg, Pool: pl, Ledger: led})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := func(owner string) (*matcher.Runner, func()) {
+			r, err := matcher.NewRunner(matcher.RunnerConfig{Queues: cfg, Pool: pl, Ledger: led, Redis: rdb,
+				Prefix: prefix, Owner: owner, LeaseTTL: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { _ = r.Run(ctx); close(done) }()
+			for i := 0; len(r.Held()) < 5; i++ {
+				if i == 1000 {
+					t.Fatalf("%s holds %v", owner, r.Held())
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			return r, func() { cancel(); <-done }
+		}
+		_, stopA := start("a")
+		ctx := context.Background()
+		qc := &cfg.Queues[0]
+		user := userIn(qc, "x", "s1")
+		skill := 100.0
+		tk, err := svc.Join(ctx, matcher.JoinRequest{UserID: user, Queue: "hot", Region: "global", Skill: &skill})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// a's engine claims the player under its token; a stops before
+		// the commit (its lease released, as a crash's would expire).
+		s1 := "hot:global/s1"
+		lease, err := rdb.Get(ctx, pl.LeaseKey(s1)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var owner string
+		var tok int64
+		if _, err := fmt.Sscanf(lease, "%s %d", &owner, &tok); err != nil || owner != "a" {
+			t.Fatalf("lease %q: %v", lease, err)
+		}
+		es, err := pl.Oldest(ctx, s1, 10)
+		if err != nil || len(es) != 1 {
+			t.Fatalf("s1 holds %v, %v", es, err)
+		}
+		if res, err := pl.Claim(ctx, s1, tok, "never-committed", es); err != nil || !res.OK {
+			t.Fatalf("claim = %+v, %v", res, err)
+		}
+		stopA()
+		_, stopB := start("b")
+		defer stopB()
+		for i := 0; ; i++ {
+			got, err := led.Ticket(ctx, tk.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Status != matcher.StatusWaiting {
+				t.Logf("resolved %s, %s after its deadline", got.Status, time.Since(tk.Deadline).Round(time.Millisecond))
+				break
+			}
+			if i == 1500 { // 15 s: half the claim's TTL
+				t.Fatal("the dead claim's ticket was not resolved by its deadline")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+}
