@@ -1086,19 +1086,20 @@ const maxSettleTries = 5
 // match.ready with it) and put MATCHED players back in the pool. So the same
 // match ids are committed again after each wait of retry: the commit is
 // idempotent for them (a commit already made answers committed, with no
-// events, the first try's being in the outbox for the relay; one not made is
-// made now, with its events). On PostgreSQL its tickets are locked first, so
-// a retry also waits for a first try still running. A match the retry did not commit
-// (stale lease, shortfall), or every match when no retry got an answer, is
-// read back: a match row in the record is a commit that landed (the epoch
-// may have moved after it, or the match dissolved since); none is proof that
-// nothing of it was written. A match neither try nor read could tell about
-// gets errUnsettled: the caller neither releases nor requeues it and asks
-// again at its next pass's commit, up to maxSettleTries passes, then leaves
-// it to the reconciler (whose forced requeue puts its players back if it
-// was not written; its server is then never released, which a fleet manager
-// reclaims: see docs/ALLOCATOR.md). A leaked server costs less than one
-// handed to two matches.
+// events, the first try's being in the outbox for the relay; one not made
+// is made now, with its events). On PostgreSQL its tickets are locked
+// first, so a retry also waits for a first try still running. A match the
+// retry did not commit (stale lease, shortfall), or every match when no
+// retry got an answer, is read back: a match row in the record is a commit
+// that landed (the epoch may have moved after it, or the match dissolved
+// since); none is proof that nothing of it was written. A match neither
+// try nor read could tell about gets errUnsettled: the caller neither
+// releases nor requeues it and asks again at its next pass's commit, up to
+// maxSettleTries passes, then leaves it to the reconciler, which puts its
+// players back if it was not written once their claim is dead or expired.
+// Its server is then never released, which a fleet manager reclaims (see
+// docs/ALLOCATOR.md): a leaked server costs less than one handed to two
+// matches.
 func (p *pass) settle(ctx context.Context, ms []Match, err error, retry []time.Duration) []CommitResult {
 	var rs []CommitResult
 	for _, d := range retry {
@@ -1241,9 +1242,10 @@ func (p *pass) requeue(ctx context.Context, matchID string, es []pool.Entry) {
 		byHome[h] = append(byHome[h], e)
 	}
 	for h, back := range byHome {
-		// Guarded by the other pools of a sharded (queue, region): the
-		// reconciler may have put a ticket back while it was claimed here,
-		// and it may have been promoted or claimed elsewhere since.
+		// Guarded by the other pools of a sharded (queue, region): once
+		// this owner is deposed, the reconciler of its successor puts its
+		// claims back, and a ticket may have been promoted or claimed
+		// elsewhere since.
 		var siblings []string
 		if slices.Contains(p.e.pools, h) {
 			siblings = p.e.pools
