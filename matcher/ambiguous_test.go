@@ -326,3 +326,59 @@ func TestAmbiguousCommitOnPostgres(t *testing.T) {
 		}
 	}
 }
+
+// PostgreSQL out of reach (a blackhole: every byte swallowed) through a
+// commit and its retries: nothing is released or requeued; the next pass,
+// with the record back, commits the matches and tells every player once.
+func TestUnreachableCommitOnPostgresSettledNextPass(t *testing.T) {
+	pgURL := pgtest.NewURL(t)
+	u, err := url.Parse(pgURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := u.Host
+	if _, _, err := net.SplitHostPort(host); err != nil {
+		host = net.JoinHostPort(host, "5432")
+	}
+	proxy := faultproxy.New(t, host)
+	u.Host = proxy.Addr()
+	ctx := context.Background()
+	pg, err := pgxpool.New(ctx, u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pg.Close)
+	if err := ledger.Migrate(ctx, pg); err != nil {
+		t.Fatal(err)
+	}
+	led := ledger.NewPostgres(pg)
+	h := newHarnessWith(t, windowQueue(), redistest.Real(t), redistest.Prefix(t), led)
+	alloc := &fakeAllocator{}
+	pub := &publisher{led: led, found: map[string]int{}}
+	eng, err := matcher.NewEngine(matcher.EngineConfig{Queue: h.q, Region: "global", Pool: h.pool, Ledger: led,
+		Allocator: alloc, Notifier: pub, Presence: h.seen, Now: h.clock,
+		CommitTimeout: 200 * time.Millisecond, CommitRetry: []time.Duration{time.Millisecond, time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tickets := joinPairs(h, 4)
+	// The pass's reads are Redis's; the record goes silent for its commit.
+	proxy.Blackhole()
+	if _, err := eng.Tick(ctx); err == nil {
+		t.Fatal("a pass whose commit's outcome is unknown reported no error")
+	}
+	if rel := alloc.releasedIDs(); len(rel) != 0 {
+		t.Fatalf("released %v while the record was out of reach", rel)
+	}
+	for _, tk := range tickets {
+		if h.inPool("q:global", tk.ID) {
+			t.Fatalf("ticket %s requeued while the record was out of reach", tk.ID)
+		}
+	}
+	proxy.Pass()
+	res, err := eng.Tick(ctx)
+	if err != nil || res.Matches != 2 {
+		t.Fatalf("next tick = %+v, %v; want the 2 matches committed", res, err)
+	}
+	checkLanded(t, h, led, pub, alloc, tickets)
+}

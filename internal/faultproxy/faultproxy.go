@@ -40,9 +40,10 @@ type Proxy struct {
 // link is one proxied connection.
 type link struct {
 	client, server net.Conn
-	// doomed is set once the connection's next reply is to be lost.
-	doomed bool
-	once   sync.Once
+	// doomed is set once the connection's next reply is to be lost;
+	// broken once a blackhole swallowed some of its bytes.
+	doomed, broken bool
+	once           sync.Once
 }
 
 func (l *link) close() {
@@ -90,11 +91,18 @@ func (p *Proxy) Close() {
 	p.wg.Wait()
 }
 
-// Pass forwards everything again, disarming any fault.
+// Pass forwards everything again, disarming any fault. A connection that
+// lost bytes to a blackhole is closed: its stream is broken, as a real one
+// would be reset once the network is back.
 func (p *Proxy) Pass() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.blackhole, p.afterArmed, p.replyArmed = false, false, false
+	for l := range p.conns {
+		if l.broken {
+			l.close()
+		}
+	}
 }
 
 // Blackhole forwards nothing in either direction until Pass: connections
@@ -195,6 +203,7 @@ func (p *Proxy) decide(l *link, chunk []byte, request bool) (forward, cut bool) 
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.blackhole {
+		l.broken = true
 		return false, false
 	}
 	if request {

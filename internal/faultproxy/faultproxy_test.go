@@ -138,7 +138,8 @@ func TestDropReply(t *testing.T) {
 	}
 }
 
-// A blackhole forwards nothing either way; Pass brings the connection back.
+// A blackhole forwards nothing either way; Pass brings the proxy back, and
+// closes the connections whose bytes it swallowed.
 func TestBlackhole(t *testing.T) {
 	e := newEcho(t)
 	p := faultproxy.New(t, e.ln.Addr().String())
@@ -158,7 +159,13 @@ func TestBlackhole(t *testing.T) {
 		t.Fatalf("the server got %v through a blackhole", l)
 	}
 	p.Pass()
-	if got, err := ask(t, c, r, "after"); err != nil || got != "ok after\n" {
+	// The connection that lost bytes is closed; a new one works.
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if got, err := r.ReadString('\n'); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("a connection whose bytes a blackhole swallowed is still open: %q, %v", got, err)
+	}
+	c2, r2 := dial(t, p)
+	if got, err := ask(t, c2, r2, "after"); err != nil || got != "ok after\n" {
 		t.Fatalf("after Pass = %q, %v", got, err)
 	}
 }
