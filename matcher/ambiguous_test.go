@@ -364,7 +364,11 @@ func TestUnreachableCommitOnPostgresSettledNextPass(t *testing.T) {
 	tickets := joinPairs(h, 4)
 	// The pass's reads are Redis's; the record goes silent for its commit.
 	proxy.Blackhole()
-	if _, err := eng.Tick(ctx); err == nil {
+	// The pass's own context may end: the commit and its retries are
+	// bounded by the engine's budgets, not by it.
+	tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := eng.Tick(tctx); err == nil {
 		t.Fatal("a pass whose commit's outcome is unknown reported no error")
 	}
 	if rel := alloc.releasedIDs(); len(rel) != 0 {
