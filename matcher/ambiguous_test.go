@@ -60,7 +60,7 @@ func deliveredOnce(t *testing.T, led matcher.Ledger, pub *publisher, users []str
 		got[u] += n
 	}
 	pub.mu.Unlock()
-	_, err := led.DrainOutbox(context.Background(), time.Now().Add(time.Hour), 1000, func(es []matcher.Event) error {
+	_, err := led.DrainOutbox(context.Background(), -time.Hour, 1000, func(es []matcher.Event) error {
 		for _, e := range es {
 			countFound(got, e)
 		}
@@ -78,7 +78,8 @@ func deliveredOnce(t *testing.T, led matcher.Ledger, pub *publisher, users []str
 
 // ambiguous is a Ledger whose batch commits misbehave while mode says so:
 // "landed" commits and then answers an error (a lost reply), "lost" answers
-// an error having written nothing, "down" fails every commit and every
+// an error having written nothing, "lost once" does so for one commit and
+// then lets the next through, "down" fails every commit and every
 // match read (the record unreachable).
 type ambiguous struct {
 	matcher.Ledger
@@ -101,6 +102,9 @@ func (a *ambiguous) CommitMatches(ctx context.Context, ms []matcher.Match, epoch
 		if _, err := a.Ledger.CommitMatches(ctx, ms, epoch); err != nil {
 			return nil, err
 		}
+		return nil, errors.New("connection reset by peer")
+	case "lost once":
+		a.set("")
 		return nil, errors.New("connection reset by peer")
 	case "lost", "down":
 		return nil, errors.New("connection reset by peer")
@@ -167,11 +171,14 @@ func checkLanded(t *testing.T, h *harness, led matcher.Ledger, pub *publisher, a
 	deliveredOnce(t, led, pub, users)
 }
 
-func joinPairs(h *harness, n int) []matcher.Ticket {
+// joinPairs joins n players in pairs of equal skill, as users u<first>….
+// A round that reuses one record needs users of its own: a player whose
+// match waits for accepts may not join again.
+func joinPairs(h *harness, first, n int) []matcher.Ticket {
 	var out []matcher.Ticket
 	for i := range n {
 		h.advance(time.Millisecond)
-		out = append(out, h.join(fmt.Sprint("u", i), float64(100*(i/2))))
+		out = append(out, h.join(fmt.Sprint("u", first+i), float64(100*(i/2))))
 	}
 	return out
 }
@@ -185,7 +192,7 @@ func TestAmbiguousCommitThatLanded(t *testing.T) {
 		h := newHarnessWith(t, windowQueue(), redistest.Mini(t), "mg", amb)
 		alloc := &fakeAllocator{}
 		eng, pub := ambiguousEngine(t, h, amb, alloc)
-		tickets := joinPairs(h, 6)
+		tickets := joinPairs(h, 0, 6)
 		amb.set("landed")
 		res, err := eng.Tick(context.Background())
 		checkLanded(t, h, amb, pub, alloc, tickets)
@@ -202,15 +209,8 @@ func TestAmbiguousCommitThatWasLost(t *testing.T) {
 	h := newHarnessWith(t, windowQueue(), redistest.Mini(t), "mg", amb)
 	alloc := &fakeAllocator{}
 	eng, pub := ambiguousEngine(t, h, amb, alloc)
-	tickets := joinPairs(h, 4)
-	amb.set("lost")
-	go func() {
-		// The record answers again while the engine retries.
-		for amb.commits.Load() < 2 {
-			time.Sleep(time.Millisecond)
-		}
-		amb.set("")
-	}()
+	tickets := joinPairs(h, 0, 4)
+	amb.set("lost once") // the record answers again for the retry
 	res, err := eng.Tick(context.Background())
 	if err != nil || res.Matches != 2 {
 		t.Fatalf("tick = %+v, %v; want 2 matches", res, err)
@@ -226,7 +226,7 @@ func TestAmbiguousCommitProvedUnwritten(t *testing.T) {
 	h := newHarnessWith(t, windowQueue(), redistest.Mini(t), "mg", amb)
 	alloc := &fakeAllocator{}
 	eng, _ := ambiguousEngine(t, h, amb, alloc)
-	tickets := joinPairs(h, 4)
+	tickets := joinPairs(h, 0, 4)
 	amb.set("lost")
 	if _, err := eng.Tick(context.Background()); err == nil {
 		t.Fatal("a pass whose commit was not written reported no error")
@@ -247,7 +247,7 @@ func TestAmbiguousCommitSettledNextPass(t *testing.T) {
 	amb := &ambiguous{Ledger: ledger.NewMemory()}
 	h := newHarnessWith(t, windowQueue(), redistest.Mini(t), "mg", amb)
 	alloc := &fakeAllocator{}
-	tickets := joinPairs(h, 4)
+	tickets := joinPairs(h, 0, 4)
 	// The first try lands, then the record is gone for the retries.
 	var once sync.Once
 	amb.set("landed")
@@ -314,7 +314,7 @@ func TestAmbiguousCommitOnPostgres(t *testing.T) {
 		h := newHarnessWith(t, windowQueue(), rdb, redistest.Prefix(t), led)
 		alloc := &fakeAllocator{}
 		eng, pub := ambiguousEngine(t, h, led, alloc)
-		tickets := joinPairs(h, 6)
+		tickets := joinPairs(h, 6*round, 6)
 		proxy.DropReply([]byte("committed"))
 		res, err := eng.Tick(ctx)
 		if proxy.Dropped() != round+1 {
@@ -361,7 +361,7 @@ func TestUnreachableCommitOnPostgresSettledNextPass(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tickets := joinPairs(h, 4)
+	tickets := joinPairs(h, 0, 4)
 	// The pass's reads are Redis's; the record goes silent for its commit.
 	proxy.Blackhole()
 	// The pass's own context may end: the commit and its retries are

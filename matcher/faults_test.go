@@ -291,11 +291,11 @@ func TestShardedReconcileUnderConcurrentPasses(t *testing.T) {
 	}
 	for i := range 300 {
 		user := fmt.Sprint("p", i)
-		ts, _, err := h.led.UserState(ctx, user, time.Time{})
+		st, err := h.led.UserState(ctx, user, time.Time{}, 1000)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, tk := range ts {
+		for _, tk := range st.Tickets {
 			in := poolsHolding(h, tk.ID)
 			if tk.Status == matcher.StatusWaiting && len(in) != 1 {
 				t.Fatalf("waiting ticket %s is in %v", tk.ID, in)
