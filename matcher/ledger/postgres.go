@@ -510,8 +510,10 @@ func (l *Postgres) CommitMatches(ctx context.Context, ms []matcher.Match, epoch 
 		}
 		out = append(out, r)
 	}
-	// The transaction ends with the statement: an error here (the commit
-	// itself failing) means none of it was written.
+	// The transaction ends with the statement: an error from the server
+	// here (the commit itself failing) means none of it was written, but a
+	// connection lost here may have lost the reply of a commit that landed;
+	// the engine settles that from the record (see CommitMatches).
 	if err := rows.Err(); err != nil {
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == uniqueViolation && pgErr.ConstraintName == "matches_pkey" {
