@@ -11,7 +11,7 @@ import (
 	"github.com/matchgate/matchgate/matcher/pool"
 )
 
-// The accept window (DESIGN §3, seed 001 C3). A queue with AcceptWindow > 0
+// The accept window (ARCHITECTURE.md §5). A queue with AcceptWindow > 0
 // commits its matches PENDING_ACCEPT with AcceptBy = formed + window; the
 // record holds who accepted (Ledger.Accept, a compare-and-set on the match
 // row). When the last player accepts the match is READY and match.ready

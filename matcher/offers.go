@@ -8,7 +8,7 @@ import (
 	"github.com/matchgate/matchgate/matcher/pool"
 )
 
-// Cross-region offers (DESIGN §6, seed 001 deep dive 4).
+// Cross-region offers (ARCHITECTURE.md §6).
 //
 // A player waits in the pool of their home partition (queue, region). Once
 // they have waited OfferAfter (on the wait-order clock), every pass of the

@@ -34,7 +34,7 @@ const (
 	MissingAllocation = "allocation"     // a group was found, no server could be had
 )
 
-// Explain is why a WAITING ticket has no match yet (DESIGN §10).
+// Explain is why a WAITING ticket has no match yet (ARCHITECTURE.md §6).
 type Explain struct {
 	// Waited is the time since the join, in seconds.
 	Waited float64 `json:"waited"`

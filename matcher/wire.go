@@ -46,7 +46,7 @@ func nullString(s string) *string {
 	return &s
 }
 
-// WireTicket is a ticket in the wire shape of DESIGN §8 (camelCase,
+// WireTicket is a ticket in the wire shape of ARCHITECTURE.md §8 (camelCase,
 // millisecond times, absent = null): what Ticket's MarshalJSON writes.
 // Events and replies that carry a ticket write this with AppendJSON rather
 // than have encoding/json call the Ticket's MarshalJSON, whose output it
@@ -69,7 +69,7 @@ type WireTicket struct {
 	Version      int64             `json:"version"`
 }
 
-// Wire is t in the wire shape of DESIGN §8.
+// Wire is t in the wire shape of ARCHITECTURE.md §8.
 func (t Ticket) Wire() WireTicket {
 	return WireTicket{
 		ID: t.ID, UserID: t.UserID, Queue: t.Queue, Region: t.Region, Status: t.Status,
@@ -80,7 +80,7 @@ func (t Ticket) Wire() WireTicket {
 	}
 }
 
-// MarshalJSON renders the wire shape of DESIGN §8 (camelCase, millisecond
+// MarshalJSON renders the wire shape of ARCHITECTURE.md §8 (camelCase, millisecond
 // times, absent = null).
 func (t Ticket) MarshalJSON() ([]byte, error) {
 	return t.Wire().AppendJSON(make([]byte, 0, ticketJSONCap)), nil
@@ -107,7 +107,7 @@ func (t *Ticket) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// WireMatch is a match in the wire shape of DESIGN §8: what Match's
+// WireMatch is a match in the wire shape of ARCHITECTURE.md §8: what Match's
 // MarshalJSON writes (see WireTicket).
 type WireMatch struct {
 	ID        string    `json:"id"`
@@ -125,7 +125,7 @@ type WireMatch struct {
 	Version   int64     `json:"version"`
 }
 
-// Wire is m in the wire shape of DESIGN §8. The server is shown only for a
+// Wire is m in the wire shape of ARCHITECTURE.md §8. The server is shown only for a
 // READY match: while the match waits for its accepts (or after it
 // dissolved) nobody may connect, so nobody is told where.
 func (m Match) Wire() WireMatch {

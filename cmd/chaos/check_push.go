@@ -49,7 +49,7 @@ func seenBy(r *playerRec) seen {
 }
 
 // checkPushes: every player connected when its match was created received
-// the match, as match.found or, after a reconnect, in hello (DESIGN §9.5).
+// the match, as match.found or, after a reconnect, in hello (ARCHITECTURE.md §7.5).
 func (c *checker) checkPushes() {
 	seens := map[string]seen{}
 	for u, r := range c.players {
@@ -106,7 +106,7 @@ func (c *checker) checkPushes() {
 const helloHistory = 5 * time.Minute
 
 // checkAway: a player away when its match was created learns of it in the
-// hello of its next session (DESIGN §7: a push missed while offline is never
+// hello of its next session (ARCHITECTURE.md §7.9: a push missed while offline is never
 // lost).
 func (c *checker) checkAway(r *playerRec, m *dbMatch, seat wireSeat, s seen) {
 	var next *sessionRec

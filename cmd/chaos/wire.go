@@ -6,7 +6,7 @@ import (
 	"github.com/matchgate/matchgate/internal/clientwire"
 )
 
-// The protocol as a client sees it (README "Protocol", DESIGN §8), from
+// The protocol as a client sees it (README "Protocol", ARCHITECTURE.md §8), from
 // internal/clientwire: not the server's types, since the run checks the
 // wire and decodes what a third-party client would.
 type (

@@ -67,7 +67,7 @@ type Observations struct {
 	Cutoff time.Time `json:"cutoff"`
 }
 
-// Checker records what clients saw and checks the invariants of DESIGN §9
+// Checker records what clients saw and checks the invariants of ARCHITECTURE.md §7
 // that clients can observe. Safe for concurrent use.
 type Checker struct {
 	mu  sync.Mutex

@@ -1,5 +1,5 @@
 // Command loadgen drives matchgate with thousands of WebSockets and REST
-// players, checks the invariants of DESIGN §9 from what the clients saw, and
+// players, checks the invariants of docs/ARCHITECTURE.md §7 from what the clients saw, and
 // reports latencies the way k6 and Artillery do.
 //
 // # Modes

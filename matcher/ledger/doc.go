@@ -1,5 +1,5 @@
-// Package ledger owns matchgate's durable record (DESIGN §5): tickets,
-// matches, the outbox of events still to be pushed (§7) and the lease epochs
+// Package ledger owns matchgate's durable record (ARCHITECTURE.md §3): tickets,
+// matches, the outbox of events still to be pushed (§7.5) and the lease epochs
 // that fence commits of a matcher that lost its partition. It implements
 // matcher.Ledger twice:
 //

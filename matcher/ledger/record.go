@@ -146,7 +146,7 @@ func newMatch(m matcher.Match) (matcher.Match, error) {
 		case slices.ContainsFunc(before, func(o matcher.Player) bool { return o.TicketID == tid }):
 			return matcher.Match{}, fmt.Errorf("commit match %s: ticket %s seated twice", id, tid)
 		case slices.ContainsFunc(before, func(o matcher.Player) bool { return o.UserID == p.UserID }):
-			// DESIGN §9.3: a match never contains the same user twice.
+			// ARCHITECTURE.md §7.2: a match never contains the same user twice.
 			return matcher.Match{}, fmt.Errorf("commit match %s: user %s seated twice", id, p.UserID)
 		case !finite(p.Skill):
 			return matcher.Match{}, fmt.Errorf("commit match %s: skill %v of ticket %s is not a number", id, p.Skill, tid)
