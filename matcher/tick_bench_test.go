@@ -34,7 +34,7 @@ import (
 // partition keeps its size.
 //
 // The 1M partition takes one to two minutes to load and ~1 GiB of Redis
-// memory, so it runs only with MATCHGATE_BENCH_1M=1 (the README's
+// memory, so it runs only with MATCHGATE_BENCH_1M=1 (docs/OPERATIONS.md's
 // `-bench .` stays short); select sizes with -bench, e.g.
 //
 //	go test -run '^$' -bench 'Tick/100k' ./matcher/
