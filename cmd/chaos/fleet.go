@@ -36,10 +36,12 @@ type fleet struct {
 
 // allocation is one server handed out.
 type allocation struct {
-	Match      string    `json:"match"`
-	Address    string    `json:"address"`
-	Session    string    `json:"session"`
-	Proc       string    `json:"proc"` // name.incarnation that asked
+	Match   string `json:"match"`
+	Address string `json:"address"`
+	Session string `json:"session"`
+	Proc    string `json:"proc"` // name.incarnation that asked
+	// At is when the request arrived: a kill -9 of Proc after it, before
+	// the answer reached it, explains a server never released.
 	At         time.Time `json:"at"`
 	Released   bool      `json:"released"`
 	ReleasedAt time.Time `json:"releasedAt,omitzero"`
@@ -119,8 +121,9 @@ func (f *fleet) handleAllocate(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad request", http.StatusBadRequest)
 		return
 	}
+	arrived := time.Now()
 	f.mu.Lock()
-	hanging := time.Now().Before(f.hangUntil)
+	hanging := arrived.Before(f.hangUntil)
 	if hanging {
 		f.st.Hung++
 	}
@@ -151,7 +154,7 @@ func (f *fleet) handleAllocate(w http.ResponseWriter, r *http.Request) {
 			f.next++
 			addr = fmt.Sprintf("127.%d.%d.%d:7777", f.next>>16&255, f.next>>8&255, f.next&255)
 		}
-		a = &allocation{Match: req.MatchID, Address: addr, Session: fmt.Sprintf("s-%d", len(f.allocs)+1), Proc: procOf(r), At: time.Now()}
+		a = &allocation{Match: req.MatchID, Address: addr, Session: fmt.Sprintf("s-%d", len(f.allocs)+1), Proc: procOf(r), At: arrived}
 		f.byMatch[req.MatchID] = a
 		f.allocs = append(f.allocs, a)
 		f.st.Allocations++
