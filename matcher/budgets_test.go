@@ -3,6 +3,7 @@ package matcher_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -21,12 +22,16 @@ type hangingAllocator struct {
 	mu                  sync.Mutex
 	calls, ok, released int
 	deadOnEntry         int // calls made on a context already done
+	deadlines           []time.Time
 }
 
 func (a *hangingAllocator) Allocate(ctx context.Context, req matcher.AllocationRequest) (matcher.Server, error) {
 	a.mu.Lock()
 	a.calls++
 	first := a.calls == 1
+	if d, ok := ctx.Deadline(); ok {
+		a.deadlines = append(a.deadlines, d)
+	}
 	if ctx.Err() != nil {
 		a.deadOnEntry++
 	}
@@ -88,7 +93,9 @@ func TestPassPastItsBudgetPutsEveryoneBack(t *testing.T) {
 		alloc := &hangingAllocator{}
 		eng, err := matcher.NewEngine(matcher.EngineConfig{Queue: h.q, Region: "global", Pool: h.pool,
 			Ledger: refusingLedger{mem}, Allocator: alloc, Presence: h.seen, Now: h.clock,
-			PassTimeout: 300 * time.Millisecond, AllocateTimeout: 100 * time.Millisecond})
+			// The allocations' budget outlasts the pass's, so that the
+			// pass's context dies while the allocations hang.
+			PassTimeout: 300 * time.Millisecond, AllocateTimeout: time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -118,6 +125,49 @@ func TestPassPastItsBudgetPutsEveryoneBack(t *testing.T) {
 		}
 		if released != ok {
 			t.Fatalf("%d servers allocated, %d released", ok, released)
+		}
+		for _, tk := range tickets {
+			if !h.inPool("q:global", tk.ID) {
+				t.Fatalf("ticket %s of %s has left the pool", tk.ID, tk.UserID)
+			}
+		}
+	})
+}
+
+// The allocations of a pass share one budget: with the fleet manager
+// hanging, the pass's groups do not hang in turn, each for a budget of
+// its own (which held a pass, and every deadline behind it, for seconds per
+// group), and all of them go back to the pool.
+func TestPassAllocationsShareOneBudget(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+		mem := ledger.NewMemory()
+		q := matcher.QueueConfig{Name: "q", Players: 2}
+		h := newHarnessWith(t, q, rdb, prefix, mem)
+		alloc := &hangingAllocator{calls: 1} // every call hangs
+		eng, err := matcher.NewEngine(matcher.EngineConfig{Queue: h.q, Region: "global", Pool: h.pool,
+			Ledger: mem, Allocator: alloc, Presence: h.seen, Now: h.clock,
+			AllocateTimeout: 50 * time.Millisecond, AllocateBackoff: []time.Duration{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tickets []matcher.Ticket
+		for i := range 12 {
+			tickets = append(tickets, h.join(fmt.Sprint("p", i), 100))
+		}
+		res, err := eng.Tick(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		alloc.mu.Lock()
+		deadlines := slices.Clone(alloc.deadlines)
+		alloc.mu.Unlock()
+		if res.Matches != 0 || res.AllocationFailures < 2 || res.AllocationFailures != len(deadlines) {
+			t.Fatalf("tick = %+v after %d allocations; want several failed and no match", res, len(deadlines))
+		}
+		for _, d := range deadlines {
+			if !d.Equal(deadlines[0]) {
+				t.Fatalf("allocations of one pass had deadlines %v, want one budget for all", deadlines)
+			}
 		}
 		for _, tk := range tickets {
 			if !h.inPool("q:global", tk.ID) {

@@ -46,10 +46,12 @@ type EngineConfig struct {
 	// PassTimeout bounds a pass of Run up to its commit: its reads, claims
 	// and allocations. Default DefaultPassTimeout (15 s).
 	PassTimeout time.Duration
-	// AllocateTimeout bounds one match's allocation, its attempts and their
-	// backoff included, inside the pass's budget: a hanging fleet manager
-	// costs the pass this much per match, not the whole pass. Default
-	// DefaultAllocateTimeout (5 s).
+	// AllocateTimeout bounds the allocations of one pass together, their
+	// attempts and backoff included, inside the pass's budget: a hanging
+	// fleet manager costs a pass this much however many matches it formed
+	// (those past it go back to the pool at once), not a budget per match
+	// nor the whole pass. Default DefaultAllocateTimeout (2 s: the HTTP
+	// allocator's call is bounded at 1 s).
 	AllocateTimeout time.Duration
 	// CommitTimeout bounds each try of a pass's commit, and CleanupTimeout
 	// each release of a server and requeue of players. Both run on contexts
@@ -192,7 +194,7 @@ type Presence interface {
 // put back; its own budget bounds it instead.
 const (
 	DefaultPassTimeout     = 15 * time.Second
-	DefaultAllocateTimeout = 5 * time.Second
+	DefaultAllocateTimeout = 2 * time.Second
 	DefaultCommitTimeout   = 5 * time.Second
 	DefaultCleanupTimeout  = 5 * time.Second
 )
@@ -348,7 +350,9 @@ type pass struct {
 	now   time.Time
 	fence int64
 	used  map[string]bool
-	res   TickResult
+	// allocBy ends the budget of the pass's allocations, set by the first.
+	allocBy time.Time
+	res     TickResult
 	// staged are the groups claimed (and given a server) this pass, waiting
 	// for the pass's one commit.
 	staged []staged
@@ -936,9 +940,15 @@ func (p *pass) stage(ctx context.Context, m Match, group []pool.Entry) {
 	if p.e.cfg.Allocator != nil {
 		req := AllocationRequest{MatchID: m.ID, Queue: q.Name, Region: m.Region, Players: m.Players, Bots: m.Bots}
 		allocStart := time.Now()
-		// A budget of its own inside the pass's: a fleet manager that hangs
-		// costs the pass this much per match, and the pass goes on.
-		actx, cancel := context.WithTimeout(ctx, p.e.cfg.AllocateTimeout)
+		// One budget for the pass's allocations, inside the pass's: a fleet
+		// manager that hangs costs the pass this much once, and every group
+		// after it goes back at once rather than hanging in turn (four
+		// hanging calls in a row once held a pass, and the deadlines behind
+		// it, for 17 s).
+		if p.allocBy.IsZero() {
+			p.allocBy = time.Now().Add(p.e.cfg.AllocateTimeout)
+		}
+		actx, cancel := context.WithDeadline(ctx, p.allocBy)
 		srv, err := allocate(actx, p.e.cfg.Allocator, req, p.e.cfg.AllocateBackoff, p.e.cfg.Sleep)
 		cancel()
 		p.e.cfg.Metrics.allocationTook(q.Name, time.Since(allocStart))
