@@ -39,7 +39,9 @@ type RunnerConfig struct {
 	Owner string
 	// LeaseTTL is the life of a partition lease; it is renewed every
 	// LeaseTTL/10, and a dead owner's partitions are taken over within about
-	// one LeaseTTL. Default 10s.
+	// one LeaseTTL, which bounds how late a killed matcher's tickets resolve
+	// after their deadline. Default 4s: a renewal must then fail for 4 s in a
+	// row before a live owner is fenced, which only costs a takeover.
 	LeaseTTL time.Duration
 	// ReconcileEvery is the period of the record↔pool repair. Default 10s.
 	ReconcileEvery time.Duration
@@ -103,7 +105,7 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 		cfg.Owner = uuid.NewString()
 	}
 	if cfg.LeaseTTL == 0 {
-		cfg.LeaseTTL = 10 * time.Second
+		cfg.LeaseTTL = 4 * time.Second
 	}
 	if cfg.ReconcileEvery == 0 {
 		cfg.ReconcileEvery = 10 * time.Second

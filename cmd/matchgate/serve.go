@@ -60,7 +60,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	prefix := fs.String("redis-prefix", "mg", "prefix of every Redis key and channel")
 	migrate := fs.Bool("migrate", true, "apply PostgreSQL migrations at start")
 	shutdown := fs.Duration("shutdown-timeout", 10*time.Second, "how long a graceful shutdown may take")
-	leaseTTL := fs.Duration("lease-ttl", 10*time.Second, "partition lease TTL: a dead matcher's partitions are taken over within about this long")
+	leaseTTL := fs.Duration("lease-ttl", 4*time.Second, "partition lease TTL: a dead matcher's partitions are taken over within about this long")
 	fleet := fs.String("fleet", "", "static game-server fleet: comma-separated [region=]host:port (no region: any region); empty with no --allocator-url: the demo fleet "+allocator.DemoFleet)
 	allocatorURL := fs.String("allocator-url", "", "base URL of an HTTP fleet manager (docs/ALLOCATOR.md); replaces --fleet")
 	skillURL := fs.String("skill-url", "", "base URL of the skill service (GET {url}/skill/{userId}), asked at join when the token has no skill")
