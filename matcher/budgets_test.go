@@ -22,6 +22,7 @@ type hangingAllocator struct {
 	mu                  sync.Mutex
 	calls, ok, released int
 	deadOnEntry         int // calls made on a context already done
+	hungOut             int // calls that hung until their context ended
 	deadlines           []time.Time
 }
 
@@ -41,6 +42,9 @@ func (a *hangingAllocator) Allocate(ctx context.Context, req matcher.AllocationR
 	}
 	if !first {
 		<-ctx.Done()
+		a.mu.Lock()
+		a.hungOut++
+		a.mu.Unlock()
 		return matcher.Server{}, ctx.Err()
 	}
 	a.mu.Lock()
@@ -59,10 +63,13 @@ func (a *hangingAllocator) Release(ctx context.Context, _ string, _ matcher.Serv
 	return nil
 }
 
+// counts tells the calls, the servers handed out and released, and the
+// calls that ended with their context: made on a dead one, or hung until
+// it died.
 func (a *hangingAllocator) counts() (calls, ok, released, dead int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.calls, a.ok, a.released, a.deadOnEntry
+	return a.calls, a.ok, a.released, a.deadOnEntry + a.hungOut
 }
 
 // refusingLedger refuses every commit as if the lease had moved (nothing
@@ -106,8 +113,9 @@ func TestPassPastItsBudgetPutsEveryoneBack(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() { done <- eng.Run(ctx) }()
-		// Until a pass has run past its budget (allocations were asked for
-		// on its dead context), or give up after a while.
+		// Until a pass has run past its budget (allocations hung until its
+		// context died, the allocations' own budget being longer), or give
+		// up after a while.
 		for i := 0; i < 1000; i++ {
 			if _, _, _, dead := alloc.counts(); dead > 0 {
 				break
@@ -119,7 +127,7 @@ func TestPassPastItsBudgetPutsEveryoneBack(t *testing.T) {
 			t.Fatal(err)
 		}
 		calls, ok, released, dead := alloc.counts()
-		t.Logf("%d allocations asked, %d answered, %d released, %d on a dead context", calls, ok, released, dead)
+		t.Logf("%d allocations asked, %d answered, %d released, %d ended with their context", calls, ok, released, dead)
 		if dead == 0 {
 			t.Fatal("no pass ran past its budget")
 		}

@@ -862,7 +862,7 @@ func (p *pass) form(ctx context.Context, group []pool.Entry, formedBy string, bo
 	for _, g := range group {
 		p.used[g.TicketID] = true
 	}
-	p.stage(ctx, m, group)
+	p.stageMany(ctx, []staged{{m: m, group: group}})
 	return nil
 }
 
@@ -890,7 +890,10 @@ func (p *pass) formMany(ctx context.Context, groups [][]pool.Entry, formedBy str
 	if err != nil {
 		return nil, err
 	}
-	var failed error
+	var (
+		failed  error
+		claimed []staged
+	)
 	for i, c := range cs {
 		switch {
 		case c.Err != nil:
@@ -902,9 +905,10 @@ func (p *pass) formMany(ctx context.Context, groups [][]pool.Entry, formedBy str
 		case !c.OK:
 			p.e.cfg.Metrics.claimConflict(p.e.q.Name)
 		default:
-			p.stage(ctx, ms[i], groups[i])
+			claimed = append(claimed, staged{m: ms[i], group: groups[i]})
 		}
 	}
+	p.stageMany(ctx, claimed)
 	if next > 0 {
 		return read[0], failed
 	}
@@ -933,43 +937,76 @@ func (p *pass) newMatch(group []pool.Entry, formedBy string, bots int) Match {
 	return m
 }
 
-// stage gets a claimed group a server and adds it to the pass's commit; with
-// no server it goes back to the pool.
-func (p *pass) stage(ctx context.Context, m Match, group []pool.Entry) {
+// allocateInFlight bounds the allocations one pass asks for at once: a
+// backlog's pass forms up to passSeats/2 matches, and asked one after the
+// other, a fleet manager answering in 20 ms took longer than the pass's
+// allocation budget for them all.
+const allocateInFlight = 16
+
+// stageMany gets the claimed groups servers, allocateInFlight at a time,
+// and adds them to the pass's commit in their order; a group with no server
+// goes back to the pool.
+func (p *pass) stageMany(ctx context.Context, st []staged) {
+	if len(st) == 0 {
+		return
+	}
+	if p.e.cfg.Allocator == nil {
+		p.staged = append(p.staged, st...)
+		return
+	}
 	q := p.e.q
-	if p.e.cfg.Allocator != nil {
-		req := AllocationRequest{MatchID: m.ID, Queue: q.Name, Region: m.Region, Players: m.Players, Bots: m.Bots}
-		allocStart := time.Now()
-		// One budget for the pass's allocations, inside the pass's: a fleet
-		// manager that hangs costs the pass this much once, and every group
-		// after it goes back at once rather than hanging in turn (four
-		// hanging calls in a row once held a pass, and the deadlines behind
-		// it, for 17 s).
-		if p.allocBy.IsZero() {
-			p.allocBy = time.Now().Add(p.e.cfg.AllocateTimeout)
-		}
-		actx, cancel := context.WithDeadline(ctx, p.allocBy)
-		srv, err := allocate(actx, p.e.cfg.Allocator, req, p.e.cfg.AllocateBackoff, p.e.cfg.Sleep)
-		cancel()
-		p.e.cfg.Metrics.allocationTook(q.Name, time.Since(allocStart))
-		if err != nil {
+	// One budget for the pass's allocations, inside the pass's: a fleet
+	// manager that hangs costs the pass this much once, and the groups
+	// after it go back at once rather than hanging in turn (four hanging
+	// calls in a row once held a pass, and the deadlines behind it, for
+	// 17 s).
+	if p.allocBy.IsZero() {
+		p.allocBy = time.Now().Add(p.e.cfg.AllocateTimeout)
+	}
+	actx, cancel := context.WithDeadline(ctx, p.allocBy)
+	defer cancel()
+	errs := make([]error, len(st))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, allocateInFlight)
+	for i := range st {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			m := &st[i].m
+			req := AllocationRequest{MatchID: m.ID, Queue: q.Name, Region: m.Region, Players: m.Players, Bots: m.Bots}
+			start := time.Now()
+			srv, err := allocate(actx, p.e.cfg.Allocator, req, p.e.cfg.AllocateBackoff, p.e.cfg.Sleep)
+			p.e.cfg.Metrics.allocationTook(q.Name, time.Since(start))
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			m.Server = &srv
+		})
+	}
+	wg.Wait()
+	failures := 0
+	for i, s := range st {
+		if err := errs[i]; err != nil {
 			// Never another region: everyone goes back with their place,
 			// and the next pass tries again.
 			p.e.cfg.Metrics.allocation(q.Name, "failed")
-			p.res.AllocationFailures++
-			p.e.log.Warn("no server; the players go back to the pool", "match", m.ID, "err", err)
-			mctx, cancel := p.e.cleanupContext(ctx)
-			if merr := p.e.cfg.Pool.MarkAllocationFailure(mctx, p.e.part, allocFailureMemory(q)); merr != nil {
-				p.e.log.Debug("remember allocation failure", "err", merr)
-			}
-			cancel()
-			p.requeue(ctx, m.ID, group)
-			return
+			failures++
+			p.e.log.Warn("no server; the players go back to the pool", "match", s.m.ID, "err", err)
+			p.requeue(ctx, s.m.ID, s.group)
+			continue
 		}
 		p.e.cfg.Metrics.allocation(q.Name, "ok")
-		m.Server = &srv
+		p.staged = append(p.staged, s)
 	}
-	p.staged = append(p.staged, staged{m: m, group: group})
+	if failures > 0 {
+		p.res.AllocationFailures += failures
+		mctx, cancel := p.e.cleanupContext(ctx)
+		if err := p.e.cfg.Pool.MarkAllocationFailure(mctx, p.e.part, allocFailureMemory(q)); err != nil {
+			p.e.log.Debug("remember allocation failure", "err", err)
+		}
+		cancel()
+	}
 }
 
 // commit writes the pass's claimed matches to the record in one
