@@ -30,7 +30,7 @@ import (
 
 // afterDissolve carries out those steps for a dissolution the record
 // committed, and returns the pools it put players back into.
-func afterDissolve(ctx context.Context, q *QueueConfig, p *pool.Pool, alloc Allocator, n Notifier,
+func afterDissolve(ctx context.Context, q *QueueConfig, p Pool, alloc Allocator, n Notifier,
 	log *slog.Logger, m *Metrics, d Dissolution, events []Event, reason string, now time.Time) []Partition {
 	byPool := map[Partition][]pool.Entry{}
 	var order []Partition

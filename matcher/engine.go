@@ -32,7 +32,7 @@ type EngineConfig struct {
 	// Shard is the sub-pool of a sharded queue this engine owns ("s0"…,
 	// or OverflowShard); "" for an unsharded queue.
 	Shard  string
-	Pool   *pool.Pool
+	Pool   Pool
 	Ledger Ledger
 	// Allocator hands out a server for every match before it is committed;
 	// nil forms matches without a server (tests and tools).

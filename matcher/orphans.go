@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // Orphans. The record is the truth, the configuration only says how to
@@ -125,19 +123,15 @@ func (r *Runner) deliver(ctx context.Context, events []Event) {
 func (r *Runner) rehome(ctx context.Context, q *QueueConfig, base Partition, now time.Time) (int, error) {
 	stale := stalePools(q, base)
 	// One round trip tells which of them hold anything.
-	pipe := r.cfg.Redis.Pipeline()
-	sizes := make([]*redis.IntCmd, len(stale))
-	for i, part := range stale {
-		sizes[i] = pipe.ZCard(ctx, r.cfg.Pool.Key(part, "pool"))
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
+	sizes, err := r.cfg.Pool.Sizes(ctx, stale)
+	if err != nil {
 		return 0, fmt.Errorf("rehome %s: sizes of retired pools: %w", base, err)
 	}
 	var record map[string]Ticket
 	moved := 0
 	var errs []error
 	for i, part := range stale {
-		if sizes[i].Val() == 0 {
+		if sizes[i] == 0 {
 			continue
 		}
 		members, err := r.cfg.Pool.Members(ctx, part)

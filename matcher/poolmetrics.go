@@ -5,14 +5,12 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/matchgate/matchgate/matcher/pool"
 )
 
 // PoolCollector exposes each pool's depth and oldest wait, read from Redis
 // at scrape time so that no pass pays for them.
 type PoolCollector struct {
-	pool   *pool.Pool
+	pool   Pool
 	queues func() []QueueConfig
 	now    func() time.Time
 	depth  *prometheus.Desc
@@ -20,7 +18,7 @@ type PoolCollector struct {
 }
 
 // NewPoolCollector builds the collector; queues returns the queues in force.
-func NewPoolCollector(p *pool.Pool, queues func() []QueueConfig) *PoolCollector {
+func NewPoolCollector(p Pool, queues func() []QueueConfig) *PoolCollector {
 	return &PoolCollector{
 		pool: p, queues: queues, now: time.Now,
 		depth: prometheus.NewDesc("matchgate_queue_depth", "Tickets waiting in a pool.",

@@ -22,7 +22,7 @@ import (
 // RunnerConfig configures the matcher role of a process.
 type RunnerConfig struct {
 	Queues   Config // normalized
-	Pool     *pool.Pool
+	Pool     Pool
 	Ledger   Ledger
 	Notifier Notifier
 	Presence Presence
@@ -638,12 +638,12 @@ type ReconcileResult struct {
 // Reconcile repairs an unsharded partition in both directions. The pool is
 // read before the record: a join writes the record first, so any pool member
 // not WAITING in the later read really was resolved, and is safe to remove.
-func Reconcile(ctx context.Context, l Ledger, p *pool.Pool, part Partition, now time.Time) (ReconcileResult, error) {
+func Reconcile(ctx context.Context, l Ledger, p Pool, part Partition, now time.Time) (ReconcileResult, error) {
 	return reconcile(ctx, l, p, nil, part, now)
 }
 
 // ReconcileQueue is Reconcile for any pool of queue q, sharded or not.
-func ReconcileQueue(ctx context.Context, l Ledger, p *pool.Pool, q *QueueConfig, part Partition, now time.Time) (ReconcileResult, error) {
+func ReconcileQueue(ctx context.Context, l Ledger, p Pool, q *QueueConfig, part Partition, now time.Time) (ReconcileResult, error) {
 	return reconcile(ctx, l, p, q, part, now)
 }
 
@@ -654,7 +654,7 @@ func ReconcileQueue(ctx context.Context, l Ledger, p *pool.Pool, q *QueueConfig,
 // that are not WAITING. The pool that closes the accept windows (the
 // (queue, region)'s only or overflow pool) also rebuilds the pending index
 // from the record. q nil means an unsharded queue.
-func reconcile(ctx context.Context, l Ledger, p *pool.Pool, q *QueueConfig, part Partition, now time.Time) (ReconcileResult, error) {
+func reconcile(ctx context.Context, l Ledger, p Pool, q *QueueConfig, part Partition, now time.Time) (ReconcileResult, error) {
 	var res ReconcileResult
 	key := part.String()
 	pools := []string{key}
@@ -770,7 +770,7 @@ func reconcile(ctx context.Context, l Ledger, p *pool.Pool, q *QueueConfig, part
 // record's PENDING_ACCEPT matches. The index is read first: a match indexed
 // after the record was read is still PENDING_ACCEPT in the record (the
 // commit comes before the index), and one dropped meanwhile stays dropped.
-func reconcilePending(ctx context.Context, l Ledger, p *pool.Pool, part Partition) (int, error) {
+func reconcilePending(ctx context.Context, l Ledger, p Pool, part Partition) (int, error) {
 	base := part.Base().String()
 	indexed, err := p.PendingDue(ctx, base, time.Time{}, 0)
 	if err != nil {

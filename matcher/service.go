@@ -20,7 +20,7 @@ import (
 // ServiceConfig configures the Service.
 type ServiceConfig struct {
 	Queues Config // normalized
-	Pool   *pool.Pool
+	Pool   Pool
 	Ledger Ledger
 	// Notifier publishes committed events at once; nil leaves them to the relay.
 	Notifier Notifier

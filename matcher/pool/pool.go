@@ -582,6 +582,31 @@ func (p *Pool) Size(ctx context.Context, partition string) (int64, error) {
 	return n, nil
 }
 
+// Sizes is Size of each of partitions, in one round trip.
+func (p *Pool) Sizes(ctx context.Context, partitions []string) ([]int64, error) {
+	for _, part := range partitions {
+		if err := checkPartition(part); err != nil {
+			return nil, fmt.Errorf("sizes: %w", err)
+		}
+	}
+	if len(partitions) == 0 {
+		return nil, nil
+	}
+	pipe := p.rdb.Pipeline()
+	cmds := make([]*redis.IntCmd, len(partitions))
+	for i, part := range partitions {
+		cmds[i] = pipe.ZCard(ctx, p.Key(part, "pool"))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("sizes of %v: %w", partitions, err)
+	}
+	out := make([]int64, len(partitions))
+	for i, c := range cmds {
+		out[i] = c.Val()
+	}
+	return out, nil
+}
+
 // Members lists every entry in the partition's pool, for the reconciler.
 // It pages with ZSCAN rather than one ZRANGE so that a large pool does not
 // block Redis; like ZSCAN, it is not a snapshot: a ticket present for the whole
