@@ -61,7 +61,7 @@ func afterDissolve(ctx context.Context, q *QueueConfig, p Pool, alloc Allocator,
 			if t.CancelReason != ReasonDeclined && t.CancelReason != ReasonAcceptTimeout {
 				continue
 			}
-			if err := p.SetCooldown(ctx, q.Name, t.UserID, q.DeclineCooldown); err != nil {
+			if err := p.SetCooldown(ctx, q.Name, t.UserID, now, q.DeclineCooldown); err != nil {
 				log.Warn("set join cooldown", "user", t.UserID, "err", err)
 			}
 		}

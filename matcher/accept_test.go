@@ -245,6 +245,27 @@ func TestPendingIndexRebuilt(t *testing.T) {
 	}
 }
 
+// A decline's cooldown ends by the matcher's clock, not by Redis's: once
+// the clock the service runs on has passed it, the decliner joins again.
+func TestCooldownEndsByTheClock(t *testing.T) {
+	h := newHarness(t, acceptQueue(2))
+	m, _ := formPending(t, h, "kim", "lee")
+	ctx := context.Background()
+	if _, err := h.svc.Decline(ctx, "kim", m.ID); err != nil {
+		t.Fatal(err)
+	}
+	cd := h.q.DeclineCooldown
+	h.advance(cd - time.Second)
+	_, err := h.svc.Join(ctx, matcher.JoinRequest{UserID: "kim", Queue: "arena"})
+	if de := mustCode(t, "rejoin within the cooldown", err, matcher.CodeCooldown); de.RetryAfter() != time.Second {
+		t.Fatalf("retry after %v, want the 1s left on the clock", de.RetryAfter())
+	}
+	h.advance(time.Second)
+	if _, err := h.svc.Join(ctx, matcher.JoinRequest{UserID: "kim", Queue: "arena"}); err != nil {
+		t.Fatalf("rejoin once the clock passed the cooldown: %v", err)
+	}
+}
+
 // Only a queue with an accept step and a cooldown refuses a join for one: a
 // cooldown left over from an earlier configuration of the queue is not read.
 func TestCooldownOnlyWithAcceptStep(t *testing.T) {
@@ -262,7 +283,7 @@ func TestCooldownOnlyWithAcceptStep(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			h := newHarness(t, c.q)
-			if err := h.pool.SetCooldown(ctx, "arena", "zoe", 30*time.Second); err != nil {
+			if err := h.pool.SetCooldown(ctx, "arena", "zoe", h.clock(), 30*time.Second); err != nil {
 				t.Fatal(err)
 			}
 			_, err := h.svc.Join(ctx, matcher.JoinRequest{UserID: "zoe", Queue: "arena"})

@@ -1002,7 +1002,7 @@ func (p *pass) stageMany(ctx context.Context, st []staged) {
 	if failures > 0 {
 		p.res.AllocationFailures += failures
 		mctx, cancel := p.e.cleanupContext(ctx)
-		if err := p.e.cfg.Pool.MarkAllocationFailure(mctx, p.e.part, allocFailureMemory(q)); err != nil {
+		if err := p.e.cfg.Pool.MarkAllocationFailure(mctx, p.e.part, p.now, allocFailureMemory(q)); err != nil {
 			p.e.log.Debug("remember allocation failure", "err", err)
 		}
 		cancel()

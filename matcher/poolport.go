@@ -59,12 +59,12 @@ type Pool interface {
 	ReleaseLease(ctx context.Context, partition, owner string, token int64) (bool, error)
 
 	// Per-user and per-partition memory.
-	SetCooldown(ctx context.Context, queue, userID string, d time.Duration) error
-	Cooldown(ctx context.Context, queue, userID string) (time.Duration, error)
+	SetCooldown(ctx context.Context, queue, userID string, now time.Time, d time.Duration) error
+	Cooldown(ctx context.Context, queue, userID string, now time.Time) (time.Duration, error)
 	RememberSkill(ctx context.Context, userID string, skill float64) error
 	LastSkill(ctx context.Context, userID string) (float64, bool, error)
-	MarkAllocationFailure(ctx context.Context, partition string, ttl time.Duration) error
-	AllocationFailing(ctx context.Context, partition string) (bool, error)
+	MarkAllocationFailure(ctx context.Context, partition string, now time.Time, ttl time.Duration) error
+	AllocationFailing(ctx context.Context, partition string, now time.Time) (bool, error)
 
 	// Wait statistics.
 	RecordOutcomes(ctx context.Context, partition string, matchAts []time.Time, outcomes []pool.Outcome) error

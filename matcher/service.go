@@ -172,7 +172,7 @@ func (s *Service) Join(ctx context.Context, req JoinRequest) (Ticket, error) {
 	// Only a queue with an accept step hands out cooldowns; the others skip
 	// the read, a Redis round trip on every join.
 	if q.AcceptWindow > 0 && q.DeclineCooldown > 0 {
-		if wait, err := s.cfg.Pool.Cooldown(ctx, q.Name, req.UserID); err != nil {
+		if wait, err := s.cfg.Pool.Cooldown(ctx, q.Name, req.UserID, s.cfg.Now()); err != nil {
 			// A cooldown is a penalty, not a safety property: unknown is none.
 			s.log.Warn("read join cooldown", "user", req.UserID, "err", err)
 		} else if wait > 0 {

@@ -192,7 +192,7 @@ func (s *Service) explain(ctx context.Context, q *QueueConfig, t Ticket) (*Expla
 		}
 	}
 	x.PlayersNeeded = max(0, q.Players-1-x.CandidatesInWindow)
-	failing, err := s.cfg.Pool.AllocationFailing(ctx, where)
+	failing, err := s.cfg.Pool.AllocationFailing(ctx, where, now)
 	if err != nil {
 		return nil, err
 	}

@@ -64,6 +64,19 @@
 // owner (RequeueMissing), and a requeue never puts a ticket waiting or
 // claimed in a sibling pool into a second one (RequeueGuarded).
 //
+// Time: what the matcher decides by time it decides by its own injected
+// clock, passed in as now. Scans (Watched, PendingDue, Offers, Promote's
+// cutoff) compare scores with the caller's now; a join cooldown
+// ("<prefix>:cd:<queue>:<user>") and an allocation failure
+// ("<prefix>:{<partition>}:allocfail") hold the unix ms they end at by that
+// clock, and their Redis expiry, a few seconds later, only frees the
+// memory. Three expiries still decide on Redis's clock, which a server's
+// matcher clock follows (internal/clock syncs with Redis TIME): a ticket
+// hash's TTL (while it lives an enqueue of the ticket is a no-op, and a
+// claim's mark answers a losing cancel), an offer's hash, and the
+// partition lease's TTL. The memory pool (matcher/pool/memory) decides
+// those by the clock it is given.
+//
 // Concurrency: a Pool is safe for concurrent use. Writers of one partition need
 // no coordination among themselves for correctness of a single call; the
 // partition lease (its fence token checked by Claim) is what keeps two matcher

@@ -79,23 +79,47 @@ func (p *Pool) PendingDue(ctx context.Context, partition string, now time.Time, 
 	return ids, nil
 }
 
-// MarkAllocationFailure remembers, for ttl, that the partition could not
-// get a server: what an explain reports as missing.
-func (p *Pool) MarkAllocationFailure(ctx context.Context, partition string, ttl time.Duration) error {
+// MarkAllocationFailure remembers, until now + ttl by the caller's clock,
+// that the partition could not get a server: what an explain reports as
+// missing. The key's expiry, a little later, only frees the memory.
+func (p *Pool) MarkAllocationFailure(ctx context.Context, partition string, now time.Time, ttl time.Duration) error {
 	if err := checkPartition(partition); err != nil {
 		return err
 	}
-	return p.rdb.Set(ctx, p.Key(partition, "allocfail"), "1", max(ttl, time.Millisecond)).Err()
+	ttl = max(ttl, time.Millisecond)
+	return p.rdb.Set(ctx, p.Key(partition, "allocfail"), msTime(now.Add(ttl)), ttl+expirySlack).Err()
 }
 
 // AllocationFailing reports whether the partition failed to get a server
-// recently (see MarkAllocationFailure).
-func (p *Pool) AllocationFailing(ctx context.Context, partition string) (bool, error) {
+// recently, as of now (see MarkAllocationFailure).
+func (p *Pool) AllocationFailing(ctx context.Context, partition string, now time.Time) (bool, error) {
 	if err := checkPartition(partition); err != nil {
 		return false, err
 	}
-	n, err := p.rdb.Exists(ctx, p.Key(partition, "allocfail")).Result()
-	return n == 1, err
+	until, err := p.until(ctx, p.Key(partition, "allocfail"))
+	return until.After(now), err
+}
+
+// expirySlack is how much longer than the time it records a key of a
+// decision taken by the caller's clock (a cooldown, an allocation failure)
+// lives: its expiry frees the memory, it decides nothing, and the caller's
+// clock may be a little behind Redis's.
+const expirySlack = 5 * time.Second
+
+// until reads a key holding a time, unix ms; a missing key is the zero time.
+func (p *Pool) until(ctx context.Context, key string) (time.Time, error) {
+	s, err := p.rdb.Get(ctx, key).Result()
+	if err == redis.Nil {
+		return time.Time{}, nil
+	}
+	if err != nil {
+		return time.Time{}, err
+	}
+	ms, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%s: %w", key, err)
+	}
+	return time.UnixMilli(ms), nil
 }
 
 // Cooldown keys are per queue and user, outside any partition.
@@ -103,27 +127,26 @@ func (p *Pool) cooldownKey(queue, userID string) string {
 	return p.prefix + ":cd:" + queue + ":" + userID
 }
 
-// SetCooldown refuses the user's joins of queue for d.
-func (p *Pool) SetCooldown(ctx context.Context, queue, userID string, d time.Duration) error {
+// SetCooldown refuses the user's joins of queue from now for d, by the
+// caller's clock.
+func (p *Pool) SetCooldown(ctx context.Context, queue, userID string, now time.Time, d time.Duration) error {
 	if d <= 0 {
 		return nil
 	}
-	if err := p.rdb.Set(ctx, p.cooldownKey(queue, userID), "1", d).Err(); err != nil {
+	if err := p.rdb.Set(ctx, p.cooldownKey(queue, userID), msTime(now.Add(d)), d+expirySlack).Err(); err != nil {
 		return fmt.Errorf("cooldown of %s in %s: %w", userID, queue, err)
 	}
 	return nil
 }
 
-// Cooldown is how long the user's cooldown in queue still lasts (0: none).
-func (p *Pool) Cooldown(ctx context.Context, queue, userID string) (time.Duration, error) {
-	d, err := p.rdb.PTTL(ctx, p.cooldownKey(queue, userID)).Result()
+// Cooldown is how long, from now, the user's cooldown in queue still lasts
+// (0: none).
+func (p *Pool) Cooldown(ctx context.Context, queue, userID string, now time.Time) (time.Duration, error) {
+	until, err := p.until(ctx, p.cooldownKey(queue, userID))
 	if err != nil {
 		return 0, fmt.Errorf("cooldown of %s in %s: %w", userID, queue, err)
 	}
-	if d < 0 { // -2: no key; -1: no expiry, which SetCooldown never writes
-		return 0, nil
-	}
-	return d, nil
+	return max(0, until.Sub(now)), nil
 }
 
 // lastSkillTTL is how long a player's last known skill is kept.

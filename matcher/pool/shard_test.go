@@ -283,14 +283,18 @@ func testSubPools(t *testing.T, p *Pool) {
 	})
 
 	t.Run("AllocationFailure", func(t *testing.T) {
-		if failing, _ := p.AllocationFailing(ctx, "alloc:eu"); failing {
+		if failing, _ := p.AllocationFailing(ctx, "alloc:eu", t0); failing {
 			t.Fatal("failing before any failure")
 		}
-		if err := p.MarkAllocationFailure(ctx, "alloc:eu", time.Minute); err != nil {
+		if err := p.MarkAllocationFailure(ctx, "alloc:eu", t0, time.Minute); err != nil {
 			t.Fatal(err)
 		}
-		if failing, err := p.AllocationFailing(ctx, "alloc:eu"); !failing || err != nil {
+		if failing, err := p.AllocationFailing(ctx, "alloc:eu", t0.Add(59*time.Second)); !failing || err != nil {
 			t.Fatalf("failing = %v, %v", failing, err)
+		}
+		// The caller's clock decides, not the key's expiry.
+		if failing, err := p.AllocationFailing(ctx, "alloc:eu", t0.Add(time.Minute)); failing || err != nil {
+			t.Fatalf("failing a minute on = %v, %v", failing, err)
 		}
 	})
 
@@ -321,16 +325,19 @@ func testSubPools(t *testing.T, p *Pool) {
 	})
 
 	t.Run("CooldownAndLastSkill", func(t *testing.T) {
-		if d, err := p.Cooldown(ctx, "ranked", "zed"); err != nil || d != 0 {
+		if d, err := p.Cooldown(ctx, "ranked", "zed", t0); err != nil || d != 0 {
 			t.Fatalf("cooldown before = %v, %v", d, err)
 		}
-		if err := p.SetCooldown(ctx, "ranked", "zed", 30*time.Second); err != nil {
+		if err := p.SetCooldown(ctx, "ranked", "zed", t0, 30*time.Second); err != nil {
 			t.Fatal(err)
 		}
-		if d, err := p.Cooldown(ctx, "ranked", "zed"); err != nil || d <= 29*time.Second || d > 30*time.Second {
+		if d, err := p.Cooldown(ctx, "ranked", "zed", t0.Add(10*time.Second)); err != nil || d != 20*time.Second {
 			t.Fatalf("cooldown = %v, %v", d, err)
 		}
-		if d, _ := p.Cooldown(ctx, "casual", "zed"); d != 0 {
+		if d, err := p.Cooldown(ctx, "ranked", "zed", t0.Add(30*time.Second)); err != nil || d != 0 {
+			t.Fatalf("cooldown at its end = %v, %v", d, err)
+		}
+		if d, _ := p.Cooldown(ctx, "casual", "zed", t0); d != 0 {
 			t.Fatalf("cooldown leaks to another queue: %v", d)
 		}
 		if _, ok, err := p.LastSkill(ctx, "zed"); ok || err != nil {
