@@ -72,3 +72,5 @@ type Pool interface {
 }
 
 var _ Pool = (*pool.Pool)(nil)
+
+var _ Pool = (*pool.Memory)(nil)

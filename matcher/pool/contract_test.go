@@ -1,0 +1,336 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/matchgate/matchgate/internal/redistest"
+)
+
+// contract is the live pool's contract as matcher uses it (matcher.Pool),
+// which the Redis pool and the memory pool both keep.
+type contract interface {
+	Enqueue(ctx context.Context, partition string, e Entry, ttl, timeout time.Duration) (bool, error)
+	RemoveEntry(ctx context.Context, partitions []string, e Entry) (RemoveResult, error)
+	Heartbeat(ctx context.Context, partition, ticketID string, at time.Time, timeout time.Duration) (bool, error)
+	ScanMany(ctx context.Context, partition string, scans []Scan) ([][]Entry, error)
+	Oldest(ctx context.Context, partition string, n int) ([]Entry, error)
+	Nearest(ctx context.Context, partition string, skill float64, n int) ([]Entry, error)
+	Window(ctx context.Context, partition string, lo, hi float64, n int) ([]Entry, error)
+	ClaimMany(ctx context.Context, partition string, fence int64, reqs []ClaimRequest, then ...Scan) ([]Claimed, [][]Entry, error)
+	Claim(ctx context.Context, partition string, fence int64, matchID string, entries []Entry) (ClaimResult, error)
+	Requeue(ctx context.Context, partition string, entries []Entry, ttl time.Duration, lost time.Time, timeout time.Duration) (int, error)
+	RequeueGuarded(ctx context.Context, partition string, siblings []string, entries []Entry, ttl time.Duration, lost time.Time, timeout time.Duration) (int, error)
+	RequeueMissing(ctx context.Context, partition string, siblings []string, entries []Entry, ttl time.Duration, lost time.Time, timeout time.Duration) (int, error)
+	Members(ctx context.Context, partition string) ([]Entry, error)
+	Size(ctx context.Context, partition string) (int64, error)
+	Sizes(ctx context.Context, partitions []string) ([]int64, error)
+	Locate(ctx context.Context, partitions []string, ticketID string) (string, Entry, bool, error)
+	Promote(ctx context.Context, from, to string, cutoff time.Time, n int) ([]string, error)
+	Offer(ctx context.Context, to, home string, entries []Entry, now, expiry time.Time) (int, error)
+	Offers(ctx context.Context, partition string, now time.Time, n int) ([]Entry, error)
+	WithdrawOffers(ctx context.Context, partition string, ticketIDs ...string) error
+	AddPending(ctx context.Context, partition string, ms ...Pending) error
+	RemovePending(ctx context.Context, partition string, matchIDs ...string) error
+	PendingDue(ctx context.Context, partition string, now time.Time, n int) ([]string, error)
+	AcquireLease(ctx context.Context, partition, owner string, ttl time.Duration, floor int64) (int64, error)
+	RenewLease(ctx context.Context, partition, owner string, token int64, ttl time.Duration) (bool, error)
+	ReleaseLease(ctx context.Context, partition, owner string, token int64) (bool, error)
+	SetCooldown(ctx context.Context, queue, userID string, now time.Time, d time.Duration) error
+	Cooldown(ctx context.Context, queue, userID string, now time.Time) (time.Duration, error)
+	RememberSkill(ctx context.Context, userID string, skill float64) error
+	LastSkill(ctx context.Context, userID string) (float64, bool, error)
+	MarkAllocationFailure(ctx context.Context, partition string, now time.Time, ttl time.Duration) error
+	AllocationFailing(ctx context.Context, partition string, now time.Time) (bool, error)
+	RecordOutcomes(ctx context.Context, partition string, matchAts []time.Time, outcomes []Outcome) error
+	Stats(ctx context.Context, partition string) ([]Outcome, []time.Time, error)
+}
+
+func TestContractRedis(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+		testContract(t, func(*testing.T) contract { return New(rdb, prefix) })
+	})
+}
+
+func TestContractMemory(t *testing.T) {
+	testContract(t, func(*testing.T) contract { return NewMemory(nil, 0) })
+}
+
+// testContract is the behaviour every pool must have. newPool returns a
+// pool where the partitions the subtests name are empty.
+func testContract(t *testing.T, newPool func(*testing.T) contract) {
+	ctx := context.Background()
+	enq := func(t *testing.T, p contract, part string, es ...Entry) {
+		t.Helper()
+		for _, e := range es {
+			if added, err := p.Enqueue(ctx, part, e, hashTTL, hbTimeout); err != nil || !added {
+				t.Fatalf("enqueue %s = %v, %v", e.TicketID, added, err)
+			}
+		}
+	}
+
+	t.Run("EnqueueIsIdempotent", func(t *testing.T) {
+		p := newPool(t)
+		a := entry("a", 1500, 0, time.Minute)
+		enq(t, p, "ce:eu", a)
+		moved := a
+		moved.Skill, moved.Enqueue = 9000, t0.Add(time.Second)
+		if added, err := p.Enqueue(ctx, "ce:eu", moved, hashTTL, hbTimeout); added || err != nil {
+			t.Fatalf("second enqueue = %v, %v; want not added", added, err)
+		}
+		es, err := p.Members(ctx, "ce:eu")
+		if err != nil || len(es) != 1 || es[0].Skill != 1500 || !es[0].Enqueue.Equal(a.Enqueue) || es[0].UserID != "u-a" {
+			t.Fatalf("members = %+v, %v", es, err)
+		}
+		if sz, err := p.Sizes(ctx, []string{"ce:eu", "ce:us"}); err != nil || !slices.Equal(sz, []int64{1, 0}) {
+			t.Fatalf("sizes = %v, %v", sz, err)
+		}
+	})
+
+	t.Run("ClaimAllOrNothingFencedAndMarked", func(t *testing.T) {
+		p := newPool(t)
+		a, b, c := entry("a", 100, 0, time.Minute), entry("b", 110, time.Second, time.Minute), entry("c", 120, 2*time.Second, time.Minute)
+		enq(t, p, "cc:eu", a, b, c)
+		tok, err := p.AcquireLease(ctx, "cc:eu", "m1", time.Minute, 0)
+		if err != nil || tok <= 0 {
+			t.Fatalf("acquire = %d, %v", tok, err)
+		}
+		if _, err := p.Claim(ctx, "cc:eu", tok+1, "mx", []Entry{a}); !errors.Is(err, ErrStaleFence) {
+			t.Fatalf("claim with a stale token = %v", err)
+		}
+		if res, err := p.RemoveEntry(ctx, []string{"cc:eu"}, c); err != nil || !res.Removed {
+			t.Fatalf("cancel c = %+v, %v", res, err)
+		}
+		var anchors [][]Entry
+		cs, read, err := p.ClaimMany(ctx, "cc:eu", tok, []ClaimRequest{
+			{MatchID: "m-ac", Entries: []Entry{a, c}}, // c is gone: nothing claimed
+			{MatchID: "m-ab", Entries: []Entry{a, b}},
+			{MatchID: "m-b", Entries: []Entry{b}}, // b went to the group before
+		}, OldestScan(5), AnchorsScan(5, 3, &anchors))
+		if err != nil || len(cs) != 3 {
+			t.Fatal(cs, err)
+		}
+		if cs[0].OK || !slices.Equal(cs[0].Missing, []string{"c"}) || !cs[1].OK || cs[2].OK || !slices.Equal(cs[2].Missing, []string{"b"}) {
+			t.Fatalf("claims = %+v", cs)
+		}
+		if len(read) != 2 || len(read[0]) != 0 || anchors != nil {
+			t.Fatalf("scans after the claims = %+v, anchors %v", read, anchors)
+		}
+		// The losing cancel learns which match won.
+		if res, err := p.RemoveEntry(ctx, []string{"cc:eu"}, a); err != nil || res.Removed || res.ClaimedBy != "m-ab" {
+			t.Fatalf("cancel of a claimed ticket = %+v, %v", res, err)
+		}
+		if ok, err := p.Heartbeat(ctx, "cc:eu", "a", t0.Add(time.Second), hbTimeout); ok || err != nil {
+			t.Fatalf("heartbeat of a claimed ticket = %v, %v", ok, err)
+		}
+		// A claim's own owner puts them back where they were.
+		if n, err := p.Requeue(ctx, "cc:eu", []Entry{b, a}, hashTTL, t0, hbTimeout); err != nil || n != 2 {
+			t.Fatalf("requeue = %d, %v", n, err)
+		}
+		if es, err := p.Oldest(ctx, "cc:eu", 5); err != nil || !slices.Equal(ids(es), []string{"a", "b"}) {
+			t.Fatalf("oldest after requeue = %v, %v", ids(es), err)
+		}
+	})
+
+	t.Run("RequeueMissingPutsBackDeadClaimsOnly", func(t *testing.T) {
+		p := newPool(t)
+		a, b := entry("a", 100, 0, time.Minute), entry("b", 200, 0, time.Minute)
+		enq(t, p, "cr:eu", a, b)
+		tok, _ := p.AcquireLease(ctx, "cr:eu", "m1", time.Minute, 0)
+		if res, err := p.Claim(ctx, "cr:eu", tok, "m-a", []Entry{a}); err != nil || !res.OK {
+			t.Fatal(res, err)
+		}
+		if n, err := p.RequeueMissing(ctx, "cr:eu", nil, []Entry{a}, hashTTL, t0, hbTimeout); err != nil || n != 0 {
+			t.Fatalf("requeue of a live claim = %d, %v", n, err)
+		}
+		// The owner loses the lease; a new owner's token kills the claim.
+		if ok, _ := p.ReleaseLease(ctx, "cr:eu", "m1", tok); !ok {
+			t.Fatal("release")
+		}
+		tok2, err := p.AcquireLease(ctx, "cr:eu", "m2", time.Minute, tok+5)
+		if err != nil || tok2 != tok+6 {
+			t.Fatalf("acquire over a floor = %d, %v", tok2, err)
+		}
+		if n, err := p.RequeueMissing(ctx, "cr:eu", nil, []Entry{a}, hashTTL, t0, hbTimeout); err != nil || n != 1 {
+			t.Fatalf("requeue of a dead claim = %d, %v", n, err)
+		}
+		// Guarded: never into a second pool.
+		enq(t, p, "cr:eu/s0", entry("c", 300, 0, time.Minute))
+		if n, err := p.RequeueGuarded(ctx, "cr:eu/ov", []string{"cr:eu/s0"}, []Entry{entry("c", 300, 0, time.Minute)}, hashTTL, t0, hbTimeout); err != nil || n != 0 {
+			t.Fatalf("guarded requeue of a ticket waiting in a sibling = %d, %v", n, err)
+		}
+	})
+
+	t.Run("Scans", func(t *testing.T) {
+		p := newPool(t)
+		es := []Entry{
+			entry("a", 100, 0, 10*time.Minute), entry("b", 150, time.Second, 10*time.Minute),
+			entry("c", 200, 2*time.Second, 10*time.Minute), entry("d", 300, 3*time.Second, 10*time.Minute),
+			entry("e", 150, 4*time.Second, 20*time.Second),
+		}
+		enq(t, p, "cs:eu", es...)
+		if got, _ := p.Oldest(ctx, "cs:eu", 3); !slices.Equal(ids(got), []string{"a", "b", "c"}) {
+			t.Fatalf("oldest = %v", ids(got))
+		}
+		if got, _ := p.Window(ctx, "cs:eu", 150, 200, 10); !slices.Equal(ids(got), []string{"b", "e", "c"}) {
+			t.Fatalf("window = %v", ids(got))
+		}
+		if got, _ := p.Nearest(ctx, "cs:eu", 160, 3); !slices.Equal(ids(got), []string{"b", "e", "c"}) {
+			t.Fatalf("nearest = %v", ids(got))
+		}
+		// e's deadline passes at 20s, a's silence at its heartbeat timeout.
+		if ok, err := p.Heartbeat(ctx, "cs:eu", "b", t0.Add(25*time.Second), hbTimeout); !ok || err != nil {
+			t.Fatal(ok, err)
+		}
+		got, err := p.ScanMany(ctx, "cs:eu", []Scan{WatchScan(t0.Add(20*time.Second), 10), WatchScan(t0.Add(hbTimeout+2*time.Second), 10)})
+		if err != nil || !slices.Equal(ids(got[0]), []string{"e"}) || !slices.Equal(ids(got[1]), []string{"e", "a", "c"}) {
+			t.Fatalf("watched = %v, %v", got, err)
+		}
+		if !got[1][1].Heartbeat.Equal(es[0].Enqueue) {
+			t.Fatalf("a silent ticket's heartbeat reads as its enqueue: %v", got[1][1].Heartbeat)
+		}
+		var near [][]Entry
+		if _, err := p.ScanMany(ctx, "cs:eu", []Scan{AnchorsScan(2, 2, &near)}); err != nil || len(near) != 2 ||
+			!slices.Equal(ids(near[0]), []string{"a", "b"}) || !slices.Equal(ids(near[1]), []string{"b", "e"}) {
+			t.Fatalf("anchors' candidates = %v, %v", near, err)
+		}
+		if part, e, found, err := p.Locate(ctx, []string{"cs:eu"}, "b"); err != nil || !found || part != "cs:eu" || !e.Heartbeat.Equal(t0.Add(25*time.Second)) {
+			t.Fatalf("locate = %s %+v %v %v", part, e, found, err)
+		}
+	})
+
+	t.Run("PromoteOffersPending", func(t *testing.T) {
+		p := newPool(t)
+		enq(t, p, "cp:eu/s0", entry("a", 1, 0, time.Minute), entry("b", 2, 10*time.Second, time.Minute))
+		if moved, err := p.Promote(ctx, "cp:eu/s0", "cp:eu/ov", t0.Add(5*time.Second), 10); err != nil || !slices.Equal(moved, []string{"a"}) {
+			t.Fatalf("promote = %v, %v", moved, err)
+		}
+		if sz, _ := p.Sizes(ctx, []string{"cp:eu/s0", "cp:eu/ov"}); !slices.Equal(sz, []int64{1, 1}) {
+			t.Fatalf("sizes after promote = %v", sz)
+		}
+		o := entry("o", 5, 0, time.Minute)
+		if n, err := p.Offer(ctx, "cp:us", "cp:eu", []Entry{o}, t0, t0.Add(10*time.Second)); err != nil || n != 1 {
+			t.Fatal(n, err)
+		}
+		if got, err := p.Offers(ctx, "cp:us", t0.Add(10*time.Second), 5); err != nil || len(got) != 1 || got[0].Home != "cp:eu" {
+			t.Fatalf("offers = %+v, %v", got, err)
+		}
+		if got, _ := p.Offers(ctx, "cp:us", t0.Add(11*time.Second), 5); len(got) != 0 {
+			t.Fatalf("expired offers = %+v", got)
+		}
+		_ = p.WithdrawOffers(ctx, "cp:us", "o")
+		if got, _ := p.Offers(ctx, "cp:us", t0, 5); len(got) != 0 {
+			t.Fatalf("withdrawn offers = %+v", got)
+		}
+		_ = p.AddPending(ctx, "cp:eu/s0", Pending{MatchID: "m2", AcceptBy: t0.Add(2 * time.Second)}, Pending{MatchID: "m1", AcceptBy: t0.Add(time.Second)})
+		if due, _ := p.PendingDue(ctx, "cp:eu", t0.Add(time.Second), 5); !slices.Equal(due, []string{"m1"}) {
+			t.Fatalf("due = %v", due)
+		}
+		_ = p.RemovePending(ctx, "cp:eu", "m1")
+		if all, _ := p.PendingDue(ctx, "cp:eu", time.Time{}, 0); !slices.Equal(all, []string{"m2"}) {
+			t.Fatalf("all pending = %v", all)
+		}
+	})
+
+	t.Run("LeasesCooldownsAllocationStats", func(t *testing.T) {
+		p := newPool(t)
+		tok, _ := p.AcquireLease(ctx, "cl:eu", "m1", time.Minute, 0)
+		if other, err := p.AcquireLease(ctx, "cl:eu", "m2", time.Minute, 0); other != 0 || err != nil {
+			t.Fatalf("acquire of a held lease = %d, %v", other, err)
+		}
+		if ok, _ := p.RenewLease(ctx, "cl:eu", "m2", tok, time.Minute); ok {
+			t.Fatal("renewed by another owner")
+		}
+		if ok, _ := p.RenewLease(ctx, "cl:eu", "m1", tok, time.Minute); !ok {
+			t.Fatal("renew by the owner refused")
+		}
+		if ok, _ := p.ReleaseLease(ctx, "cl:eu", "m1", tok+1); ok {
+			t.Fatal("released with a wrong token")
+		}
+		_ = p.SetCooldown(ctx, "cl", "zed", t0, 30*time.Second)
+		if d, _ := p.Cooldown(ctx, "cl", "zed", t0.Add(10*time.Second)); d != 20*time.Second {
+			t.Fatalf("cooldown = %v", d)
+		}
+		if d, _ := p.Cooldown(ctx, "cl", "zed", t0.Add(30*time.Second)); d != 0 {
+			t.Fatalf("cooldown at its end = %v", d)
+		}
+		_ = p.MarkAllocationFailure(ctx, "cl:eu", t0, time.Minute)
+		if f, _ := p.AllocationFailing(ctx, "cl:eu", t0.Add(59*time.Second)); !f {
+			t.Fatal("not failing within the minute")
+		}
+		if f, _ := p.AllocationFailing(ctx, "cl:eu", t0.Add(time.Minute)); f {
+			t.Fatal("failing after the minute")
+		}
+		_ = p.RememberSkill(ctx, "zed", 12.5)
+		if s, ok, _ := p.LastSkill(ctx, "zed"); !ok || s != 12.5 {
+			t.Fatalf("last skill = %v %v", s, ok)
+		}
+		at := t0.Add(time.Minute)
+		_ = p.RecordOutcomes(ctx, "cl:eu/s0", []time.Time{at}, []Outcome{{At: at, Wait: 1500 * time.Millisecond, Kind: OutcomeMatched}, {At: at, Wait: time.Second, Kind: OutcomeTimeout}})
+		outs, ms, err := p.Stats(ctx, "cl:eu")
+		if err != nil || len(outs) != 2 || outs[0].Kind != OutcomeTimeout || outs[1].Wait != 1500*time.Millisecond || len(ms) != 1 {
+			t.Fatalf("stats = %+v %v %v", outs, ms, err)
+		}
+	})
+
+	t.Run("RacingClaimAndCancel", func(t *testing.T) {
+		p := newPool(t)
+		claims, cancels := 0, 0
+		for i := range 200 {
+			part := "cx:eu"
+			e := entry("t"+string(rune('a'+i%26))+string(rune('a'+i/26)), float64(i), 0, time.Minute)
+			enq(t, p, part, e)
+			var wg sync.WaitGroup
+			var claimed, removed bool
+			wg.Add(2)
+			go func() { defer wg.Done(); r, _ := p.Claim(ctx, part, 0, "m", []Entry{e}); claimed = r.OK }()
+			go func() { defer wg.Done(); r, _ := p.RemoveEntry(ctx, []string{part}, e); removed = r.Removed }()
+			wg.Wait()
+			if claimed == removed {
+				t.Fatalf("round %d: claimed %v, removed %v: want exactly one", i, claimed, removed)
+			}
+			if claimed {
+				claims++
+			} else {
+				cancels++
+			}
+		}
+		t.Logf("claims %d, cancels %d", claims, cancels)
+	})
+}
+
+// The memory pool decides its hashes' and leases' expiries by its clock.
+func TestMemoryExpiriesByItsClock(t *testing.T) {
+	ctx := context.Background()
+	now := t0
+	p := NewMemory(func() time.Time { return now }, 5*time.Second)
+	a := entry("a", 1, 0, time.Minute)
+	if added, _ := p.Enqueue(ctx, "mx:eu", a, hashTTL, hbTimeout); !added {
+		t.Fatal("not added")
+	}
+	if r, _ := p.Claim(ctx, "mx:eu", 0, "m", []Entry{a}); !r.OK {
+		t.Fatal("not claimed")
+	}
+	now = now.Add(4 * time.Second)
+	if r, _ := p.RemoveEntry(ctx, []string{"mx:eu"}, a); r.ClaimedBy != "m" {
+		t.Fatalf("within the claim TTL = %+v", r)
+	}
+	now = now.Add(time.Second)
+	if added, _ := p.Enqueue(ctx, "mx:eu", a, hashTTL, hbTimeout); !added {
+		t.Fatal("the claim's mark outlived its TTL")
+	}
+	tok, _ := p.AcquireLease(ctx, "mx:eu", "m1", time.Second, 0)
+	now = now.Add(time.Second)
+	if ok, _ := p.RenewLease(ctx, "mx:eu", "m1", tok, time.Second); ok {
+		t.Fatal("renewed an expired lease")
+	}
+	if tok2, _ := p.AcquireLease(ctx, "mx:eu", "m2", time.Second, 0); tok2 != tok+1 {
+		t.Fatalf("take over = %d", tok2)
+	}
+}

@@ -1,0 +1,1101 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Memory is the live pool in memory, in pure Go: the contract of the Redis
+// Pool (the operations matcher.Pool lists) with the same semantics as its
+// scripts, for tests and runs on a virtual clock. It lives beside the Redis
+// pool, as the memory ledger beside the PostgreSQL one, because both speak
+// the same types (Entry, Scan, ClaimRequest…) and share their validation,
+// their member encoding and their orderings, so that the two cannot drift
+// apart on what an entry is.
+//
+// What the Redis pool leaves to Redis's expiries (ticket hashes, claim
+// marks, offers' hashes, leases) Memory decides by the clock it is given;
+// everything else by the caller's now, as the Redis pool does. One mutex
+// guards it all: every call is atomic, as a script is. Scans sort what they
+// read on each call, which is fine for the pools of tests and simulations,
+// not for a million waiting.
+type Memory struct {
+	clock    func() time.Time
+	claimTTL time.Duration
+
+	mu      sync.Mutex
+	parts   map[string]*memPart // by partition, sub-pools apart
+	tags    map[string]*memTag  // by (queue, region): what its pools share
+	cds     map[string]time.Time
+	skills  map[string]memSkill
+	leases  map[string]memLease
+	fences  map[string]int64
+	allocTo map[string]time.Time
+}
+
+type memPart struct {
+	pool   map[string]float64 // member → skill
+	enq    map[string]int64   // member → effective enqueue, unix ms
+	watch  map[string]int64   // member → when to look, unix ms
+	offers map[string]memOffer
+}
+
+type memTag struct {
+	tickets map[string]*memTicket // by ticket id
+	pending map[string]int64      // match id → accept by, unix ms
+	waits   []Outcome             // newest first
+	matches []time.Time           // newest first
+}
+
+// memTicket is a ticket hash: m "" is a hash a claim created without one.
+type memTicket struct {
+	m, state, match, from string
+	hb, fence             int64
+	until                 time.Time
+}
+
+type memOffer struct {
+	expiry int64
+	m      string
+	hb     int64
+	home   string
+	until  time.Time
+}
+
+type memSkill struct {
+	skill float64
+	until time.Time
+}
+
+type memLease struct {
+	owner string
+	token int64
+	until time.Time
+}
+
+// NewMemory returns an empty memory pool on clock (time.Now when nil),
+// keeping a claimed ticket's mark for claimTTL (DefaultClaimTTL when <= 0).
+func NewMemory(clock func() time.Time, claimTTL time.Duration) *Memory {
+	if clock == nil {
+		clock = time.Now
+	}
+	if claimTTL <= 0 {
+		claimTTL = DefaultClaimTTL
+	}
+	return &Memory{
+		clock: clock, claimTTL: claimTTL,
+		parts: map[string]*memPart{}, tags: map[string]*memTag{},
+		cds: map[string]time.Time{}, skills: map[string]memSkill{},
+		leases: map[string]memLease{}, fences: map[string]int64{}, allocTo: map[string]time.Time{},
+	}
+}
+
+func (p *Memory) part(partition string) *memPart {
+	pt := p.parts[partition]
+	if pt == nil {
+		pt = &memPart{pool: map[string]float64{}, enq: map[string]int64{}, watch: map[string]int64{}, offers: map[string]memOffer{}}
+		p.parts[partition] = pt
+	}
+	return pt
+}
+
+func (p *Memory) tag(partition string) *memTag {
+	tag, _ := splitPartition(partition)
+	t := p.tags[tag]
+	if t == nil {
+		t = &memTag{tickets: map[string]*memTicket{}, pending: map[string]int64{}}
+		p.tags[tag] = t
+	}
+	return t
+}
+
+// ticket is the live hash of a ticket, nil when there is none or it expired.
+func (p *Memory) ticket(partition, id string) *memTicket {
+	tg := p.tag(partition)
+	h := tg.tickets[id]
+	if h != nil && !p.clock().Before(h.until) {
+		delete(tg.tickets, id)
+		return nil
+	}
+	return h
+}
+
+func (pt *memPart) add(m string, skill float64, enq, watch int64) {
+	pt.pool[m], pt.enq[m], pt.watch[m] = skill, enq, watch
+}
+
+func (pt *memPart) del(m string) {
+	delete(pt.pool, m)
+	delete(pt.enq, m)
+	delete(pt.watch, m)
+}
+
+// byScore is the members of a set in its order: by score, then member.
+func byScore[S int64 | float64](set map[string]S) []string {
+	ms := make([]string, 0, len(set))
+	for m := range set {
+		ms = append(ms, m)
+	}
+	slices.SortFunc(ms, func(a, b string) int {
+		if set[a] != set[b] {
+			if set[a] < set[b] {
+				return -1
+			}
+			return 1
+		}
+		if a < b {
+			return -1
+		}
+		if a > b {
+			return 1
+		}
+		return 0
+	})
+	return ms
+}
+
+func parsed(ms []string) ([]Entry, error) {
+	out := make([]Entry, 0, len(ms))
+	for _, m := range ms {
+		e, err := parseMember(m)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+func anys(ms []string) []any {
+	out := make([]any, len(ms))
+	for i, m := range ms {
+		out[i] = m
+	}
+	return out
+}
+
+func msOf(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+func timeOf(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
+}
+
+// watchMS is watchAt in whole ms, as the scripts compute it.
+func watchMS(last, enq, dl int64, timeout time.Duration) int64 {
+	if last == 0 {
+		last = enq
+	}
+	if t := timeout.Milliseconds(); t > 0 && last+t < dl {
+		return last + t
+	}
+	return dl
+}
+
+// Enqueue is Pool.Enqueue.
+func (p *Memory) Enqueue(_ context.Context, partition string, e Entry, ttl, timeout time.Duration) (added bool, err error) {
+	defer wrap(&err, "enqueue %s in %s", e.TicketID, partition)
+	if err := checkPartition(partition); err != nil {
+		return false, err
+	}
+	if err := checkEntry(e); err != nil {
+		return false, err
+	}
+	if ttl < time.Millisecond {
+		return false, fmt.Errorf("ttl %v below 1ms", ttl)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ticket(partition, e.TicketID) != nil {
+		return false, nil
+	}
+	m := member(e)
+	p.tag(partition).tickets[e.TicketID] = &memTicket{m: m, state: "waiting", hb: msOf(e.Heartbeat), until: p.clock().Add(ttl)}
+	p.part(partition).add(m, e.Skill, e.Enqueue.UnixMilli(), watchMS(msOf(e.Heartbeat), e.Enqueue.UnixMilli(), e.Deadline.UnixMilli(), timeout))
+	return true, nil
+}
+
+// Claim is Pool.Claim.
+func (p *Memory) Claim(ctx context.Context, partition string, fence int64, matchID string, entries []Entry) (res ClaimResult, err error) {
+	defer wrap(&err, "claim %s in %s", matchID, partition)
+	if err := checkPartition(partition); err != nil {
+		return ClaimResult{}, err
+	}
+	reqs := []ClaimRequest{{MatchID: matchID, Entries: entries}}
+	if err := checkClaims(fence, reqs); err != nil {
+		return ClaimResult{}, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	rs, err := p.claim(partition, fence, reqs)
+	if err != nil {
+		return ClaimResult{}, err
+	}
+	return rs[0], nil
+}
+
+// ClaimMany is Pool.ClaimMany.
+func (p *Memory) ClaimMany(_ context.Context, partition string, fence int64, reqs []ClaimRequest, then ...Scan) ([]Claimed, [][]Entry, error) {
+	if err := checkPartition(partition); err != nil {
+		return nil, nil, fmt.Errorf("claim in %s: %w", partition, err)
+	}
+	if fence < 0 {
+		return nil, nil, fmt.Errorf("claim in %s: negative fence token %d", partition, fence)
+	}
+	if len(reqs) > 0 {
+		if err := checkClaims(fence, reqs); err != nil {
+			return nil, nil, fmt.Errorf("claim in %s: %w", partition, err)
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]Claimed, len(reqs))
+	if len(reqs) > 0 {
+		rs, err := p.claim(partition, fence, reqs)
+		for i := range reqs {
+			if err != nil {
+				out[i].Err = err
+			} else {
+				out[i].ClaimResult = rs[i]
+			}
+		}
+	}
+	read := make([][]Entry, len(then))
+	if len(then) > 0 {
+		if got, err := p.scanMany(partition, then); err == nil {
+			read = got
+		}
+	}
+	return out, read, nil
+}
+
+// checkClaims checks reqs as claimCall does.
+func checkClaims(fence int64, reqs []ClaimRequest) error {
+	if fence < 0 {
+		return fmt.Errorf("negative fence token %d", fence)
+	}
+	for _, r := range reqs {
+		if r.MatchID == "" {
+			return errors.New("empty match id")
+		}
+		if len(r.Entries) == 0 {
+			return fmt.Errorf("match %s: no tickets", r.MatchID)
+		}
+		for i, e := range r.Entries {
+			if err := checkEntry(e); err != nil {
+				return fmt.Errorf("match %s: %w", r.MatchID, err)
+			}
+			if slices.ContainsFunc(r.Entries[:i], func(o Entry) bool { return o.TicketID == e.TicketID }) {
+				return fmt.Errorf("match %s: ticket %s listed twice", r.MatchID, e.TicketID)
+			}
+		}
+	}
+	return nil
+}
+
+// claim is claim.lua: fenced, each group all or nothing, in order.
+func (p *Memory) claim(partition string, fence int64, reqs []ClaimRequest) ([]ClaimResult, error) {
+	if fence != 0 && p.fences[partition] != fence {
+		return nil, ErrStaleFence
+	}
+	pt, tg := p.part(partition), p.tag(partition)
+	taken := map[string]bool{}
+	out := make([]ClaimResult, len(reqs))
+	until := p.clock().Add(p.claimTTL)
+	for g, r := range reqs {
+		var missing []string
+		for _, e := range r.Entries {
+			m := member(e)
+			if _, in := pt.pool[m]; !in || taken[m] {
+				missing = append(missing, e.TicketID)
+			}
+		}
+		if missing != nil {
+			out[g] = ClaimResult{Missing: missing}
+			continue
+		}
+		for _, e := range r.Entries {
+			m := member(e)
+			taken[m] = true
+			h := p.ticket(partition, e.TicketID)
+			if h == nil {
+				h = &memTicket{}
+				tg.tickets[e.TicketID] = h
+			}
+			h.state, h.match, h.from, h.fence, h.until = "claimed", r.MatchID, partition, fence, until
+		}
+		out[g] = ClaimResult{OK: true}
+	}
+	for m := range taken {
+		pt.del(m)
+	}
+	return out, nil
+}
+
+// RemoveEntry is Pool.RemoveEntry (cancel.lua).
+func (p *Memory) RemoveEntry(_ context.Context, partitions []string, e Entry) (res RemoveResult, err error) {
+	defer wrap(&err, "remove %s from %v", e.TicketID, partitions)
+	hint := e.TicketID
+	if checkEntry(e) == nil {
+		hint = member(e)
+	} else if slices.Contains([]byte(e.TicketID), memberSep) {
+		return RemoveResult{}, fmt.Errorf("ticket id %q holds %q", e.TicketID, memberSep)
+	}
+	if err := checkSiblings(partitions); err != nil {
+		return RemoveResult{}, err
+	}
+	if e.TicketID == "" {
+		return RemoveResult{}, errors.New("empty ticket id")
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	h := p.ticket(partitions[0], e.TicketID)
+	var members []string
+	if h != nil && h.m != "" {
+		members = append(members, h.m)
+	}
+	if h == nil || hint != h.m {
+		members = append(members, hint)
+	}
+	for _, m := range members {
+		for _, part := range partitions {
+			if pt := p.part(part); hasMember(pt.pool, m) {
+				pt.del(m)
+				delete(p.tag(part).tickets, e.TicketID)
+				return RemoveResult{Removed: true}, nil
+			}
+		}
+	}
+	if h == nil || h.state != "claimed" {
+		delete(p.tag(partitions[0]).tickets, e.TicketID)
+		return RemoveResult{}, nil
+	}
+	return RemoveResult{ClaimedBy: h.match}, nil
+}
+
+func hasMember[S any](set map[string]S, m string) bool {
+	_, ok := set[m]
+	return ok
+}
+
+// Requeue is Pool.Requeue.
+func (p *Memory) Requeue(ctx context.Context, partition string, entries []Entry, ttl time.Duration, lost time.Time, timeout time.Duration) (int, error) {
+	return p.requeue(partition, nil, false, entries, ttl, lost, timeout)
+}
+
+// RequeueGuarded is Pool.RequeueGuarded.
+func (p *Memory) RequeueGuarded(ctx context.Context, partition string, siblings []string, entries []Entry, ttl time.Duration, lost time.Time, timeout time.Duration) (int, error) {
+	return p.requeue(partition, siblings, false, entries, ttl, lost, timeout)
+}
+
+// RequeueMissing is Pool.RequeueMissing.
+func (p *Memory) RequeueMissing(ctx context.Context, partition string, siblings []string, entries []Entry, ttl time.Duration, lost time.Time, timeout time.Duration) (int, error) {
+	return p.requeue(partition, siblings, true, entries, ttl, lost, timeout)
+}
+
+// requeue is requeue.lua.
+func (p *Memory) requeue(partition string, siblings []string, deadOnly bool, entries []Entry, ttl time.Duration, lost time.Time, timeout time.Duration) (n int, err error) {
+	defer wrap(&err, "requeue %d tickets in %s", len(entries), partition)
+	if err := checkPartition(partition); err != nil {
+		return 0, err
+	}
+	siblings = slices.DeleteFunc(slices.Clone(siblings), func(s string) bool { return s == partition })
+	if len(siblings) > 0 {
+		if err := checkSiblings(append([]string{partition}, siblings...)); err != nil {
+			return 0, err
+		}
+	}
+	if len(entries) == 0 {
+		return 0, nil
+	}
+	if ttl < time.Millisecond {
+		return 0, fmt.Errorf("ttl %v below 1ms", ttl)
+	}
+	seen := make(map[string]struct{}, len(entries))
+	for _, e := range entries {
+		if err := checkEntry(e); err != nil {
+			return 0, err
+		}
+		if _, dup := seen[e.TicketID]; dup {
+			return 0, fmt.Errorf("ticket %s listed twice", e.TicketID)
+		}
+		seen[e.TicketID] = struct{}{}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pt, tg := p.part(partition), p.tag(partition)
+	fence := p.fences[partition]
+	lostMS := msOf(lost)
+	until := p.clock().Add(ttl)
+	for _, e := range entries {
+		m := member(e)
+		h := p.ticket(partition, e.TicketID)
+		if p.elsewhere(partition, siblings, deadOnly, fence, e.TicketID, m, h) {
+			continue
+		}
+		hb := msOf(e.Heartbeat)
+		if lostMS > hb && (h == nil || h.m == "") {
+			hb = lostMS
+		}
+		if h == nil {
+			h = &memTicket{}
+			tg.tickets[e.TicketID] = h
+		}
+		if h.m != "" && h.m != m {
+			pt.del(h.m)
+		}
+		if hb > h.hb {
+			h.hb = hb
+		}
+		h.m, h.state, h.match, h.from, h.fence, h.until = m, "waiting", "", "", 0, until
+		if !hasMember(pt.pool, m) {
+			n++
+		}
+		pt.add(m, e.Skill, e.Enqueue.UnixMilli(), watchMS(h.hb, e.Enqueue.UnixMilli(), e.Deadline.UnixMilli(), timeout))
+	}
+	return n, nil
+}
+
+// elsewhere is requeue.lua's guard: whether the ticket is kept out of
+// partition.
+func (p *Memory) elsewhere(partition string, siblings []string, deadOnly bool, fence int64, id, m string, h *memTicket) bool {
+	if h != nil && h.state == "claimed" {
+		if h.from != "" && h.from != partition && (len(siblings) > 0 || deadOnly) {
+			return true
+		}
+		if deadOnly && h.fence >= fence {
+			return true
+		}
+	}
+	for _, s := range siblings {
+		sp := p.part(s)
+		if hasMember(sp.pool, m) || (h != nil && h.m != "" && hasMember(sp.pool, h.m)) || hasMember(sp.pool, id) {
+			return true
+		}
+	}
+	return false
+}
+
+// Heartbeat is Pool.Heartbeat.
+func (p *Memory) Heartbeat(ctx context.Context, partition, ticketID string, at time.Time, timeout time.Duration) (bool, error) {
+	return p.HeartbeatAny(ctx, []string{partition}, ticketID, at, timeout)
+}
+
+// HeartbeatAny is Pool.HeartbeatAny (heartbeat.lua).
+func (p *Memory) HeartbeatAny(_ context.Context, partitions []string, ticketID string, at time.Time, timeout time.Duration) (ok bool, err error) {
+	defer wrap(&err, "heartbeat %s in %v", ticketID, partitions)
+	if err := checkSiblings(partitions); err != nil {
+		return false, err
+	}
+	if ticketID == "" {
+		return false, errors.New("empty ticket id")
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	h := p.ticket(partitions[0], ticketID)
+	if h == nil || h.state != "waiting" {
+		return false, nil
+	}
+	if a := at.UnixMilli(); a > h.hb {
+		h.hb = a
+	}
+	e, err := parseMember(h.m)
+	if err != nil {
+		return true, nil
+	}
+	w := watchMS(h.hb, h.hb, e.Deadline.UnixMilli(), timeout)
+	for _, part := range partitions {
+		if pt := p.part(part); hasMember(pt.pool, h.m) {
+			pt.watch[h.m] = w
+		}
+	}
+	return true, nil
+}
+
+// ScanMany is Pool.ScanMany.
+func (p *Memory) ScanMany(_ context.Context, partition string, scans []Scan) (out [][]Entry, err error) {
+	defer wrap(&err, "scan %s", partition)
+	if err := checkPartition(partition); err != nil {
+		return nil, err
+	}
+	for _, s := range scans {
+		if s.mode == "nearest" && (math.IsNaN(s.skill) || math.IsInf(s.skill, 0)) {
+			return nil, fmt.Errorf("nearest: skill %v not finite", s.skill)
+		}
+	}
+	if len(scans) == 0 {
+		return nil, nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.scanMany(partition, scans)
+}
+
+// scanMany is scan.lua, its reply read as scanResults reads it.
+func (p *Memory) scanMany(partition string, scans []Scan) (_ [][]Entry, err error) {
+	for _, s := range scans {
+		if s.near != nil {
+			*s.near = nil
+		}
+	}
+	pt, tg := p.part(partition), p.tag(partition)
+	var bySkill []string // the pool in skill order, once per call
+	rank := func() map[string]int {
+		r := make(map[string]int, len(bySkill))
+		for i, m := range bySkill {
+			r[m] = i
+		}
+		return r
+	}
+	var ranks map[string]int
+	skillOrder := func() {
+		if bySkill == nil {
+			bySkill = byScore(pt.pool)
+			ranks = rank()
+		}
+	}
+	around := func(n, c int) []any {
+		lo, hi := max(c-n, 0), min(c+n, len(bySkill))
+		if lo >= hi {
+			return nil
+		}
+		return anys(bySkill[lo:hi])
+	}
+	out := make([][]Entry, len(scans))
+	for i, s := range scans {
+		if s.n <= 0 {
+			continue
+		}
+		switch s.mode {
+		case "oldest", "anchors":
+			ms := byScore(pt.enq)
+			ms = ms[:min(s.n, len(ms))]
+			if out[i], err = parsed(ms); err != nil {
+				return nil, err
+			}
+			if s.mode == "anchors" && len(ms) == s.n {
+				skillOrder()
+				near := make([][]Entry, len(ms))
+				for j, m := range ms {
+					near[j] = []Entry{}
+					if r, in := ranks[m]; in {
+						if near[j], err = closestMembers(around(s.limit, r+1), out[i][j].Skill, s.limit); err != nil {
+							return nil, err
+						}
+					}
+				}
+				*s.near = near
+			}
+		case "watch":
+			now, err := strconv.ParseInt(s.params[0], 10, 64)
+			if err != nil {
+				return nil, err
+			}
+			var es []Entry
+			for _, m := range byScore(pt.watch) {
+				if pt.watch[m] > now || len(es) == s.n {
+					break
+				}
+				e, err := parseMember(m)
+				if err != nil {
+					return nil, err
+				}
+				if h := tg.tickets[e.TicketID]; h != nil && h.m == m && p.clock().Before(h.until) {
+					e.Heartbeat = timeOf(h.hb)
+				} else {
+					e = Entry{TicketID: e.TicketID}
+				}
+				if e.Heartbeat.IsZero() {
+					e.Heartbeat = e.Enqueue
+				}
+				es = append(es, e)
+			}
+			out[i] = es
+		case "window":
+			lo, _ := strconv.ParseFloat(s.params[0], 64)
+			hi, _ := strconv.ParseFloat(s.params[1], 64)
+			skillOrder()
+			es := []Entry{}
+			for _, m := range bySkill {
+				if sk := pt.pool[m]; sk >= lo && sk <= hi && len(es) < s.n {
+					e, err := parseMember(m)
+					if err != nil {
+						return nil, err
+					}
+					es = append(es, e)
+				}
+			}
+			out[i] = es
+		case "nearest":
+			skillOrder()
+			c := -1
+			if len(s.params) > 1 && s.params[1] != "" {
+				if r, in := ranks[s.params[1]]; in {
+					c = r + 1
+				}
+			}
+			if c < 0 {
+				c, _ = slices.BinarySearchFunc(bySkill, s.skill, func(m string, sk float64) int {
+					if pt.pool[m] <= sk {
+						return -1
+					}
+					return 1
+				})
+			}
+			if out[i], err = closestMembers(around(s.n, c), s.skill, s.n); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, fmt.Errorf("scan: unknown mode %s", s.mode)
+		}
+	}
+	return out, nil
+}
+
+// Oldest is Pool.Oldest.
+func (p *Memory) Oldest(ctx context.Context, partition string, n int) ([]Entry, error) {
+	return p.scan(ctx, partition, OldestScan(n))
+}
+
+// Nearest is Pool.Nearest.
+func (p *Memory) Nearest(ctx context.Context, partition string, skill float64, n int) ([]Entry, error) {
+	if math.IsNaN(skill) || math.IsInf(skill, 0) {
+		return nil, fmt.Errorf("scan nearest of %s: skill %v not finite", partition, skill)
+	}
+	return p.scan(ctx, partition, NearestScan(skill, n))
+}
+
+// Window is Pool.Window.
+func (p *Memory) Window(ctx context.Context, partition string, lo, hi float64, n int) ([]Entry, error) {
+	if math.IsNaN(lo) || math.IsNaN(hi) {
+		return nil, fmt.Errorf("scan window of %s: NaN bound", partition)
+	}
+	return p.scan(ctx, partition, Scan{mode: "window", n: n, params: []string{score(lo), score(hi)}})
+}
+
+func (p *Memory) scan(ctx context.Context, partition string, s Scan) ([]Entry, error) {
+	if err := checkPartition(partition); err != nil {
+		return nil, fmt.Errorf("scan %s of %s: %w", s.mode, partition, err)
+	}
+	if s.n <= 0 {
+		return nil, nil
+	}
+	out, err := p.ScanMany(ctx, partition, []Scan{s})
+	if err != nil {
+		return nil, err
+	}
+	return out[0], nil
+}
+
+// Size is Pool.Size.
+func (p *Memory) Size(_ context.Context, partition string) (int64, error) {
+	if err := checkPartition(partition); err != nil {
+		return 0, fmt.Errorf("size of %s: %w", partition, err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return int64(len(p.part(partition).pool)), nil
+}
+
+// Sizes is Pool.Sizes.
+func (p *Memory) Sizes(ctx context.Context, partitions []string) ([]int64, error) {
+	for _, part := range partitions {
+		if err := checkPartition(part); err != nil {
+			return nil, fmt.Errorf("sizes: %w", err)
+		}
+	}
+	if len(partitions) == 0 {
+		return nil, nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]int64, len(partitions))
+	for i, part := range partitions {
+		out[i] = int64(len(p.part(part).pool))
+	}
+	return out, nil
+}
+
+// Members is Pool.Members.
+func (p *Memory) Members(_ context.Context, partition string) ([]Entry, error) {
+	if err := checkPartition(partition); err != nil {
+		return nil, fmt.Errorf("members of %s: %w", partition, err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return parsed(byScore(p.part(partition).pool))
+}
+
+// Rewatch is Pool.Rewatch.
+func (p *Memory) Rewatch(_ context.Context, partition string, es []Entry, timeout time.Duration) (n int, err error) {
+	if err := checkPartition(partition); err != nil {
+		return 0, fmt.Errorf("rewatch %s: %w", partition, err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pt := p.part(partition)
+	for _, e := range es {
+		if e.UserID == "" || checkEntry(e) != nil {
+			continue
+		}
+		if m := member(e); hasMember(pt.pool, m) && !hasMember(pt.watch, m) {
+			pt.watch[m] = watchAt(e, timeout).UnixMilli()
+			n++
+		}
+	}
+	return n, nil
+}
+
+// DropLegacy is Pool.DropLegacy: a memory pool has no older layout.
+func (p *Memory) DropLegacy(_ context.Context, partition string) error {
+	if err := checkPartition(partition); err != nil {
+		return fmt.Errorf("drop legacy sets of %s: %w", partition, err)
+	}
+	return nil
+}
+
+// Locate is Pool.Locate.
+func (p *Memory) Locate(_ context.Context, partitions []string, ticketID string) (string, Entry, bool, error) {
+	if err := checkSiblings(partitions); err != nil {
+		return "", Entry{}, false, fmt.Errorf("locate %s: %w", ticketID, err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	h := p.ticket(partitions[0], ticketID)
+	if h == nil || h.m == "" {
+		return "", Entry{}, false, nil
+	}
+	for _, part := range partitions {
+		if hasMember(p.part(part).pool, h.m) {
+			e, err := parseMember(h.m)
+			if err != nil {
+				return "", Entry{}, false, fmt.Errorf("locate %s: %w", ticketID, err)
+			}
+			e.Heartbeat = timeOf(h.hb)
+			return part, e, true, nil
+		}
+	}
+	return "", Entry{}, false, nil
+}
+
+// Promote is Pool.Promote (promote.lua).
+func (p *Memory) Promote(_ context.Context, from, to string, cutoff time.Time, n int) (moved []string, err error) {
+	defer wrap(&err, "promote from %s to %s", from, to)
+	if err := checkSiblings([]string{from, to}); err != nil {
+		return nil, err
+	}
+	if from == to {
+		return nil, errors.New("same pool")
+	}
+	if n <= 0 {
+		return nil, nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	f, t := p.part(from), p.part(to)
+	moved = []string{}
+	for _, m := range byScore(f.enq) {
+		if f.enq[m] > cutoff.UnixMilli() || len(moved) == n {
+			break
+		}
+		t.add(m, f.pool[m], f.enq[m], f.watch[m])
+		f.del(m)
+		moved = append(moved, memberID(m))
+	}
+	return moved, nil
+}
+
+// Offer is Pool.Offer (offer.lua).
+func (p *Memory) Offer(_ context.Context, to, home string, entries []Entry, now, expiry time.Time) (n int, err error) {
+	defer wrap(&err, "offer %d tickets of %s to %s", len(entries), home, to)
+	if err := checkPartition(to); err != nil {
+		return 0, err
+	}
+	if err := checkPartition(home); err != nil {
+		return 0, err
+	}
+	if len(entries) == 0 {
+		return 0, nil
+	}
+	if !expiry.After(now) {
+		return 0, errors.New("expiry not after now")
+	}
+	seen := make(map[string]bool, len(entries))
+	for _, e := range entries {
+		if err := checkEntry(e); err != nil {
+			return 0, err
+		}
+		if seen[e.TicketID] {
+			return 0, fmt.Errorf("ticket %s listed twice", e.TicketID)
+		}
+		seen[e.TicketID] = true
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pt := p.part(to)
+	for id, o := range pt.offers {
+		if o.expiry < now.UnixMilli() {
+			delete(pt.offers, id)
+		}
+	}
+	until := p.clock().Add(expiry.Sub(now) + time.Second)
+	for _, e := range entries {
+		pt.offers[e.TicketID] = memOffer{expiry: expiry.UnixMilli(), m: member(e), hb: msOf(e.Heartbeat), home: home, until: until}
+	}
+	return len(entries), nil
+}
+
+// Offers is Pool.Offers.
+func (p *Memory) Offers(_ context.Context, partition string, now time.Time, n int) ([]Entry, error) {
+	if err := checkPartition(partition); err != nil {
+		return nil, fmt.Errorf("offers of %s: %w", partition, err)
+	}
+	if n <= 0 {
+		return nil, nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pt := p.part(partition)
+	exp := make(map[string]int64, len(pt.offers))
+	for id, o := range pt.offers {
+		if o.expiry >= now.UnixMilli() {
+			exp[id] = o.expiry
+		}
+	}
+	var es []Entry
+	clock := p.clock()
+	for _, id := range byScore(exp)[:min(n, len(exp))] {
+		o := pt.offers[id]
+		if !clock.Before(o.until) {
+			continue // its hash expired
+		}
+		e, err := parseMember(o.m)
+		if err != nil {
+			return nil, fmt.Errorf("offers of %s: %w", partition, err)
+		}
+		e.Heartbeat, e.Home = timeOf(o.hb), o.home
+		es = append(es, e)
+	}
+	return es, nil
+}
+
+// WithdrawOffers is Pool.WithdrawOffers.
+func (p *Memory) WithdrawOffers(_ context.Context, partition string, ticketIDs ...string) error {
+	if err := checkPartition(partition); err != nil {
+		return fmt.Errorf("withdraw offers from %s: %w", partition, err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, id := range ticketIDs {
+		delete(p.part(partition).offers, id)
+	}
+	return nil
+}
+
+// AddPending is Pool.AddPending.
+func (p *Memory) AddPending(_ context.Context, partition string, ms ...Pending) error {
+	if err := checkPartition(partition); err != nil {
+		return fmt.Errorf("add pending: %w", err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, m := range ms {
+		p.tag(partition).pending[m.MatchID] = m.AcceptBy.UnixMilli()
+	}
+	return nil
+}
+
+// RemovePending is Pool.RemovePending.
+func (p *Memory) RemovePending(_ context.Context, partition string, matchIDs ...string) error {
+	if err := checkPartition(partition); err != nil {
+		return fmt.Errorf("remove pending: %w", err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, id := range matchIDs {
+		delete(p.tag(partition).pending, id)
+	}
+	return nil
+}
+
+// PendingDue is Pool.PendingDue.
+func (p *Memory) PendingDue(_ context.Context, partition string, now time.Time, n int) ([]string, error) {
+	if err := checkPartition(partition); err != nil {
+		return nil, fmt.Errorf("pending of %s: %w", partition, err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pend := p.tag(partition).pending
+	ids := []string{}
+	for _, id := range byScore(pend) {
+		if n > 0 && (pend[id] > now.UnixMilli() || len(ids) == n) {
+			break
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+// AcquireLease is Pool.AcquireLease, its expiry by the pool's clock.
+func (p *Memory) AcquireLease(_ context.Context, partition, owner string, ttl time.Duration, floor int64) (int64, error) {
+	if err := checkLease(partition, owner, ttl); err != nil {
+		return 0, fmt.Errorf("acquire lease of %s: %w", partition, err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.clock()
+	if l, ok := p.leases[partition]; ok && now.Before(l.until) {
+		return 0, nil
+	}
+	token := max(p.fences[partition]+1, floor+1)
+	p.fences[partition] = token
+	p.leases[partition] = memLease{owner: owner, token: token, until: now.Add(ttl)}
+	return token, nil
+}
+
+// RenewLease is Pool.RenewLease.
+func (p *Memory) RenewLease(_ context.Context, partition, owner string, token int64, ttl time.Duration) (bool, error) {
+	if err := checkLease(partition, owner, ttl); err != nil {
+		return false, fmt.Errorf("renew lease of %s: %w", partition, err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.clock()
+	l, ok := p.leases[partition]
+	if !ok || !now.Before(l.until) || l.owner != owner || l.token != token || p.fences[partition] != token {
+		return false, nil
+	}
+	l.until = now.Add(ttl)
+	p.leases[partition] = l
+	return true, nil
+}
+
+// ReleaseLease is Pool.ReleaseLease.
+func (p *Memory) ReleaseLease(_ context.Context, partition, owner string, token int64) (bool, error) {
+	if err := checkLease(partition, owner, time.Millisecond); err != nil {
+		return false, fmt.Errorf("release lease of %s: %w", partition, err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	l, ok := p.leases[partition]
+	if !ok || !p.clock().Before(l.until) || l.owner != owner || l.token != token {
+		return false, nil
+	}
+	delete(p.leases, partition)
+	return true, nil
+}
+
+// SetCooldown is Pool.SetCooldown.
+func (p *Memory) SetCooldown(_ context.Context, queue, userID string, now time.Time, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cds[queue+"\x00"+userID] = time.UnixMilli(now.Add(d).UnixMilli())
+	return nil
+}
+
+// Cooldown is Pool.Cooldown.
+func (p *Memory) Cooldown(_ context.Context, queue, userID string, now time.Time) (time.Duration, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	until, ok := p.cds[queue+"\x00"+userID]
+	if !ok {
+		return 0, nil
+	}
+	return max(0, until.Sub(now)), nil
+}
+
+// RememberSkill is Pool.RememberSkill.
+func (p *Memory) RememberSkill(_ context.Context, userID string, skill float64) error {
+	if math.IsNaN(skill) || math.IsInf(skill, 0) {
+		return fmt.Errorf("remember skill of %s: %v not finite", userID, skill)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.skills[userID] = memSkill{skill: skill, until: p.clock().Add(lastSkillTTL)}
+	return nil
+}
+
+// LastSkill is Pool.LastSkill.
+func (p *Memory) LastSkill(_ context.Context, userID string) (float64, bool, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s, ok := p.skills[userID]
+	if !ok || !p.clock().Before(s.until) {
+		return 0, false, nil
+	}
+	return s.skill, true, nil
+}
+
+// MarkAllocationFailure is Pool.MarkAllocationFailure.
+func (p *Memory) MarkAllocationFailure(_ context.Context, partition string, now time.Time, ttl time.Duration) error {
+	if err := checkPartition(partition); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.allocTo[partition] = time.UnixMilli(now.Add(max(ttl, time.Millisecond)).UnixMilli())
+	return nil
+}
+
+// AllocationFailing is Pool.AllocationFailing.
+func (p *Memory) AllocationFailing(_ context.Context, partition string, now time.Time) (bool, error) {
+	if err := checkPartition(partition); err != nil {
+		return false, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.allocTo[partition].After(now), nil
+}
+
+// RecordOutcomes is Pool.RecordOutcomes.
+func (p *Memory) RecordOutcomes(_ context.Context, partition string, matchAts []time.Time, outcomes []Outcome) error {
+	if err := checkPartition(partition); err != nil {
+		return fmt.Errorf("record outcomes: %w", err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	tg := p.tag(partition)
+	for _, o := range outcomes {
+		o = Outcome{At: time.UnixMilli(o.At.UnixMilli()), Wait: time.Duration(o.Wait.Milliseconds()) * time.Millisecond, Kind: o.Kind}
+		tg.waits = append([]Outcome{o}, tg.waits[:min(len(tg.waits), StatsCap-1)]...)
+	}
+	for _, at := range matchAts {
+		tg.matches = append([]time.Time{time.UnixMilli(at.UnixMilli())}, tg.matches[:min(len(tg.matches), StatsCap-1)]...)
+	}
+	return nil
+}
+
+// Stats is Pool.Stats.
+func (p *Memory) Stats(_ context.Context, partition string) ([]Outcome, []time.Time, error) {
+	if err := checkPartition(partition); err != nil {
+		return nil, nil, fmt.Errorf("stats: %w", err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	tg := p.tag(partition)
+	var outs []Outcome
+	var ms []time.Time
+	if len(tg.waits) > 0 {
+		outs = slices.Clone(tg.waits)
+	}
+	if len(tg.matches) > 0 {
+		ms = slices.Clone(tg.matches)
+	}
+	return outs, ms, nil
+}
