@@ -9,9 +9,9 @@ import (
 
 // Pool is the live pool as the matcher uses it: exactly the operations
 // Service, Engine, Runner and the reconciler call. matcher/pool's Redis pool
-// (its Lua scripts) is the one a server runs; matcher/pool/memory holds the
-// same contract in memory. matcher/pool/pooltest is the contract's test
-// suite, which both pass; the doc of each method is the Redis pool's.
+// (its Lua scripts) is the one a server runs; pool.Memory holds the same
+// contract in memory. matcher/pool's contract_test.go is the contract's
+// test suite, which both pass; the doc of each method is the Redis pool's.
 //
 // Every decision that depends on time takes the caller's now (the matcher's
 // injected clock), never the pool's own: a memory pool then runs on a

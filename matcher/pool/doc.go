@@ -74,8 +74,8 @@
 // matcher clock follows (internal/clock syncs with Redis TIME): a ticket
 // hash's TTL (while it lives an enqueue of the ticket is a no-op, and a
 // claim's mark answers a losing cancel), an offer's hash, and the
-// partition lease's TTL. The memory pool (matcher/pool/memory) decides
-// those by the clock it is given.
+// partition lease's TTL. The memory pool (Memory) decides those by the
+// clock it is given.
 //
 // Concurrency: a Pool is safe for concurrent use. Writers of one partition need
 // no coordination among themselves for correctness of a single call; the
