@@ -10,6 +10,11 @@ import (
 // timeout), plus a margin.
 const leakGrace = 20 * time.Second
 
+// readLag is how long after its sender was killed -9 the fleet manager may
+// still read an allocation request (it was in the socket's buffers, and the
+// machine is loaded): seen 120 ms.
+const readLag = time.Second
+
 // checkFleet holds the fleet manager's record against the matches: every
 // committed match has the server the fleet manager handed to it, never
 // released and in no other committed match; every server handed to a match
@@ -54,7 +59,9 @@ func (c *checker) checkFleet() {
 			st.ReleasedUnused++
 			continue
 		}
-		if k, ok := c.killedAt[a.Proc]; ok && k.After(a.At) && k.Sub(a.At) <= leakGrace {
+		// A request written just before a kill -9 may still be read (and
+		// answered into a dead socket) after it: up to readLag later.
+		if k, ok := c.killedAt[a.Proc]; ok && k.After(a.At.Add(-readLag)) && k.Sub(a.At) <= leakGrace {
 			st.LeakedByKill++
 			continue
 		}
