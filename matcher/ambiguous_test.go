@@ -288,27 +288,8 @@ func (l *landThenDown) CommitMatches(ctx context.Context, ms []matcher.Match, ep
 // landed, keeps the servers, indexes the accept windows, leaves the players
 // out of the pool, and each player is told once.
 func TestAmbiguousCommitOnPostgres(t *testing.T) {
-	pgURL := pgtest.NewURL(t)
-	u, err := url.Parse(pgURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	host := u.Host
-	if _, _, err := net.SplitHostPort(host); err != nil {
-		host = net.JoinHostPort(host, "5432")
-	}
-	proxy := faultproxy.New(t, host)
-	u.Host = proxy.Addr()
 	ctx := context.Background()
-	pg, err := pgxpool.New(ctx, u.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pg.Close)
-	if err := ledger.Migrate(ctx, pg); err != nil {
-		t.Fatal(err)
-	}
-	led := ledger.NewPostgres(pg)
+	led, proxy := proxiedLedger(t)
 	var rdb redis.UniversalClient = redistest.Real(t)
 	for round := range 20 {
 		h := newHarnessWith(t, windowQueue(), rdb, redistest.Prefix(t), led)
@@ -331,27 +312,8 @@ func TestAmbiguousCommitOnPostgres(t *testing.T) {
 // commit and its retries: nothing is released or requeued; the next pass,
 // with the record back, commits the matches and tells every player once.
 func TestUnreachableCommitOnPostgresSettledNextPass(t *testing.T) {
-	pgURL := pgtest.NewURL(t)
-	u, err := url.Parse(pgURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	host := u.Host
-	if _, _, err := net.SplitHostPort(host); err != nil {
-		host = net.JoinHostPort(host, "5432")
-	}
-	proxy := faultproxy.New(t, host)
-	u.Host = proxy.Addr()
 	ctx := context.Background()
-	pg, err := pgxpool.New(ctx, u.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pg.Close)
-	if err := ledger.Migrate(ctx, pg); err != nil {
-		t.Fatal(err)
-	}
-	led := ledger.NewPostgres(pg)
+	led, proxy := proxiedLedger(t)
 	h := newHarnessWith(t, windowQueue(), redistest.Real(t), redistest.Prefix(t), led)
 	alloc := &fakeAllocator{}
 	pub := &publisher{led: led, found: map[string]int{}}
@@ -385,4 +347,30 @@ func TestUnreachableCommitOnPostgresSettledNextPass(t *testing.T) {
 		t.Fatalf("next tick = %+v, %v; want the 2 matches committed", res, err)
 	}
 	checkLanded(t, h, led, pub, alloc, tickets)
+}
+
+// proxiedLedger is a PostgreSQL ledger in a fresh schema reached through a
+// fault proxy.
+func proxiedLedger(t *testing.T) (*ledger.Postgres, *faultproxy.Proxy) {
+	t.Helper()
+	u, err := url.Parse(pgtest.NewURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := u.Host
+	if _, _, err := net.SplitHostPort(host); err != nil {
+		host = net.JoinHostPort(host, "5432")
+	}
+	proxy := faultproxy.New(t, host)
+	u.Host = proxy.Addr()
+	ctx := context.Background()
+	pg, err := pgxpool.New(ctx, u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pg.Close)
+	if err := ledger.Migrate(ctx, pg); err != nil {
+		t.Fatal(err)
+	}
+	return ledger.NewPostgres(pg), proxy
 }
