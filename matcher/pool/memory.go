@@ -409,20 +409,9 @@ func (p *Memory) RequeueMissing(ctx context.Context, partition string, siblings 
 // requeue is requeue.lua.
 func (p *Memory) requeue(partition string, siblings []string, deadOnly bool, entries []Entry, ttl time.Duration, lost time.Time, timeout time.Duration) (n int, err error) {
 	defer wrap(&err, "requeue %d tickets in %s", len(entries), partition)
-	if err := checkPartition(partition); err != nil {
+	siblings, err = checkRequeue(partition, siblings, ttl)
+	if err != nil || len(entries) == 0 {
 		return 0, err
-	}
-	siblings = slices.DeleteFunc(slices.Clone(siblings), func(s string) bool { return s == partition })
-	if len(siblings) > 0 {
-		if err := checkSiblings(append([]string{partition}, siblings...)); err != nil {
-			return 0, err
-		}
-	}
-	if len(entries) == 0 {
-		return 0, nil
-	}
-	if ttl < time.Millisecond {
-		return 0, fmt.Errorf("ttl %v below 1ms", ttl)
 	}
 	seen := make(map[string]struct{}, len(entries))
 	for _, e := range entries {

@@ -490,22 +490,29 @@ func (p *Pool) RequeueMissing(ctx context.Context, partition string, siblings []
 	return p.requeue(ctx, partition, siblings, true, entries, ttl, lost, timeout)
 }
 
-func (p *Pool) requeue(ctx context.Context, partition string, siblings []string, deadOnly bool, entries []Entry, ttl time.Duration, lost time.Time, timeout time.Duration) (n int, err error) {
-	defer wrap(&err, "requeue %d tickets in %s", len(entries), partition)
+// checkRequeue checks a requeue's partition, siblings (partition itself
+// left out of them) and ttl, for both pools.
+func checkRequeue(partition string, siblings []string, ttl time.Duration) ([]string, error) {
 	if err := checkPartition(partition); err != nil {
-		return 0, err
+		return nil, err
 	}
 	siblings = slices.DeleteFunc(slices.Clone(siblings), func(s string) bool { return s == partition })
 	if len(siblings) > 0 {
 		if err := checkSiblings(append([]string{partition}, siblings...)); err != nil {
-			return 0, err
+			return nil, err
 		}
 	}
-	if len(entries) == 0 {
-		return 0, nil
-	}
 	if ttl < time.Millisecond {
-		return 0, fmt.Errorf("ttl %v below 1ms", ttl)
+		return nil, fmt.Errorf("ttl %v below 1ms", ttl)
+	}
+	return siblings, nil
+}
+
+func (p *Pool) requeue(ctx context.Context, partition string, siblings []string, deadOnly bool, entries []Entry, ttl time.Duration, lost time.Time, timeout time.Duration) (n int, err error) {
+	defer wrap(&err, "requeue %d tickets in %s", len(entries), partition)
+	siblings, err = checkRequeue(partition, siblings, ttl)
+	if err != nil || len(entries) == 0 {
+		return 0, err
 	}
 	keys := make([]string, 0, 4+len(entries)+len(siblings))
 	keys = append(keys, p.setKeys(partition)...)
