@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/matchgate/matchgate/matcher"
+	"github.com/matchgate/matchgate/protocol"
 )
 
 // JSON from clients is decoded strictly, REST bodies and WebSocket frames
@@ -342,13 +343,13 @@ func decodeFrame(data []byte) (inbound, error) {
 func foreignField(in inbound) string {
 	var allowed string
 	switch in.Type {
-	case "join":
+	case protocol.FrameJoin:
 		allowed = "queue region attributes"
-	case "cancel":
+	case protocol.FrameCancel:
 		allowed = "ticketId"
-	case "accept", "decline":
+	case protocol.FrameAccept, protocol.FrameDecline:
 		allowed = "matchId"
-	case "status", "ping":
+	case protocol.FrameStatus, protocol.FramePing:
 		allowed = ""
 	default:
 		return "" // unknown types are refused by dispatch

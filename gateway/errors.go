@@ -13,25 +13,8 @@ import (
 	"time"
 
 	"github.com/matchgate/matchgate/matcher"
+	"github.com/matchgate/matchgate/protocol"
 )
-
-// httpStatus is the one table that maps domain codes to HTTP statuses. The
-// WebSocket protocol sends the same codes in error frames. A code missing
-// here is treated as INTERNAL.
-var httpStatus = map[matcher.Code]int{
-	matcher.CodeBadRequest:       http.StatusBadRequest,
-	matcher.CodeUnknownQueue:     http.StatusBadRequest,
-	matcher.CodeUnauthorized:     http.StatusUnauthorized,
-	matcher.CodeForbidden:        http.StatusForbidden,
-	matcher.CodeNotFound:         http.StatusNotFound,
-	matcher.CodeAlreadyQueued:    http.StatusConflict,
-	matcher.CodeAlreadyMatched:   http.StatusConflict,
-	matcher.CodeAlreadyCancelled: http.StatusConflict,
-	matcher.CodeRateLimited:      http.StatusTooManyRequests,
-	matcher.CodeCooldown:         http.StatusTooManyRequests,
-	matcher.CodeUnavailable:      http.StatusServiceUnavailable,
-	matcher.CodeInternal:         http.StatusInternalServerError,
-}
 
 // defaultRetryAfter is sent with 429 and 503 when the error does not say
 // how long to wait.
@@ -45,10 +28,10 @@ type retryAfterer interface{ RetryAfter() time.Duration }
 // wireError is the body of every error: {"error":{…}} over REST, the
 // "error" member of an error frame over WebSocket.
 type wireError struct {
-	Code     matcher.Code `json:"code"`
-	Message  string       `json:"message"`
-	TicketID string       `json:"ticketId,omitempty"`
-	MatchID  string       `json:"matchId,omitempty"`
+	Code     protocol.Code `json:"code"`
+	Message  string        `json:"message"`
+	TicketID string        `json:"ticketId,omitempty"`
+	MatchID  string        `json:"matchId,omitempty"`
 	// RetryAfter is the Retry-After of a 429 or 503 in whole seconds, for
 	// WebSocket clients that see no header.
 	RetryAfter int `json:"retryAfter,omitempty"`
@@ -77,16 +60,16 @@ func classify(err error) classified {
 			de = &matcher.Error{Code: matcher.CodeInternal}
 		}
 	}
-	status, ok := httpStatus[de.Code]
-	if !ok || de.Code == matcher.CodeInternal {
+	code, status := protocol.CodeOf(de.Code)
+	if code == protocol.CodeInternal {
 		return classified{
-			wire:     wireError{Code: matcher.CodeInternal, Message: "internal error"},
+			wire:     wireError{Code: protocol.CodeInternal, Message: "internal error"},
 			status:   http.StatusInternalServerError,
 			internal: true,
 		}
 	}
 	c := classified{
-		wire:   wireError{Code: de.Code, Message: de.Message, TicketID: de.TicketID, MatchID: de.MatchID},
+		wire:   wireError{Code: code, Message: de.Message, TicketID: de.TicketID, MatchID: de.MatchID},
 		status: status,
 	}
 	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {

@@ -3,19 +3,19 @@ package gateway
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/matchgate/matchgate/protocol"
 )
 
 // Client→server frame types; anything else is counted as "other".
-var inTypes = []string{"join", "cancel", "accept", "decline", "status", "ping", "other"}
+var inTypes = append(slices.Clone(protocol.ClientFrameTypes), "other")
 
 // Server→client frame types; anything else is counted as "other".
-var outTypes = []string{
-	"hello", "joined", "cancelled", "match.update", "status", "pong", "error",
-	"ticket.update", "match.found", "match.ready", "match.dissolved", "other",
-}
+var outTypes = append(slices.Clone(protocol.ServerFrameTypes), "other")
 
 // metrics is the gateway's one metrics struct, built from the injected
 // Registerer. Labels are bounded: no user ids, no client-sent strings.
@@ -156,7 +156,8 @@ func (m *metrics) observeCommand(label string, d time.Duration) {
 // inLabel bounds a client-sent message type to the known set.
 func inLabel(t string) string {
 	switch t {
-	case "join", "cancel", "accept", "decline", "status", "ping":
+	case protocol.FrameJoin, protocol.FrameCancel, protocol.FrameAccept, protocol.FrameDecline,
+		protocol.FrameStatus, protocol.FramePing:
 		return t
 	}
 	return "other"
@@ -166,8 +167,9 @@ func inLabel(t string) string {
 // the known set.
 func outLabel(t string) string {
 	switch t {
-	case "hello", "joined", "cancelled", "match.update", "status", "pong", "error",
-		"ticket.update", "match.found", "match.ready", "match.dissolved":
+	case protocol.FrameHello, protocol.FrameJoined, protocol.FrameCancelled, protocol.FrameMatchUpdate,
+		protocol.FrameStatus, protocol.FramePong, protocol.FrameError, protocol.FrameTicketUpdate,
+		protocol.FrameMatchFound, protocol.FrameMatchReady, protocol.FrameMatchDissolved:
 		return t
 	}
 	return "other"

@@ -14,7 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/matchgate/matchgate/docs"
-	"github.com/matchgate/matchgate/matcher"
+	"github.com/matchgate/matchgate/protocol"
 )
 
 // openAPIMethods are the operation keys of an OpenAPI path item.
@@ -201,22 +201,22 @@ func TestOpenAPIDocument(t *testing.T) {
 	}
 	walk(map[string]any(doc))
 
-	// The ErrorCode enum is exactly the codes the gateway maps to statuses.
+	// The ErrorCode enum is exactly the protocol's codes.
 	schema := doc.resolve(t, map[string]any{"$ref": "#/components/schemas/ErrorCode"})
 	var inSpec []string
 	for _, c := range schema["enum"].([]any) {
 		inSpec = append(inSpec, c.(string))
 	}
 	var inTable []string
-	for c := range httpStatus {
+	for _, c := range protocol.Codes() {
 		inTable = append(inTable, string(c))
 	}
 	sort.Strings(inSpec)
 	sort.Strings(inTable)
 	if !slices.Equal(inSpec, inTable) {
-		t.Errorf("ErrorCode enum %v, gateway's table %v", inSpec, inTable)
+		t.Errorf("ErrorCode enum %v, the protocol's codes %v", inSpec, inTable)
 	}
-	if !slices.Contains(inSpec, string(matcher.CodeAlreadyQueued)) {
+	if !slices.Contains(inSpec, string(protocol.CodeAlreadyQueued)) {
 		t.Error("ErrorCode lacks ALREADY_QUEUED")
 	}
 }

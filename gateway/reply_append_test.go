@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/matchgate/matchgate/matcher"
+	"github.com/matchgate/matchgate/protocol"
 )
 
 var replyFragments = []string{
@@ -61,7 +62,7 @@ func genReplyFrame(r *rand.Rand) replyFrame {
 		f.Match = wireMatch(m)
 	}
 	if r.IntN(4) == 0 {
-		f.Error = &wireError{Code: matcher.Code(genReplyString(r)), Message: genReplyString(r),
+		f.Error = &wireError{Code: protocol.Code(genReplyString(r)), Message: genReplyString(r),
 			TicketID: genReplyString(r), MatchID: genReplyString(r), RetryAfter: r.IntN(3)}
 	}
 	return f

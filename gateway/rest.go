@@ -11,6 +11,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/matchgate/matchgate/matcher"
+	"github.com/matchgate/matchgate/protocol"
 )
 
 // Attribute limits, checked at the edge before Join.
@@ -73,11 +74,11 @@ type joinBody struct {
 }
 
 type ticketBody struct {
-	Ticket matcher.Ticket `json:"ticket"`
+	Ticket protocol.WireTicket `json:"ticket"`
 }
 
 type matchBody struct {
-	Match matcher.Match `json:"match"`
+	Match protocol.WireMatch `json:"match"`
 }
 
 // handleJoin: POST /v1/queues/{queue}/tickets → 202 {"ticket"}.
@@ -99,7 +100,7 @@ func (s *Server) handleJoin(w http.ResponseWriter, r *http.Request, p principal)
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusAccepted, ticketBody{t})
+	writeJSON(w, http.StatusAccepted, ticketBody{protocol.TicketOf(t)})
 }
 
 // handleGetTicket: GET /v1/tickets/{id} → 200 {"ticket","match"}: the
@@ -120,7 +121,7 @@ func (s *Server) handleGetTicket(w http.ResponseWriter, r *http.Request, p princ
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, v)
+	writeJSON(w, http.StatusOK, protocol.TicketViewOf(v))
 }
 
 // handleTickets: GET /v1/tickets?before=&limit= → 200
@@ -148,7 +149,7 @@ func (s *Server) handleTickets(w http.ResponseWriter, r *http.Request, p princip
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, st)
+	writeJSON(w, http.StatusOK, protocol.HistoryOf(st))
 }
 
 // handleCancel: DELETE /v1/tickets/{id} → 200 {"ticket"}.
@@ -168,7 +169,7 @@ func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request, p principa
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, ticketBody{t})
+	writeJSON(w, http.StatusOK, ticketBody{protocol.TicketOf(t)})
 }
 
 // handleHeartbeat: PUT /v1/tickets/{id}/heartbeat → 204.
@@ -217,7 +218,7 @@ func (s *Server) matchCall(w http.ResponseWriter, r *http.Request, p principal,
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, matchBody{m})
+	writeJSON(w, http.StatusOK, matchBody{protocol.MatchOf(m)})
 }
 
 // handleQueues: GET /v1/queues → 200 {"queues":[…]}. Public: queue names

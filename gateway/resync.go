@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"log/slog"
 	"sync"
+
+	"github.com/matchgate/matchgate/protocol"
 )
 
 // resyncConcurrency bounds the state loads of one Resync.
@@ -40,7 +42,7 @@ func (s *Server) Resync(ctx context.Context) {
 				s.log.Warn("resync: load user state", slog.String("user", sess.p.UserID), slog.Any("error", err))
 				return
 			}
-			hello := newStateFrame("hello", "", st)
+			hello := newStateFrame(protocol.FrameHello, "", st)
 			hello.UserID, hello.Node = sess.p.UserID, s.cfg.Node
 			b, err := json.Marshal(hello)
 			if err != nil {

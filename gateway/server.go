@@ -25,7 +25,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/matchgate/matchgate/internal/slots"
-	"github.com/matchgate/matchgate/matcher"
+	"github.com/matchgate/matchgate/protocol"
 	"github.com/matchgate/matchgate/ratelimit"
 )
 
@@ -191,7 +191,7 @@ func (s *Server) routes() *mux.Router {
 	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusMethodNotAllowed, struct {
 			Error wireError `json:"error"`
-		}{wireError{Code: matcher.CodeBadRequest, Message: "method not allowed"}})
+		}{wireError{Code: protocol.CodeBadRequest, Message: "method not allowed"}})
 	})
 	return r
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/matchgate/matchgate/matcher"
+	"github.com/matchgate/matchgate/protocol"
 	"github.com/matchgate/matchgate/ratelimit"
 )
 
@@ -24,11 +25,11 @@ const maxClientIDLen = 64
 
 // replyFrame is joined, cancelled, match.update, pong and error.
 type replyFrame struct {
-	Type   string              `json:"type"`
-	Re     string              `json:"re,omitempty"`
-	Ticket *matcher.WireTicket `json:"ticket,omitempty"`
-	Match  *matcher.WireMatch  `json:"match,omitempty"`
-	Error  *wireError          `json:"error,omitempty"`
+	Type   string               `json:"type"`
+	Re     string               `json:"re,omitempty"`
+	Ticket *protocol.WireTicket `json:"ticket,omitempty"`
+	Match  *protocol.WireMatch  `json:"match,omitempty"`
+	Error  *wireError           `json:"error,omitempty"`
 }
 
 // appendJSON appends f as json.Marshal(f) writes it, without reflection
@@ -36,10 +37,10 @@ type replyFrame struct {
 // json.Marshal, which cannot fail on its strings and ints).
 func (f replyFrame) appendJSON(b []byte) []byte {
 	b = append(b, `{"type":`...)
-	b = matcher.AppendJSONString(b, f.Type)
+	b = protocol.AppendJSONString(b, f.Type)
 	if f.Re != "" {
 		b = append(b, `,"re":`...)
-		b = matcher.AppendJSONString(b, f.Re)
+		b = protocol.AppendJSONString(b, f.Re)
 	}
 	if f.Ticket != nil {
 		b = append(b, `,"ticket":`...)
@@ -73,24 +74,24 @@ func (f replyFrame) sizeHint() int {
 
 // wireTicket and wireMatch are what a reply holds: the wire shape, which
 // appendJSON writes (and json.Marshal writes the same, the tests' check).
-func wireTicket(t matcher.Ticket) *matcher.WireTicket {
-	w := t.Wire()
+func wireTicket(t matcher.Ticket) *protocol.WireTicket {
+	w := protocol.TicketOf(t)
 	return &w
 }
 
-func wireMatch(m matcher.Match) *matcher.WireMatch {
-	w := m.Wire()
+func wireMatch(m matcher.Match) *protocol.WireMatch {
+	w := protocol.MatchOf(m)
 	return &w
 }
 
 // stateFrame is hello and status: everything the client should know.
 type stateFrame struct {
-	Type    string           `json:"type"`
-	Re      string           `json:"re,omitempty"`
-	UserID  string           `json:"userId,omitempty"`
-	Node    string           `json:"node,omitempty"`
-	Tickets []matcher.Ticket `json:"tickets"`
-	Matches []matcher.Match  `json:"matches"`
+	Type    string                `json:"type"`
+	Re      string                `json:"re,omitempty"`
+	UserID  string                `json:"userId,omitempty"`
+	Node    string                `json:"node,omitempty"`
+	Tickets []protocol.WireTicket `json:"tickets"`
+	Matches []protocol.WireMatch  `json:"matches"`
 	// More and Next: older resolved tickets were left out; GET
 	// /v1/tickets?before=Next has them.
 	More bool   `json:"more,omitempty"`
@@ -98,14 +99,8 @@ type stateFrame struct {
 }
 
 func newStateFrame(typ, re string, st matcher.UserState) stateFrame {
-	f := stateFrame{Type: typ, Re: re, Tickets: st.Tickets, Matches: st.Matches, More: st.More, Next: st.Next}
-	if f.Tickets == nil {
-		f.Tickets = []matcher.Ticket{}
-	}
-	if f.Matches == nil {
-		f.Matches = []matcher.Match{}
-	}
-	return f
+	return stateFrame{Type: typ, Re: re, Tickets: protocol.TicketsOf(st.Tickets), Matches: protocol.MatchesOf(st.Matches),
+		More: st.More, Next: st.Next}
 }
 
 // handleWS upgrades GET /v1/ws. Refusals happen before the upgrade, as HTTP,
@@ -298,7 +293,7 @@ func (s *session) setup() (teardown func(), code websocket.StatusCode, ok bool) 
 		teardown()
 		return nil, s.finish(err), false
 	}
-	hello := newStateFrame("hello", "", st)
+	hello := newStateFrame(protocol.FrameHello, "", st)
 	hello.UserID, hello.Node = s.p.UserID, cfg.Node
 	b, err := json.Marshal(hello)
 	if err != nil {
@@ -307,7 +302,7 @@ func (s *session) setup() (teardown func(), code websocket.StatusCode, ok bool) 
 		teardown()
 		return nil, s.finish(err), false
 	}
-	s.begin(outFrame{kind: "hello", data: b})
+	s.begin(outFrame{kind: protocol.FrameHello, data: b})
 	s.reading.Store(true)
 	return teardown, 0, true
 }
@@ -448,7 +443,7 @@ func frameKind(v any) string {
 func (s *session) dispatch(ctx context.Context, in inbound) (any, error) {
 	mm := s.srv.cfg.Matchmaker
 	switch in.Type {
-	case "join":
+	case protocol.FrameJoin:
 		if err := s.srv.admitJoin(ctx, s.p, s.ip, in.Queue, in.Region, in.Attributes); err != nil {
 			return nil, err
 		}
@@ -456,8 +451,8 @@ func (s *session) dispatch(ctx context.Context, in inbound) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		return replyFrame{Type: "joined", Re: in.ID, Ticket: wireTicket(t)}, nil
-	case "cancel":
+		return replyFrame{Type: protocol.FrameJoined, Re: in.ID, Ticket: wireTicket(t)}, nil
+	case protocol.FrameCancel:
 		if in.TicketID == "" {
 			return nil, matcher.Errorf(matcher.CodeBadRequest, "ticketId is required")
 		}
@@ -471,8 +466,8 @@ func (s *session) dispatch(ctx context.Context, in inbound) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		return replyFrame{Type: "cancelled", Re: in.ID, Ticket: wireTicket(t)}, nil
-	case "accept", "decline":
+		return replyFrame{Type: protocol.FrameCancelled, Re: in.ID, Ticket: wireTicket(t)}, nil
+	case protocol.FrameAccept, protocol.FrameDecline:
 		if in.MatchID == "" {
 			return nil, matcher.Errorf(matcher.CodeBadRequest, "matchId is required")
 		}
@@ -483,15 +478,15 @@ func (s *session) dispatch(ctx context.Context, in inbound) (any, error) {
 			return nil, err
 		}
 		call := mm.Accept
-		if in.Type == "decline" {
+		if in.Type == protocol.FrameDecline {
 			call = mm.Decline
 		}
 		m, err := call(ctx, s.p.UserID, in.MatchID)
 		if err != nil {
 			return nil, err
 		}
-		return replyFrame{Type: "match.update", Re: in.ID, Match: wireMatch(m)}, nil
-	case "status":
+		return replyFrame{Type: protocol.FrameMatchUpdate, Re: in.ID, Match: wireMatch(m)}, nil
+	case protocol.FrameStatus:
 		if err := s.srv.limit(ctx, limitReadUser, s.p.UserID, s.srv.cfg.Limits.ReadsPerUser); err != nil {
 			return nil, err
 		}
@@ -499,9 +494,9 @@ func (s *session) dispatch(ctx context.Context, in inbound) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		return newStateFrame("status", in.ID, st), nil
-	case "ping":
-		return replyFrame{Type: "pong", Re: in.ID}, nil
+		return newStateFrame(protocol.FrameStatus, in.ID, st), nil
+	case protocol.FramePing:
+		return replyFrame{Type: protocol.FramePong, Re: in.ID}, nil
 	case "":
 		return nil, matcher.Errorf(matcher.CodeBadRequest, "type is required")
 	}
@@ -518,6 +513,6 @@ func (s *session) replyError(re string, err error) {
 	} else if errors.Is(err, context.DeadlineExceeded) {
 		s.srv.log.Warn("command timed out", slog.Uint64("session", s.id), slog.String("re", re))
 	}
-	f := replyFrame{Type: "error", Re: re, Error: &c.wire}
-	s.enqueue(outFrame{kind: "error", data: f.appendJSON(make([]byte, 0, f.sizeHint()))})
+	f := replyFrame{Type: protocol.FrameError, Re: re, Error: &c.wire}
+	s.enqueue(outFrame{kind: protocol.FrameError, data: f.appendJSON(make([]byte, 0, f.sizeHint()))})
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/matchgate/matchgate/matcher"
+	"github.com/matchgate/matchgate/protocol"
 	"github.com/matchgate/matchgate/ratelimit"
 )
 
@@ -64,10 +65,10 @@ func BenchmarkFrameType(b *testing.B) {
 	m := matcher.Match{ID: "m1", Queue: "ranked", Region: "eu", State: matcher.MatchReady, FormedBy: matcher.FormedFilled,
 		Players:   []matcher.Player{{TicketID: "t1", UserID: "u1", Skill: 1500}, {TicketID: "t2", UserID: "u2", Skill: 1510}},
 		CreatedAt: time.Now(), Version: 1}
-	payload := matcher.MatchFoundEvent(m).Payload
+	payload := protocol.MatchFoundEvent(m).Payload
 	b.SetBytes(int64(len(payload)))
 	for b.Loop() {
-		if frameType(payload) != matcher.FrameMatchFound {
+		if frameType(payload) != protocol.FrameMatchFound {
 			b.Fatal("type")
 		}
 	}
@@ -180,10 +181,10 @@ func TestFrameType(t *testing.T) {
 		frame []byte
 		want  string
 	}{
-		{matcher.MatchFoundEvent(m).Payload, matcher.FrameMatchFound},
-		{matcher.MatchReadyEvent(m).Payload, matcher.FrameMatchReady},
-		{matcher.MatchDissolvedEvent(m, "declined").Payload, matcher.FrameMatchDissolved},
-		{matcher.TicketEvent(matcher.Ticket{ID: "t1", Status: matcher.StatusCancelled}).Payload, matcher.FrameTicketUpdate},
+		{protocol.MatchFoundEvent(m).Payload, protocol.FrameMatchFound},
+		{protocol.MatchReadyEvent(m).Payload, protocol.FrameMatchReady},
+		{protocol.MatchDissolvedEvent(m, "declined").Payload, protocol.FrameMatchDissolved},
+		{protocol.TicketEvent(matcher.Ticket{ID: "t1", Status: matcher.StatusCancelled}).Payload, protocol.FrameTicketUpdate},
 		{[]byte(`{ "type" : "spaced", "x": 1}`), "spaced"},
 		{[]byte(`{"re":"1","type":"later"}`), "later"},
 		{[]byte(`{"type":"esc\"aped"}`), `esc"aped`},

@@ -13,6 +13,7 @@ import (
 	"github.com/matchgate/matchgate/matcher"
 	"github.com/matchgate/matchgate/matcher/ledger"
 	"github.com/matchgate/matchgate/matcher/pool"
+	"github.com/matchgate/matchgate/protocol"
 )
 
 func acceptQueue(players int) matcher.QueueConfig {
@@ -48,7 +49,7 @@ func TestAcceptAll(t *testing.T) {
 	if m.Server == nil || m.Server.Session != "s-"+m.ID {
 		t.Fatalf("the record has no server: %+v", m.Server)
 	}
-	found := h.framesOfType(matcher.FrameMatchFound)
+	found := h.framesOfType(protocol.FrameMatchFound)
 	if len(found) != 1 || found[0].Match.Server != nil || found[0].Match.AcceptBy == nil || strings.Contains(found[0].Raw, "7777") {
 		t.Fatalf("match.found %s: want acceptBy and no server", found[0].Raw)
 	}
@@ -57,7 +58,7 @@ func TestAcceptAll(t *testing.T) {
 	if err != nil || got.State != matcher.MatchPendingAccept || !slices.Equal(got.Accepted, []string{"ann"}) {
 		t.Fatalf("first accept = %+v, %v", got, err)
 	}
-	if len(h.framesOfType(matcher.FrameMatchReady)) != 0 {
+	if len(h.framesOfType(protocol.FrameMatchReady)) != 0 {
 		t.Fatal("match.ready before everyone accepted")
 	}
 	h.advance(2 * time.Second)
@@ -65,7 +66,7 @@ func TestAcceptAll(t *testing.T) {
 	if err != nil || got.State != matcher.MatchReady {
 		t.Fatalf("last accept = %+v, %v", got, err)
 	}
-	ready := h.framesOfType(matcher.FrameMatchReady)
+	ready := h.framesOfType(protocol.FrameMatchReady)
 	if len(ready) != 1 || !slices.Equal(ready[0].Users, []string{"ann", "ben"}) || ready[0].Match.Server == nil ||
 		ready[0].Match.Server.Address != m.Server.Address {
 		t.Fatalf("match.ready = %+v", ready)
@@ -130,11 +131,11 @@ func TestOneDeclines(t *testing.T) {
 		es[1].TicketID != tickets["eli"].ID || !es[1].Deadline.Equal(tickets["eli"].Deadline) {
 		t.Fatalf("pool after the decline: %+v", es)
 	}
-	dis := h.framesOfType(matcher.FrameMatchDissolved)
+	dis := h.framesOfType(protocol.FrameMatchDissolved)
 	if len(dis) != 1 || dis[0].Reason != matcher.ReasonDeclined || len(dis[0].Users) != 3 {
 		t.Fatalf("match.dissolved = %+v", dis)
 	}
-	if ups := h.framesOfType(matcher.FrameTicketUpdate); len(ups) != 3 {
+	if ups := h.framesOfType(protocol.FrameTicketUpdate); len(ups) != 3 {
 		t.Fatalf("%d ticket.update pushes, want 3", len(ups))
 	}
 	// The decliner is cooled down; the others are not.
@@ -204,7 +205,7 @@ func TestOneSilent(t *testing.T) {
 	if r := alloc.releasedIDs(); !slices.Equal(r, []string{m.ID}) {
 		t.Fatalf("released %v", r)
 	}
-	dis := h.framesOfType(matcher.FrameMatchDissolved)
+	dis := h.framesOfType(protocol.FrameMatchDissolved)
 	if len(dis) != 1 || dis[0].Reason != matcher.ReasonAcceptTimeout {
 		t.Fatalf("match.dissolved = %+v", dis)
 	}
@@ -381,7 +382,7 @@ func TestManyWindowsCloseInOnePass(t *testing.T) {
 				}
 			}
 			dissolved := map[string]int{}
-			for _, f := range h.framesOfType(matcher.FrameMatchDissolved) {
+			for _, f := range h.framesOfType(protocol.FrameMatchDissolved) {
 				dissolved[f.Match.ID]++
 			}
 			for _, m := range ms {

@@ -9,6 +9,7 @@ import (
 	"github.com/matchgate/matchgate/internal/redistest"
 	"github.com/matchgate/matchgate/matcher"
 	"github.com/matchgate/matchgate/matcher/ledger"
+	"github.com/matchgate/matchgate/protocol"
 )
 
 func duelQueue() matcher.QueueConfig {
@@ -42,7 +43,7 @@ func TestAllocationFailsTwiceThenSucceeds(t *testing.T) {
 			t.Fatalf("allocation request %+v", c)
 		}
 	}
-	found := h.framesOfType(matcher.FrameMatchFound)
+	found := h.framesOfType(protocol.FrameMatchFound)
 	if len(found) != 1 || found[0].Match.Server == nil || found[0].Match.Server.Address != m.Server.Address {
 		t.Fatalf("match.found of a READY match must carry the server: %+v", found)
 	}

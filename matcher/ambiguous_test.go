@@ -20,6 +20,7 @@ import (
 	"github.com/matchgate/matchgate/internal/redistest"
 	"github.com/matchgate/matchgate/matcher"
 	"github.com/matchgate/matchgate/matcher/ledger"
+	"github.com/matchgate/matchgate/protocol"
 )
 
 // publisher is a Notifier that, as the gateway's does, deletes what it
@@ -43,7 +44,7 @@ func (p *publisher) Deliver(ctx context.Context, events []matcher.Event) {
 
 func countFound(into map[string]int, e matcher.Event) {
 	var f struct{ Type string }
-	if json.Unmarshal(e.Payload, &f) == nil && f.Type == matcher.FrameMatchFound {
+	if json.Unmarshal(e.Payload, &f) == nil && f.Type == protocol.FrameMatchFound {
 		for _, u := range e.Users {
 			into[u]++
 		}

@@ -6,27 +6,57 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"syscall"
 	"time"
 )
 
-// Code is a machine-readable error code shared by REST and WebSocket replies.
-type Code string
+// Code is the kind of a domain error: what went wrong, as the caller must
+// act on it. It is not a wire string: the protocol package names each kind
+// on the wire and picks its HTTP status (README "Protocol").
+type Code uint8
 
 const (
-	CodeBadRequest       Code = "BAD_REQUEST"
-	CodeUnauthorized     Code = "UNAUTHORIZED"
-	CodeForbidden        Code = "FORBIDDEN"
-	CodeUnknownQueue     Code = "UNKNOWN_QUEUE"
-	CodeAlreadyQueued    Code = "ALREADY_QUEUED"
-	CodeAlreadyMatched   Code = "ALREADY_MATCHED"
-	CodeAlreadyCancelled Code = "ALREADY_CANCELLED"
-	CodeNotFound         Code = "NOT_FOUND"
-	CodeRateLimited      Code = "RATE_LIMITED"
-	CodeCooldown         Code = "COOLDOWN"
-	CodeUnavailable      Code = "UNAVAILABLE"
-	CodeInternal         Code = "INTERNAL"
+	// CodeInternal is the zero Code: an error of no known kind is internal.
+	CodeInternal Code = iota
+	CodeBadRequest
+	CodeUnauthorized
+	CodeForbidden
+	CodeUnknownQueue
+	CodeAlreadyQueued
+	CodeAlreadyMatched
+	CodeAlreadyCancelled
+	CodeNotFound
+	CodeRateLimited
+	CodeCooldown
+	CodeUnavailable
+	numCodes
 )
+
+// codeNames are the kinds as logs show them.
+var codeNames = [numCodes]string{
+	CodeInternal: "internal", CodeBadRequest: "bad request", CodeUnauthorized: "unauthorized",
+	CodeForbidden: "forbidden", CodeUnknownQueue: "unknown queue", CodeAlreadyQueued: "already queued",
+	CodeAlreadyMatched: "already matched", CodeAlreadyCancelled: "already cancelled",
+	CodeNotFound: "not found", CodeRateLimited: "rate limited", CodeCooldown: "cooldown",
+	CodeUnavailable: "unavailable",
+}
+
+// Codes lists every Code, for the tables that must name them all.
+func Codes() []Code {
+	cs := make([]Code, numCodes)
+	for i := range cs {
+		cs[i] = Code(i)
+	}
+	return cs
+}
+
+func (c Code) String() string {
+	if c < numCodes {
+		return codeNames[c]
+	}
+	return "code " + strconv.Itoa(int(c))
+}
 
 // Error is a domain error: a code, a human message, and the ids a client needs
 // to act on it (the ticket it already has, the match that won a race).
@@ -46,9 +76,9 @@ func (e *Error) RetryAfter() time.Duration { return e.Retry }
 
 func (e *Error) Error() string {
 	if e.cause != nil {
-		return string(e.Code) + ": " + e.Message + ": " + e.cause.Error()
+		return e.Code.String() + ": " + e.Message + ": " + e.cause.Error()
 	}
-	return string(e.Code) + ": " + e.Message
+	return e.Code.String() + ": " + e.Message
 }
 
 // Unwrap exposes the cause of an UNAVAILABLE error to logs.

@@ -147,9 +147,10 @@ func (h *harness) inPool(part, id string) bool {
 	return false
 }
 
+// codeOf is err's code, and a code of no kind when err is nil.
 func codeOf(err error) matcher.Code {
 	if err == nil {
-		return ""
+		return matcher.Code(len(matcher.Codes()))
 	}
 	return matcher.ErrorCode(err)
 }

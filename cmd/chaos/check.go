@@ -4,7 +4,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/matchgate/matchgate/internal/clientwire"
+	"github.com/matchgate/matchgate/protocol"
 )
 
 // checker holds the record, the players' records and the findings.
@@ -137,7 +137,7 @@ func (c *checker) checkMatches() {
 			case t == nil:
 				c.f.addf(vSeatNotMatched, s.TicketID, m.ID, s.UserID, "seat's ticket is not in the record")
 				continue
-			case t.Status != clientwire.StatusMatched || t.MatchID != m.ID:
+			case t.Status != protocol.StatusMatched || t.MatchID != m.ID:
 				c.f.addf(vSeatNotMatched, t.ID, m.ID, t.UserID, "seat's ticket is %s (match %q, reason %q)", t.Status, t.MatchID, t.CancelReason)
 			case t.UserID != s.UserID:
 				c.f.addf(vSeatNotMatched, t.ID, m.ID, s.UserID, "seat says user %s, ticket says %s", s.UserID, t.UserID)
@@ -211,7 +211,7 @@ func (c *checker) checkTickets() {
 			c.checkRetired(t)
 		}
 		switch t.Status {
-		case clientwire.StatusWaiting:
+		case protocol.StatusWaiting:
 			if c.retiredWaiting(t) {
 				continue // checkRetired's
 			}
@@ -222,12 +222,12 @@ func (c *checker) checkTickets() {
 			c.f.addf(vStillWaiting, t.ID, "", t.UserID, "%s ticket still WAITING %s after its deadline %s%s",
 				t.Queue, c.end.Sub(t.Deadline).Round(time.Millisecond), t.Deadline.Format(time.RFC3339Nano), detail)
 			continue
-		case clientwire.StatusMatched:
+		case protocol.StatusMatched:
 			m := c.matchByID[t.MatchID]
 			if m == nil || !slices.ContainsFunc(m.Players, func(s wireSeat) bool { return s.TicketID == t.ID }) {
 				c.f.addf(vMatchedNotSeated, t.ID, t.MatchID, t.UserID, "MATCHED but not seated in its match")
 			}
-		case clientwire.StatusCancelled, clientwire.StatusExpired:
+		case protocol.StatusCancelled, protocol.StatusExpired:
 			if t.MatchID != "" {
 				c.f.addf(vBadOutcome, t.ID, t.MatchID, t.UserID, "%s with a match id", t.Status)
 			}
@@ -250,10 +250,10 @@ func (c *checker) checkTickets() {
 					t.UpdatedAt.Format(time.RFC3339Nano), late.Round(time.Millisecond), c.o.LateLimit)
 			}
 		}
-		if t.Status == clientwire.StatusExpired && late < 0 {
+		if t.Status == protocol.StatusExpired && late < 0 {
 			c.f.addf(vExpiredEarly, t.ID, "", t.UserID, "EXPIRED %s before its deadline", (-late).Round(time.Millisecond))
 		}
-		if t.Status == clientwire.StatusCancelled {
+		if t.Status == protocol.StatusCancelled {
 			switch t.CancelReason {
 			case "user":
 				if !cancelSent[t.ID] {
@@ -287,7 +287,7 @@ func (c *checker) checkEviction(t *dbTicket) {
 // of the retirement yet).
 func (c *checker) retiredWaiting(t *dbTicket) bool {
 	return c.retiredQueue != "" && t.Queue == c.retiredQueue &&
-		(t.Status == clientwire.StatusWaiting || t.UpdatedAt.After(c.retiredAt))
+		(t.Status == protocol.StatusWaiting || t.UpdatedAt.After(c.retiredAt))
 }
 
 // checkRetired: a retired queue takes no joins, but the tickets waiting in
@@ -300,7 +300,7 @@ func (c *checker) checkRetired(t *dbTicket) {
 	if bound == 0 {
 		bound = c.o.Slack
 	}
-	if t.Status == clientwire.StatusWaiting {
+	if t.Status == protocol.StatusWaiting {
 		c.f.addf(vRetiredUnresolved, t.ID, "", t.UserID, "ticket of the retired queue %s still WAITING %s after its deadline %s (retired at %s)",
 			t.Queue, c.end.Sub(t.Deadline).Round(time.Millisecond), t.Deadline.Format(time.RFC3339Nano), c.retiredAt.Format(time.RFC3339Nano))
 		return

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/matchgate/matchgate/internal/clientwire"
+	"github.com/matchgate/matchgate/protocol"
 )
 
 // checkClients: every outcome a player was told agrees with the record.
@@ -59,7 +59,7 @@ func (c *checker) checkFrame(r *playerRec, fr frameRec, sent map[string]sentRec)
 		if req, ok := sent[f.Re]; ok && req.TicketID != f.Ticket.ID {
 			c.f.addf(vToldCancelled, f.Ticket.ID, "", r.User, "cancel of %s answered with ticket %s", req.TicketID, f.Ticket.ID)
 		}
-		if t := c.tickets[f.Ticket.ID]; t == nil || t.Status != clientwire.StatusCancelled {
+		if t := c.tickets[f.Ticket.ID]; t == nil || t.Status != protocol.StatusCancelled {
 			c.f.addf(vToldCancelled, f.Ticket.ID, "", r.User, "told cancelled at %s; record says %s", at, describe(t))
 		}
 	case frameError:
@@ -105,11 +105,11 @@ func (c *checker) checkError(r *playerRec, fr frameRec, sent map[string]sentRec)
 	t := c.tickets[ticket]
 	switch e.Code {
 	case codeAlreadyMatched:
-		if t == nil || t.Status != clientwire.StatusMatched || t.MatchID != e.MatchID {
+		if t == nil || t.Status != protocol.StatusMatched || t.MatchID != e.MatchID {
 			c.f.addf(vToldAlreadyMatched, ticket, e.MatchID, r.User, "told ALREADY_MATCHED (%s) at %s; record says %s", e.MatchID, at, describe(t))
 		}
 	case codeAlreadyCancelled:
-		if t == nil || (t.Status != clientwire.StatusCancelled && t.Status != clientwire.StatusExpired) {
+		if t == nil || (t.Status != protocol.StatusCancelled && t.Status != protocol.StatusExpired) {
 			c.f.addf(vToldAlreadyCanceled, ticket, "", r.User, "told ALREADY_CANCELLED at %s; record says %s", at, describe(t))
 		}
 	case codeNotFound:
@@ -140,7 +140,7 @@ func (c *checker) checkToldMatch(r *playerRec, m wireMatch, via, at string) {
 			continue
 		}
 		mine++
-		if t := c.tickets[s.TicketID]; t == nil || t.Status != clientwire.StatusMatched || t.MatchID != m.ID {
+		if t := c.tickets[s.TicketID]; t == nil || t.Status != protocol.StatusMatched || t.MatchID != m.ID {
 			c.f.addf(vToldMatchFound, s.TicketID, m.ID, r.User, "%s at %s; record says %s", via, at, describe(t))
 		}
 	}
@@ -157,7 +157,7 @@ func (c *checker) checkToldTicket(r *playerRec, wt wireTicket, via, at string) {
 		c.f.addf(vToldTicketState, wt.ID, "", r.User, "%s at %s shows a ticket; record says %s", via, at, describe(t))
 		return
 	}
-	if wt.Status == clientwire.StatusWaiting {
+	if wt.Status == protocol.StatusWaiting {
 		return
 	}
 	if wt.Status != t.Status || wt.MatchID != t.MatchID {

@@ -3,7 +3,7 @@ package main
 import (
 	"time"
 
-	"github.com/matchgate/matchgate/internal/clientwire"
+	"github.com/matchgate/matchgate/protocol"
 )
 
 // seen is what one player learned about matches and tickets.
@@ -35,12 +35,12 @@ func seenBy(r *playerRec) seen {
 				if t.MatchID != "" {
 					s.inState[t.MatchID] = true
 				}
-				if t.Status != clientwire.StatusWaiting {
+				if t.Status != protocol.StatusWaiting {
 					s.outcome[t.ID] = true
 				}
 			}
 		case frameTicketUpdate, frameCancelled:
-			if f.Ticket != nil && f.Ticket.Status != clientwire.StatusWaiting {
+			if f.Ticket != nil && f.Ticket.Status != protocol.StatusWaiting {
 				s.outcome[f.Ticket.ID] = true
 			}
 		}
@@ -92,7 +92,7 @@ func (c *checker) checkPushes() {
 		}
 	}
 	for _, t := range c.tickets {
-		if t.Status == clientwire.StatusExpired {
+		if t.Status == protocol.StatusExpired {
 			if s, ok := seens[t.UserID]; ok && !s.outcome[t.ID] {
 				c.st.ExpiredUnseen++
 			}

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/matchgate/matchgate/internal/clientwire"
+	"github.com/matchgate/matchgate/protocol"
 )
 
 // receive records a frame and updates what the player believes.
@@ -19,7 +19,7 @@ func (p *player) receive(rx rxFrame) inFrame {
 	case frameHello, frameStatus:
 		waiting := ""
 		for _, t := range f.Tickets {
-			if t.Status == clientwire.StatusWaiting {
+			if t.Status == protocol.StatusWaiting {
 				waiting = t.ID
 			}
 		}
@@ -55,7 +55,7 @@ func (p *player) receive(rx rxFrame) inFrame {
 			}
 		}
 	case frameTicketUpdate:
-		if f.Ticket != nil && f.Ticket.ID == p.current && f.Ticket.Status != clientwire.StatusWaiting {
+		if f.Ticket != nil && f.Ticket.ID == p.current && f.Ticket.Status != protocol.StatusWaiting {
 			p.resolved(now)
 		}
 	case frameError:

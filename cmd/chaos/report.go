@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/matchgate/matchgate/internal/clientwire"
+	"github.com/matchgate/matchgate/protocol"
 )
 
 // dur is a duration that reads well in JSON ("1.5s").
@@ -123,7 +123,7 @@ func (r *report) fillRecord(tickets map[string]*dbTicket, matches []*dbMatch) {
 	for _, t := range tickets {
 		r.Tickets.ByStatus[t.Status]++
 		r.Tickets.ByQueue[t.Queue]++
-		if t.Status == clientwire.StatusCancelled {
+		if t.Status == protocol.StatusCancelled {
 			r.Tickets.CancelReasons[t.CancelReason]++
 		}
 	}

@@ -3,18 +3,18 @@ package main
 import (
 	"encoding/json"
 
-	"github.com/matchgate/matchgate/internal/clientwire"
+	"github.com/matchgate/matchgate/protocol"
 )
 
 // The protocol as a client sees it (README "Protocol", ARCHITECTURE.md §8), from
 // internal/clientwire: not the server's types, since the run checks the
 // wire and decodes what a third-party client would.
 type (
-	wireTicket = clientwire.Ticket
-	wireSeat   = clientwire.Seat
-	wireMatch  = clientwire.Match
-	wireError  = clientwire.Error
-	inFrame    = clientwire.Frame
+	wireTicket = protocol.ClientTicket
+	wireSeat   = protocol.ClientSeat
+	wireMatch  = protocol.ClientMatch
+	wireError  = protocol.ClientError
+	inFrame    = protocol.ClientFrame
 )
 
 // outFrame is a client→server command.

@@ -14,8 +14,8 @@ import (
 	// taken from the system it measures.
 	json "github.com/segmentio/encoding/json"
 
-	"github.com/matchgate/matchgate/internal/clientwire"
 	"github.com/matchgate/matchgate/matcher"
+	"github.com/matchgate/matchgate/protocol"
 )
 
 // player is one simulated user. A socket player holds one WebSocket (its
@@ -196,9 +196,9 @@ func (p *player) helloLocked(f *inFrame) {
 		p.r.check.Joined(a.ticket, p.user, false)
 	}
 	for _, t := range f.Tickets {
-		if t.ID == a.ticket && t.Status != clientwire.StatusWaiting {
+		if t.ID == a.ticket && t.Status != protocol.StatusWaiting {
 			switch {
-			case t.Status != clientwire.StatusMatched:
+			case t.Status != protocol.StatusMatched:
 				p.endLocked(a)
 			case !pendingIn(f.Matches, t.MatchID):
 				p.finishLocked(a)
@@ -247,28 +247,28 @@ func (p *player) handle(f *inFrame, recv time.Time) {
 		st.inc(cPushesReceived)
 		st.hist(hPush).Record(time.Duration(recv.UnixNano() - f.SentAt))
 		return
-	case matcher.FrameMatchFound:
+	case protocol.FrameMatchFound:
 		if f.Match != nil {
 			p.matchFound(f.Match, recv)
 		}
 		return
-	case matcher.FrameMatchReady:
+	case protocol.FrameMatchReady:
 		if f.Match != nil {
 			p.matchReady(f.Match)
 		}
 		return
-	case matcher.FrameMatchDissolved:
+	case protocol.FrameMatchDissolved:
 		// The players' ticket.update follows: back to WAITING (the attempt
 		// goes on) or CANCELLED (it ends).
 		if f.Match != nil && p.r.check.Dissolve(f.Match.ID) {
 			st.inc(cDissolved)
 		}
 		return
-	case matcher.FrameTicketUpdate:
-		if t := f.Ticket; t != nil && t.Status != clientwire.StatusWaiting {
+	case protocol.FrameTicketUpdate:
+		if t := f.Ticket; t != nil && t.Status != protocol.StatusWaiting {
 			p.r.check.Tell(t.ID, p.user, t.Status, t.MatchID, srcPush, recv)
 			p.mu.Lock()
-			if a := p.att; a != nil && a.ticket == t.ID && t.Status != clientwire.StatusMatched {
+			if a := p.att; a != nil && a.ticket == t.ID && t.Status != protocol.StatusMatched {
 				p.endLocked(a)
 			}
 			p.mu.Unlock()

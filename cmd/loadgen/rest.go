@@ -9,8 +9,8 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/matchgate/matchgate/internal/clientwire"
 	"github.com/matchgate/matchgate/matcher"
+	"github.com/matchgate/matchgate/protocol"
 )
 
 // restCall performs one authenticated REST call and decodes the answer.
@@ -70,7 +70,7 @@ func (p *player) restJoin() bool {
 func (p *player) restAttempt(a *attempt) {
 	r := p.r
 	var body struct {
-		Ticket clientwire.Ticket `json:"ticket"`
+		Ticket protocol.ClientTicket `json:"ticket"`
 	}
 	err := r.restCall(r.ctx, http.MethodPost, p.base, "/v1/queues/"+url.PathEscape(a.queue)+"/tickets", p.token,
 		map[string]string{"region": a.region}, &body)
@@ -105,14 +105,14 @@ func (p *player) restAttempt(a *attempt) {
 		if done || r.closing.Load() {
 			return
 		}
-		var v clientwire.TicketView
+		var v protocol.ClientTicketView
 		err := r.restCall(r.ctx, http.MethodGet, p.base, "/v1/tickets/"+a.ticket, p.token, nil, &v)
 		r.stats.inc(cRestPolls)
 		if err != nil {
 			r.restError(err)
 			continue
 		}
-		if v.Ticket.Status != clientwire.StatusWaiting {
+		if v.Ticket.Status != protocol.StatusWaiting {
 			p.restOutcome(a, v, srcPoll)
 			return
 		}
@@ -127,7 +127,7 @@ func (p *player) restAttempt(a *attempt) {
 }
 
 // restOutcome records a resolved ticket seen through REST.
-func (p *player) restOutcome(a *attempt, v clientwire.TicketView, source string) {
+func (p *player) restOutcome(a *attempt, v protocol.ClientTicketView, source string) {
 	r := p.r
 	r.check.Tell(v.Ticket.ID, p.user, v.Ticket.Status, v.Ticket.MatchID, source, time.Now())
 	if v.Match != nil {
@@ -140,7 +140,7 @@ func (p *player) restOutcome(a *attempt, v clientwire.TicketView, source string)
 	if a.done {
 		return
 	}
-	if v.Ticket.Status == clientwire.StatusMatched {
+	if v.Ticket.Status == protocol.StatusMatched {
 		r.stats.inc(cFound)
 		r.stats.hist(hRestFound).Record(time.Since(a.sent))
 		p.finishLocked(a)
@@ -153,7 +153,7 @@ func (p *player) restOutcome(a *attempt, v clientwire.TicketView, source string)
 func (p *player) restCancel(a *attempt, ticket string) {
 	r := p.r
 	var body struct {
-		Ticket clientwire.Ticket `json:"ticket"`
+		Ticket protocol.ClientTicket `json:"ticket"`
 	}
 	err := r.restCall(r.ctx, http.MethodDelete, p.base, "/v1/tickets/"+ticket, p.token, nil, &body)
 	var he *httpError

@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/matchgate/matchgate/internal/clientwire"
+	"github.com/matchgate/matchgate/protocol"
 )
 
 // Phases of a run, in order.
@@ -331,7 +331,7 @@ func (r *runner) verifyPhase(ctx context.Context) int {
 					continue
 				}
 				_, token := p.identity()
-				var v clientwire.TicketView
+				var v protocol.ClientTicketView
 				sent := time.Now()
 				if err := r.restCall(vctx, "GET", p.base, "/v1/tickets/"+s.Ticket, token, nil, &v); err != nil {
 					r.restError(err)

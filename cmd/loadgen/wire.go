@@ -1,15 +1,15 @@
 package main
 
-import "github.com/matchgate/matchgate/internal/clientwire"
+import "github.com/matchgate/matchgate/protocol"
 
 // What the server sends, as a client decodes it (internal/clientwire).
 type (
-	wireTicket = clientwire.Ticket
-	wireMatch  = clientwire.Match
-	inFrame    = clientwire.Frame
+	wireTicket = protocol.ClientTicket
+	wireMatch  = protocol.ClientMatch
+	inFrame    = protocol.ClientFrame
 )
 
-func seatsOf(players []clientwire.Seat) []Seat {
+func seatsOf(players []protocol.ClientSeat) []Seat {
 	s := make([]Seat, len(players))
 	for i, pl := range players {
 		s[i] = Seat{Ticket: pl.TicketID, User: pl.UserID}

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/matchgate/matchgate/matcher"
+	"github.com/matchgate/matchgate/protocol"
 )
 
 // pendingMatch commits a PENDING_ACCEPT match of the tickets with an accept
@@ -91,7 +92,7 @@ func testAcceptWindow(t *testing.T, newLedger func(t *testing.T) matcher.Ledger)
 		want.Accepted, want.State, want.Version = []string{"al", "bea"}, matcher.MatchReady, want.Version+1
 		equal(t, "after every accept", got, want)
 		if len(events) != 1 || events[0].ID == 0 || !slices.Equal(events[0].Users, []string{"al", "bea"}) ||
-			!bytes.Equal(events[0].Payload, matcher.MatchReadyEvent(want).Payload) {
+			!bytes.Equal(events[0].Payload, protocol.MatchReadyEvent(want).Payload) {
 			t.Fatalf("events = %+v, want one match.ready", events)
 		}
 		if p := string(events[0].Payload); !strings.Contains(p, `"type":"match.ready"`) || !strings.Contains(p, "10.0.0.9:7777") {
@@ -187,7 +188,7 @@ func testAcceptWindow(t *testing.T, newLedger func(t *testing.T) matcher.Ledger)
 			t.Fatalf("a DISSOLVED match is still pending: %v", got)
 		}
 		// Events: match.dissolved to all, then a ticket.update per seat.
-		if len(events) != 4 || !bytes.Equal(events[0].Payload, matcher.MatchDissolvedEvent(d.Match, matcher.ReasonDeclined).Payload) ||
+		if len(events) != 4 || !bytes.Equal(events[0].Payload, protocol.MatchDissolvedEvent(d.Match, matcher.ReasonDeclined).Payload) ||
 			!slices.Equal(events[0].Users, []string{"gil", "hal", "ivy"}) {
 			t.Fatalf("events = %+v", events)
 		}
@@ -195,7 +196,7 @@ func testAcceptWindow(t *testing.T, newLedger func(t *testing.T) matcher.Ledger)
 			t.Fatalf("match.dissolved payload %s", p)
 		}
 		for i, tk := range []matcher.Ticket{back(seats[0]), declined, back(seats[2])} {
-			if !bytes.Equal(events[i+1].Payload, matcher.TicketEvent(tk).Payload) {
+			if !bytes.Equal(events[i+1].Payload, protocol.TicketEvent(tk).Payload) {
 				t.Fatalf("event %d = %s, want the ticket.update of %s", i+1, events[i+1].Payload, tk.UserID)
 			}
 		}

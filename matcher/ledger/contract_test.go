@@ -19,6 +19,7 @@ import (
 	"github.com/matchgate/matchgate/internal/pgtest"
 	"github.com/matchgate/matchgate/matcher"
 	"github.com/matchgate/matchgate/matcher/ledger"
+	"github.com/matchgate/matchgate/protocol"
 )
 
 func TestMemory(t *testing.T) {
@@ -180,7 +181,7 @@ func testLedger(t *testing.T, newLedger func(t *testing.T) matcher.Ledger) {
 		read, _ := l.Ticket(ctx, tk.ID)
 		equal(t, "read back", read, want)
 		if len(events) != 1 || events[0].ID == 0 || !slices.Equal(events[0].Users, []string{"frank"}) ||
-			!bytes.Equal(events[0].Payload, matcher.TicketEvent(want).Payload) {
+			!bytes.Equal(events[0].Payload, protocol.TicketEvent(want).Payload) {
 			t.Fatalf("events = %+v, want one ticket.update for frank with its id", events)
 		}
 
@@ -248,7 +249,7 @@ func testLedger(t *testing.T, newLedger func(t *testing.T) matcher.Ledger) {
 		waitingIs(t, l, part("ranked", "eu"), bystander)
 
 		if len(events) != 1 || events[0].ID == 0 || !slices.Equal(events[0].Users, []string{"hank", "iris"}) ||
-			!bytes.Equal(events[0].Payload, matcher.MatchFoundEvent(want).Payload) {
+			!bytes.Equal(events[0].Payload, protocol.MatchFoundEvent(want).Payload) {
 			t.Fatalf("events = %+v, want one match.found for both players", events)
 		}
 		drained := drainAll(t, l)

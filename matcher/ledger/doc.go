@@ -10,7 +10,7 @@
 // Both pass the same contract tests and return identical values: ids in
 // canonical uuid form, times in UTC truncated to microseconds (PostgreSQL's
 // precision), attributes nil when empty, outbox payloads byte for byte as
-// built by matcher.TicketEvent and matcher.MatchFoundEvent.
+// built by protocol.TicketEvent and protocol.MatchFoundEvent.
 //
 // # Concurrency
 //

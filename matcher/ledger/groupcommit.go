@@ -12,6 +12,7 @@ import (
 
 	"github.com/matchgate/matchgate/internal/group"
 	"github.com/matchgate/matchgate/matcher"
+	"github.com/matchgate/matchgate/protocol"
 )
 
 // Joins are group-committed (internal/group): a join arriving while
@@ -296,7 +297,7 @@ func decide(ctx context.Context, tx pgx.Tx, batch []decisionReq, out []decisionR
 		cur[r.cid] = next
 		w.match(next)
 		if next.State == matcher.MatchReady {
-			w.events(i, r.matchID, matcher.MatchReadyEvent(next))
+			w.events(i, r.matchID, protocol.MatchReadyEvent(next))
 		}
 	}
 	return w.flush(ctx, tx, out)

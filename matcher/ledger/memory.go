@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/matchgate/matchgate/matcher"
+	"github.com/matchgate/matchgate/protocol"
 )
 
 // Memory is a matcher.Ledger held in process memory, for the embedded
@@ -264,7 +265,7 @@ func (l *Memory) Resolve(ctx context.Context, id string, status matcher.TicketSt
 	t.Version++
 	l.tickets[t.ID] = t
 	l.leaveWaiting(t)
-	e := l.appendEvent(matcher.TicketEvent(t))
+	e := l.appendEvent(protocol.TicketEvent(t))
 	return cloneTicket(t), []matcher.Event{e}, nil
 }
 
@@ -403,7 +404,7 @@ func (l *Memory) commit(m matcher.Match) []matcher.Event {
 		l.tickets[t.ID] = t
 		l.leaveWaiting(t)
 	}
-	e := l.appendEvent(matcher.MatchFoundEvent(m))
+	e := l.appendEvent(protocol.MatchFoundEvent(m))
 	return []matcher.Event{e}
 }
 
@@ -453,7 +454,7 @@ func (l *Memory) Accept(ctx context.Context, matchID, userID string, at time.Tim
 	var events []matcher.Event
 	if m.State == matcher.MatchReady {
 		l.setPending(m, false)
-		events = append(events, l.appendEvent(matcher.MatchReadyEvent(m)))
+		events = append(events, l.appendEvent(protocol.MatchReadyEvent(m)))
 	}
 	return cloneMatch(m), events, nil
 }

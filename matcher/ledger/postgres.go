@@ -15,6 +15,7 @@ import (
 
 	"github.com/matchgate/matchgate/internal/group"
 	"github.com/matchgate/matchgate/matcher"
+	"github.com/matchgate/matchgate/protocol"
 )
 
 // Postgres is the matcher.Ledger of a PostgreSQL database migrated by
@@ -389,7 +390,7 @@ func (l *Postgres) Resolve(ctx context.Context, id string, status matcher.Ticket
 		if err != nil {
 			return err
 		}
-		e = matcher.TicketEvent(t)
+		e = protocol.TicketEvent(t)
 		return tx.QueryRow(ctx, `INSERT INTO outbox (users, payload) VALUES ($1, $2) RETURNING id, created_at`,
 			e.Users, e.Payload).Scan(&e.ID, &e.CreatedAt)
 	})
@@ -459,7 +460,7 @@ func (l *Postgres) CommitMatches(ctx context.Context, ms []matcher.Match, epoch 
 			seatMatch = append(seatMatch, int32(i+1))
 			seats = append(seats, uuidParam(id))
 		}
-		events[i] = matcher.MatchFoundEvent(m)
+		events[i] = protocol.MatchFoundEvent(m)
 		for _, u := range events[i].Users {
 			userMatch = append(userMatch, int32(i+1))
 			users = append(users, u)

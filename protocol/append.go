@@ -1,4 +1,4 @@
-package matcher
+package protocol
 
 import (
 	"math"
@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"time"
 	"unicode/utf8"
+
+	"github.com/matchgate/matchgate/matcher"
 )
 
 // The appenders below write the wire shapes byte for byte as encoding/json
@@ -69,7 +71,7 @@ func (w WireMatch) AppendJSON(b []byte) []byte {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = p.appendJSON(b)
+			b = appendPlayer(b, p)
 		}
 		b = append(b, ']')
 	}
@@ -113,7 +115,7 @@ func (w WireMatch) AppendJSON(b []byte) []byte {
 	return append(b, '}')
 }
 
-func (p Player) appendJSON(b []byte) []byte {
+func appendPlayer(b []byte, p matcher.Player) []byte {
 	b = append(b, `{"ticketId":`...)
 	b = AppendJSONString(b, p.TicketID)
 	b = append(b, `,"userId":`...)

@@ -1,10 +1,11 @@
-package matcher_test
+package protocol_test
 
 import (
 	"testing"
 	"time"
 
 	"github.com/matchgate/matchgate/matcher"
+	"github.com/matchgate/matchgate/protocol"
 )
 
 // BenchmarkMatchFoundEvent is the encode of a pair's match.found, once per
@@ -19,7 +20,7 @@ func BenchmarkMatchFoundEvent(b *testing.B) {
 		},
 		Server: &matcher.Server{Address: "10.0.0.1:7777", Session: "s1"}, CreatedAt: at, Version: 1}
 	for b.Loop() {
-		matcher.MatchFoundEvent(m)
+		protocol.MatchFoundEvent(m)
 	}
 }
 
@@ -32,6 +33,6 @@ func BenchmarkTicketEvent(b *testing.B) {
 		EnqueuedAt: at, Deadline: at.Add(5 * time.Minute), MatchID: "1b6a5b0c-2f0e-4d7f-8d4e-3c0f6a9b1c2d",
 		UpdatedAt: at.Add(time.Second), Version: 3}
 	for b.Loop() {
-		matcher.TicketEvent(t)
+		protocol.TicketEvent(t)
 	}
 }

@@ -1,12 +1,12 @@
-package clientwire_test
+package protocol_test
 
 import (
 	"encoding/json"
 	"testing"
 	"time"
 
-	"github.com/matchgate/matchgate/internal/clientwire"
 	"github.com/matchgate/matchgate/matcher"
+	"github.com/matchgate/matchgate/protocol"
 )
 
 // The client's view reads what the server sends: every field it has, with
@@ -16,14 +16,14 @@ func TestDecodesTheServersFrames(t *testing.T) {
 	m := matcher.Match{ID: "m1", Queue: "ranked", Region: "eu", State: matcher.MatchReady, FormedBy: matcher.FormedFilled,
 		Players: []matcher.Player{{TicketID: "t1", UserID: "u1", Skill: 1500}, {TicketID: "t2", UserID: "u2", Skill: 1510.5}},
 		Bots:    1, CreatedAt: at, Version: 1}
-	var found clientwire.Frame
-	if err := json.Unmarshal(matcher.MatchFoundEvent(m).Payload, &found); err != nil {
+	var found protocol.ClientFrame
+	if err := json.Unmarshal(protocol.MatchFoundEvent(m).Payload, &found); err != nil {
 		t.Fatal(err)
 	}
 	got := found.Match
-	if found.Type != matcher.FrameMatchFound || got == nil || got.ID != "m1" || got.Queue != "ranked" || got.Region != "eu" ||
+	if found.Type != protocol.FrameMatchFound || got == nil || got.ID != "m1" || got.Queue != "ranked" || got.Region != "eu" ||
 		got.State != matcher.MatchReady || got.FormedBy != matcher.FormedFilled || got.Bots != 1 || !got.CreatedAt.Equal(at) ||
-		len(got.Players) != 2 || got.Players[1] != (clientwire.Seat{TicketID: "t2", UserID: "u2", Skill: 1510.5}) {
+		len(got.Players) != 2 || got.Players[1] != (protocol.ClientSeat{TicketID: "t2", UserID: "u2", Skill: 1510.5}) {
 		t.Fatalf("match.found read as %+v", found)
 	}
 
@@ -33,13 +33,13 @@ func TestDecodesTheServersFrames(t *testing.T) {
 		{ID: "t2", UserID: "u2", Queue: "ranked", Region: "eu", Status: matcher.StatusCancelled, CancelReason: "user",
 			EnqueuedAt: at, Deadline: at.Add(time.Minute), UpdatedAt: at, Version: 3},
 	} {
-		var f clientwire.Frame
-		if err := json.Unmarshal(matcher.TicketEvent(tk).Payload, &f); err != nil {
+		var f protocol.ClientFrame
+		if err := json.Unmarshal(protocol.TicketEvent(tk).Payload, &f); err != nil {
 			t.Fatal(err)
 		}
-		want := clientwire.Ticket{ID: tk.ID, UserID: tk.UserID, Queue: tk.Queue, Region: tk.Region, Status: string(tk.Status),
+		want := protocol.ClientTicket{ID: tk.ID, UserID: tk.UserID, Queue: tk.Queue, Region: tk.Region, Status: string(tk.Status),
 			EnqueuedAt: at, Deadline: at.Add(time.Minute), MatchID: tk.MatchID, CancelReason: tk.CancelReason, Version: tk.Version}
-		if f.Type != matcher.FrameTicketUpdate || f.Ticket == nil || !f.Ticket.EnqueuedAt.Equal(want.EnqueuedAt) ||
+		if f.Type != protocol.FrameTicketUpdate || f.Ticket == nil || !f.Ticket.EnqueuedAt.Equal(want.EnqueuedAt) ||
 			!f.Ticket.Deadline.Equal(want.Deadline) {
 			t.Fatalf("ticket.update read as %+v", f)
 		}
@@ -54,8 +54,8 @@ func TestDecodesTheServersFrames(t *testing.T) {
 // The client's statuses are the server's.
 func TestStatusesAreTheServers(t *testing.T) {
 	for got, want := range map[string]matcher.TicketStatus{
-		clientwire.StatusWaiting: matcher.StatusWaiting, clientwire.StatusMatched: matcher.StatusMatched,
-		clientwire.StatusCancelled: matcher.StatusCancelled, clientwire.StatusExpired: matcher.StatusExpired,
+		protocol.StatusWaiting: matcher.StatusWaiting, protocol.StatusMatched: matcher.StatusMatched,
+		protocol.StatusCancelled: matcher.StatusCancelled, protocol.StatusExpired: matcher.StatusExpired,
 	} {
 		if got != string(want) {
 			t.Errorf("client status %q, server %q", got, want)

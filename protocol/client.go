@@ -1,0 +1,89 @@
+package protocol
+
+import "time"
+
+// The Client types are the protocol as a client sees it (README
+// "Protocol"): what the server sends, in plain types of the client's own
+// rather than the server's. The chaos run and the load generator check the
+// wire through them, decoding what a third-party client would, and with
+// encoding/json alone: the Wire types decode through wireTime's
+// unmarshaler, which a client at thousands of frames a second cannot afford
+// (each time field scanned three times).
+
+// The statuses of a ticket, as the wire spells them.
+const (
+	StatusWaiting   = "WAITING"
+	StatusMatched   = "MATCHED"
+	StatusCancelled = "CANCELLED"
+	StatusExpired   = "EXPIRED"
+)
+
+// ClientTicket is a ticket as sent in joined, cancelled, ticket.update, hello and
+// status frames, and by GET /v1/tickets/{id}.
+type ClientTicket struct {
+	ID         string    `json:"id"`
+	UserID     string    `json:"userId"`
+	Queue      string    `json:"queue"`
+	Region     string    `json:"region"`
+	Status     string    `json:"status"`
+	EnqueuedAt time.Time `json:"enqueuedAt"`
+	Deadline   time.Time `json:"deadline"`
+	// MatchID and CancelReason are "" when the server sends null.
+	MatchID      string `json:"matchId"`
+	CancelReason string `json:"cancelReason"`
+	Version      int64  `json:"version"`
+}
+
+// ClientSeat is one player of a match.
+type ClientSeat struct {
+	TicketID string  `json:"ticketId"`
+	UserID   string  `json:"userId"`
+	Skill    float64 `json:"skill"`
+}
+
+// ClientMatch is a match as sent in match.found, hello and status frames, and by
+// GET /v1/tickets/{id}.
+type ClientMatch struct {
+	ID        string       `json:"id"`
+	Queue     string       `json:"queue"`
+	Region    string       `json:"region"`
+	State     string       `json:"state"`
+	FormedBy  string       `json:"formedBy"`
+	Players   []ClientSeat `json:"players"`
+	Bots      int          `json:"bots"`
+	CreatedAt time.Time    `json:"createdAt"`
+}
+
+// ClientError is the error member of an error frame or an error response.
+type ClientError struct {
+	Code     string `json:"code"`
+	Message  string `json:"message"`
+	TicketID string `json:"ticketId"`
+	MatchID  string `json:"matchId"`
+	// RetryAfter is when a refused command may succeed, in whole seconds
+	// (COOLDOWN, rate limits); 0 when the server does not say.
+	RetryAfter int `json:"retryAfter"`
+}
+
+// ClientFrame is any server→client frame; each type fills its own members.
+type ClientFrame struct {
+	Type    string         `json:"type"`
+	Re      string         `json:"re"`
+	UserID  string         `json:"userId"`
+	Node    string         `json:"node"`
+	Ticket  *ClientTicket  `json:"ticket"`
+	Match   *ClientMatch   `json:"match"`
+	Tickets []ClientTicket `json:"tickets"`
+	Matches []ClientMatch  `json:"matches"`
+	Error   *ClientError   `json:"error"`
+	// SentAt stamps the frames the load generator publishes itself in its
+	// push mode (unix ns).
+	SentAt int64 `json:"sentAt"`
+}
+
+// ClientTicketView is the body of GET /v1/tickets/{id}: the ticket and, once it
+// is matched, its match.
+type ClientTicketView struct {
+	Ticket ClientTicket `json:"ticket"`
+	Match  *ClientMatch `json:"match"`
+}
