@@ -65,7 +65,7 @@ func BenchmarkFrameType(b *testing.B) {
 	m := matcher.Match{ID: "m1", Queue: "ranked", Region: "eu", State: matcher.MatchReady, FormedBy: matcher.FormedFilled,
 		Players:   []matcher.Player{{TicketID: "t1", UserID: "u1", Skill: 1500}, {TicketID: "t2", UserID: "u2", Skill: 1510}},
 		CreatedAt: time.Now(), Version: 1}
-	payload := protocol.MatchFoundEvent(m).Payload
+	payload := protocol.Frame(matcher.MatchFoundEvent(m))
 	b.SetBytes(int64(len(payload)))
 	for b.Loop() {
 		if frameType(payload) != protocol.FrameMatchFound {
@@ -181,10 +181,10 @@ func TestFrameType(t *testing.T) {
 		frame []byte
 		want  string
 	}{
-		{protocol.MatchFoundEvent(m).Payload, protocol.FrameMatchFound},
-		{protocol.MatchReadyEvent(m).Payload, protocol.FrameMatchReady},
-		{protocol.MatchDissolvedEvent(m, "declined").Payload, protocol.FrameMatchDissolved},
-		{protocol.TicketEvent(matcher.Ticket{ID: "t1", Status: matcher.StatusCancelled}).Payload, protocol.FrameTicketUpdate},
+		{protocol.Frame(matcher.MatchFoundEvent(m)), protocol.FrameMatchFound},
+		{protocol.Frame(matcher.MatchReadyEvent(m)), protocol.FrameMatchReady},
+		{protocol.Frame(matcher.MatchDissolvedEvent(m, "declined")), protocol.FrameMatchDissolved},
+		{protocol.Frame(matcher.TicketUpdatedEvent(matcher.Ticket{ID: "t1", Status: matcher.StatusCancelled})), protocol.FrameTicketUpdate},
 		{[]byte(`{ "type" : "spaced", "x": 1}`), "spaced"},
 		{[]byte(`{"re":"1","type":"later"}`), "later"},
 		{[]byte(`{"type":"esc\"aped"}`), `esc"aped`},

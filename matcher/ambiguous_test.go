@@ -44,7 +44,7 @@ func (p *publisher) Deliver(ctx context.Context, events []matcher.Event) {
 
 func countFound(into map[string]int, e matcher.Event) {
 	var f struct{ Type string }
-	if json.Unmarshal(e.Payload, &f) == nil && f.Type == protocol.FrameMatchFound {
+	if json.Unmarshal(protocol.Frame(e), &f) == nil && f.Type == protocol.FrameMatchFound {
 		for _, u := range e.Users {
 			into[u]++
 		}

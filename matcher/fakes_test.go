@@ -11,6 +11,7 @@ import (
 
 	"github.com/matchgate/matchgate/matcher"
 	"github.com/matchgate/matchgate/matcher/pool"
+	"github.com/matchgate/matchgate/protocol"
 )
 
 // fakeAllocator fails its first failFirst calls (all of them with failAll),
@@ -76,10 +77,10 @@ func (h *harness) frames() []frameOf {
 	out := make([]frameOf, 0, len(h.pushed.events))
 	for _, e := range h.pushed.events {
 		var f frameOf
-		if err := json.Unmarshal(e.Payload, &f); err != nil {
-			h.t.Fatalf("event %s: %v", e.Payload, err)
+		if err := json.Unmarshal(protocol.Frame(e), &f); err != nil {
+			h.t.Fatalf("event %s: %v", protocol.Frame(e), err)
 		}
-		f.Users, f.Raw = e.Users, string(e.Payload)
+		f.Users, f.Raw = e.Users, string(protocol.Frame(e))
 		out = append(out, f)
 	}
 	return out

@@ -174,12 +174,53 @@ func (p Partition) Base() Partition { return Partition{Queue: p.Queue, Region: p
 // OverflowShard names the overflow pool of a sharded queue.
 const OverflowShard = "ov"
 
-// Event is an outbox row: a message for some users, written in the same
-// transaction as the state change it reports and published at least once.
-// Payload is the complete server→client frame (JSON).
+// EventKind is what an Event reports.
+type EventKind uint8
+
+const (
+	// EventTicketUpdated: a ticket's new state, for its owner.
+	EventTicketUpdated EventKind = iota + 1
+	// EventMatchFound: a match formed, for every player.
+	EventMatchFound
+	// EventMatchReady: everyone accepted; the match carries its server.
+	EventMatchReady
+	// EventMatchDissolved: the match will not be played (Reason says
+	// why); each player's EventTicketUpdated follows.
+	EventMatchDissolved
+)
+
+// Event is a domain event, for some users: written by the ledger as data in
+// the same transaction as the state change it reports (the outbox), carried
+// by the outbox and published at least once. It is rendered into a frame
+// only at the edge (the notify package, with the protocol's appenders).
 type Event struct {
-	ID        int64
-	Users     []string
-	Payload   []byte
+	ID     int64
+	Kind   EventKind
+	Users  []string
+	Ticket Ticket // EventTicketUpdated
+	Match  Match  // the match events
+	// Reason of EventMatchDissolved: ReasonDeclined or ReasonAcceptTimeout.
+	Reason    string
 	CreatedAt time.Time
+}
+
+// TicketUpdatedEvent is the event announcing t's new state to its owner.
+func TicketUpdatedEvent(t Ticket) Event {
+	return Event{Kind: EventTicketUpdated, Users: []string{t.UserID}, Ticket: t}
+}
+
+// MatchFoundEvent is the event announcing a formed match to every player.
+func MatchFoundEvent(m Match) Event {
+	return Event{Kind: EventMatchFound, Users: m.UserIDs(), Match: m}
+}
+
+// MatchReadyEvent is the event telling every player that everyone accepted.
+func MatchReadyEvent(m Match) Event {
+	return Event{Kind: EventMatchReady, Users: m.UserIDs(), Match: m}
+}
+
+// MatchDissolvedEvent is the event telling every player that m will not be
+// played, and why.
+func MatchDissolvedEvent(m Match, reason string) Event {
+	return Event{Kind: EventMatchDissolved, Users: m.UserIDs(), Match: m, Reason: reason}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/matchgate/matchgate/matcher"
+	"github.com/matchgate/matchgate/protocol"
 )
 
 // Channel is the pub/sub channel of one user.
@@ -117,8 +118,14 @@ func publish(ctx context.Context, rdb redis.UniversalClient, prefix string, even
 	pipe := rdb.Pipeline()
 	n := 0
 	for _, e := range events {
+		// Rendered once per event, whatever its number of users: the
+		// gateways pass the frame on to the sockets as it is.
+		frame := protocol.Frame(e)
+		if frame == nil {
+			continue // no kind this version renders: nothing to push
+		}
 		for _, u := range e.Users {
-			pipe.Publish(ctx, Channel(prefix, u), e.Payload)
+			pipe.Publish(ctx, Channel(prefix, u), frame)
 			n++
 		}
 	}

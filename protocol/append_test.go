@@ -293,13 +293,13 @@ func TestWireEventsMatchJSON(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for i := range 2000 {
 		tk := genModelTicket(r)
-		ev := TicketEvent(tk)
+		ev := matcher.TicketUpdatedEvent(tk)
 		want := mustMarshal(t, struct {
 			Type   string     `json:"type"`
 			Ticket WireTicket `json:"ticket"`
 		}{FrameTicketUpdate, TicketOf(tk)})
-		if !bytes.Equal(ev.Payload, want) {
-			t.Fatalf("ticket event %d:\n got %s\nwant %s", i, ev.Payload, want)
+		if !bytes.Equal(Frame(ev), want) {
+			t.Fatalf("ticket event %d:\n got %s\nwant %s", i, Frame(ev), want)
 		}
 		if len(ev.Users) != 1 || ev.Users[0] != tk.UserID {
 			t.Fatalf("ticket event %d: users %q, want [%q]", i, ev.Users, tk.UserID)
@@ -309,24 +309,24 @@ func TestWireEventsMatchJSON(t *testing.T) {
 		for _, c := range []struct {
 			typ string
 			got matcher.Event
-		}{{FrameMatchFound, MatchFoundEvent(m)}, {FrameMatchReady, MatchReadyEvent(m)}} {
+		}{{FrameMatchFound, matcher.MatchFoundEvent(m)}, {FrameMatchReady, matcher.MatchReadyEvent(m)}} {
 			want := mustMarshal(t, struct {
 				Type  string    `json:"type"`
 				Match WireMatch `json:"match"`
 			}{c.typ, MatchOf(m)})
-			if !bytes.Equal(c.got.Payload, want) {
-				t.Fatalf("%s event %d:\n got %s\nwant %s", c.typ, i, c.got.Payload, want)
+			if !bytes.Equal(Frame(c.got), want) {
+				t.Fatalf("%s event %d:\n got %s\nwant %s", c.typ, i, Frame(c.got), want)
 			}
 		}
 		reason := []string{matcher.ReasonDeclined, matcher.ReasonAcceptTimeout, genString(r)}[r.IntN(3)]
-		dissolved := MatchDissolvedEvent(m, reason)
+		dissolved := matcher.MatchDissolvedEvent(m, reason)
 		want = mustMarshal(t, struct {
 			Type   string    `json:"type"`
 			Match  WireMatch `json:"match"`
 			Reason string    `json:"reason"`
 		}{FrameMatchDissolved, MatchOf(m), reason})
-		if !bytes.Equal(dissolved.Payload, want) {
-			t.Fatalf("dissolved event %d:\n got %s\nwant %s", i, dissolved.Payload, want)
+		if !bytes.Equal(Frame(dissolved), want) {
+			t.Fatalf("dissolved event %d:\n got %s\nwant %s", i, Frame(dissolved), want)
 		}
 	}
 }

@@ -17,7 +17,7 @@ func TestDecodesTheServersFrames(t *testing.T) {
 		Players: []matcher.Player{{TicketID: "t1", UserID: "u1", Skill: 1500}, {TicketID: "t2", UserID: "u2", Skill: 1510.5}},
 		Bots:    1, CreatedAt: at, Version: 1}
 	var found protocol.ClientFrame
-	if err := json.Unmarshal(protocol.MatchFoundEvent(m).Payload, &found); err != nil {
+	if err := json.Unmarshal(protocol.Frame(matcher.MatchFoundEvent(m)), &found); err != nil {
 		t.Fatal(err)
 	}
 	got := found.Match
@@ -34,7 +34,7 @@ func TestDecodesTheServersFrames(t *testing.T) {
 			EnqueuedAt: at, Deadline: at.Add(time.Minute), UpdatedAt: at, Version: 3},
 	} {
 		var f protocol.ClientFrame
-		if err := json.Unmarshal(protocol.TicketEvent(tk).Payload, &f); err != nil {
+		if err := json.Unmarshal(protocol.Frame(matcher.TicketUpdatedEvent(tk)), &f); err != nil {
 			t.Fatal(err)
 		}
 		want := protocol.ClientTicket{ID: tk.ID, UserID: tk.UserID, Queue: tk.Queue, Region: tk.Region, Status: string(tk.Status),

@@ -123,7 +123,7 @@ func MatchOf(m matcher.Match) WireMatch {
 	return w
 }
 
-// Server→client frame types pushed through the outbox.
+// Server→client frame types of the events pushed through the outbox.
 const (
 	FrameTicketUpdate   = "ticket.update"
 	FrameMatchFound     = "match.found"
@@ -140,14 +140,28 @@ const (
 	matchJSONCap  = 768
 )
 
-// TicketEvent is the outbox event announcing a ticket's new state to its owner.
-func TicketEvent(t matcher.Ticket) matcher.Event {
-	b := make([]byte, 0, ticketJSONCap)
-	b = append(b, `{"type":`...)
-	b = AppendJSONString(b, FrameTicketUpdate)
-	b = append(b, `,"ticket":`...)
-	b = TicketOf(t).AppendJSON(b)
-	return matcher.Event{Users: []string{t.UserID}, Payload: append(b, '}')}
+// Frame renders e as the frame its users receive; nil for a kind it does
+// not know. Publishing renders each event once, whatever its number of
+// users.
+func Frame(e matcher.Event) []byte {
+	switch e.Kind {
+	case matcher.EventTicketUpdated:
+		b := make([]byte, 0, ticketJSONCap)
+		b = append(b, `{"type":`...)
+		b = AppendJSONString(b, FrameTicketUpdate)
+		b = append(b, `,"ticket":`...)
+		b = TicketOf(e.Ticket).AppendJSON(b)
+		return append(b, '}')
+	case matcher.EventMatchFound:
+		return append(matchFrame(FrameMatchFound, e.Match), '}')
+	case matcher.EventMatchReady:
+		return append(matchFrame(FrameMatchReady, e.Match), '}')
+	case matcher.EventMatchDissolved:
+		b := append(matchFrame(FrameMatchDissolved, e.Match), `,"reason":`...)
+		b = AppendJSONString(b, e.Reason)
+		return append(b, '}')
+	}
+	return nil
 }
 
 // matchFrame opens a match frame: {"type":typ,"match":{…} without its end.
@@ -157,26 +171,6 @@ func matchFrame(typ string, m matcher.Match) []byte {
 	b = AppendJSONString(b, typ)
 	b = append(b, `,"match":`...)
 	return MatchOf(m).AppendJSON(b)
-}
-
-// MatchFoundEvent is the outbox event announcing a formed match to every player.
-func MatchFoundEvent(m matcher.Match) matcher.Event {
-	return matcher.Event{Users: m.UserIDs(), Payload: append(matchFrame(FrameMatchFound, m), '}')}
-}
-
-// MatchReadyEvent is the outbox event telling every player that everyone
-// accepted: the match is READY and carries the server to connect to.
-func MatchReadyEvent(m matcher.Match) matcher.Event {
-	return matcher.Event{Users: m.UserIDs(), Payload: append(matchFrame(FrameMatchReady, m), '}')}
-}
-
-// MatchDissolvedEvent is the outbox event telling every player that the
-// match will not be played; reason is matcher.ReasonDeclined or ReasonAcceptTimeout.
-// Each player's ticket.update (back to WAITING, or CANCELLED) follows.
-func MatchDissolvedEvent(m matcher.Match, reason string) matcher.Event {
-	b := append(matchFrame(FrameMatchDissolved, m), `,"reason":`...)
-	b = AppendJSONString(b, reason)
-	return matcher.Event{Users: m.UserIDs(), Payload: append(b, '}')}
 }
 
 // Client→server frame types (README "Protocol").

@@ -92,10 +92,10 @@ func testAcceptWindow(t *testing.T, newLedger func(t *testing.T) matcher.Ledger)
 		want.Accepted, want.State, want.Version = []string{"al", "bea"}, matcher.MatchReady, want.Version+1
 		equal(t, "after every accept", got, want)
 		if len(events) != 1 || events[0].ID == 0 || !slices.Equal(events[0].Users, []string{"al", "bea"}) ||
-			!bytes.Equal(events[0].Payload, protocol.MatchReadyEvent(want).Payload) {
+			!bytes.Equal(protocol.Frame(events[0]), protocol.Frame(matcher.MatchReadyEvent(want))) {
 			t.Fatalf("events = %+v, want one match.ready", events)
 		}
-		if p := string(events[0].Payload); !strings.Contains(p, `"type":"match.ready"`) || !strings.Contains(p, "10.0.0.9:7777") {
+		if p := string(protocol.Frame(events[0])); !strings.Contains(p, `"type":"match.ready"`) || !strings.Contains(p, "10.0.0.9:7777") {
 			t.Fatalf("match.ready payload %s lacks the type or the server", p)
 		}
 		if len(drainAll(t, l)) != 1 {
@@ -188,16 +188,16 @@ func testAcceptWindow(t *testing.T, newLedger func(t *testing.T) matcher.Ledger)
 			t.Fatalf("a DISSOLVED match is still pending: %v", got)
 		}
 		// Events: match.dissolved to all, then a ticket.update per seat.
-		if len(events) != 4 || !bytes.Equal(events[0].Payload, protocol.MatchDissolvedEvent(d.Match, matcher.ReasonDeclined).Payload) ||
+		if len(events) != 4 || !bytes.Equal(protocol.Frame(events[0]), protocol.Frame(matcher.MatchDissolvedEvent(d.Match, matcher.ReasonDeclined))) ||
 			!slices.Equal(events[0].Users, []string{"gil", "hal", "ivy"}) {
 			t.Fatalf("events = %+v", events)
 		}
-		if p := string(events[0].Payload); !strings.Contains(p, `"type":"match.dissolved"`) || !strings.Contains(p, `"reason":"declined"`) || strings.Contains(p, "10.0.0.9") {
+		if p := string(protocol.Frame(events[0])); !strings.Contains(p, `"type":"match.dissolved"`) || !strings.Contains(p, `"reason":"declined"`) || strings.Contains(p, "10.0.0.9") {
 			t.Fatalf("match.dissolved payload %s", p)
 		}
 		for i, tk := range []matcher.Ticket{back(seats[0]), declined, back(seats[2])} {
-			if !bytes.Equal(events[i+1].Payload, protocol.TicketEvent(tk).Payload) {
-				t.Fatalf("event %d = %s, want the ticket.update of %s", i+1, events[i+1].Payload, tk.UserID)
+			if !bytes.Equal(protocol.Frame(events[i+1]), protocol.Frame(matcher.TicketUpdatedEvent(tk))) {
+				t.Fatalf("event %d = %s, want the ticket.update of %s", i+1, protocol.Frame(events[i+1]), tk.UserID)
 			}
 		}
 		if n := len(drainAll(t, l)); n != 4 {
@@ -270,8 +270,8 @@ func testAcceptWindow(t *testing.T, newLedger func(t *testing.T) matcher.Ledger)
 		if d.Cancelled[0].ID != a.ID || d.Cancelled[0].CancelReason != matcher.ReasonAcceptTimeout {
 			t.Fatalf("cancelled %+v", d.Cancelled)
 		}
-		if !strings.Contains(string(events[0].Payload), `"reason":"accept_timeout"`) {
-			t.Fatalf("match.dissolved payload %s", events[0].Payload)
+		if !strings.Contains(string(protocol.Frame(events[0])), `"reason":"accept_timeout"`) {
+			t.Fatalf("match.dissolved payload %s", protocol.Frame(events[0]))
 		}
 		waitingIs(t, l, part("ranked", "eu"), d.Requeued...)
 		waitingIs(t, l, part("casual", "us"))

@@ -181,7 +181,7 @@ func testLedger(t *testing.T, newLedger func(t *testing.T) matcher.Ledger) {
 		read, _ := l.Ticket(ctx, tk.ID)
 		equal(t, "read back", read, want)
 		if len(events) != 1 || events[0].ID == 0 || !slices.Equal(events[0].Users, []string{"frank"}) ||
-			!bytes.Equal(events[0].Payload, protocol.TicketEvent(want).Payload) {
+			!bytes.Equal(protocol.Frame(events[0]), protocol.Frame(matcher.TicketUpdatedEvent(want))) {
 			t.Fatalf("events = %+v, want one ticket.update for frank with its id", events)
 		}
 
@@ -249,15 +249,15 @@ func testLedger(t *testing.T, newLedger func(t *testing.T) matcher.Ledger) {
 		waitingIs(t, l, part("ranked", "eu"), bystander)
 
 		if len(events) != 1 || events[0].ID == 0 || !slices.Equal(events[0].Users, []string{"hank", "iris"}) ||
-			!bytes.Equal(events[0].Payload, protocol.MatchFoundEvent(want).Payload) {
+			!bytes.Equal(protocol.Frame(events[0]), protocol.Frame(matcher.MatchFoundEvent(want))) {
 			t.Fatalf("events = %+v, want one match.found for both players", events)
 		}
 		drained := drainAll(t, l)
-		if len(drained) != 1 || drained[0].ID != events[0].ID || !bytes.Equal(drained[0].Payload, events[0].Payload) ||
+		if len(drained) != 1 || drained[0].ID != events[0].ID || !bytes.Equal(protocol.Frame(drained[0]), protocol.Frame(events[0])) ||
 			!slices.Equal(drained[0].Users, events[0].Users) || !drained[0].CreatedAt.Equal(events[0].CreatedAt) {
 			t.Fatalf("drained %+v, want the returned event %+v", drained, events)
 		}
-		p := string(drained[0].Payload)
+		p := string(protocol.Frame(drained[0]))
 		if !strings.Contains(p, `"type":"match.found"`) || !strings.Contains(p, m.ID) {
 			t.Fatalf("payload %s lacks the type or the match id", p)
 		}
@@ -703,7 +703,7 @@ func testLedger(t *testing.T, newLedger func(t *testing.T) matcher.Ledger) {
 		}
 		for i, e := range got {
 			w := written[i]
-			if e.ID != w.ID || !bytes.Equal(e.Payload, w.Payload) || !slices.Equal(e.Users, w.Users) || !e.CreatedAt.Equal(w.CreatedAt) {
+			if e.ID != w.ID || !bytes.Equal(protocol.Frame(e), protocol.Frame(w)) || !slices.Equal(e.Users, w.Users) || !e.CreatedAt.Equal(w.CreatedAt) {
 				t.Fatalf("drained %+v, want %+v", e, w)
 			}
 			if e.CreatedAt.Location() != time.UTC || e.CreatedAt.Nanosecond()%1000 != 0 {

@@ -9,8 +9,9 @@
 //
 // Both pass the same contract tests and return identical values: ids in
 // canonical uuid form, times in UTC truncated to microseconds (PostgreSQL's
-// precision), attributes nil when empty, outbox payloads byte for byte as
-// built by protocol.TicketEvent and protocol.MatchFoundEvent.
+// precision), attributes nil when empty, and the same typed events from the
+// outbox. Postgres stores an event as a versioned JSON of its data (see
+// encodeEvent), never as a frame: frames are rendered when published.
 //
 // # Concurrency
 //

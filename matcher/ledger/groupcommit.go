@@ -12,7 +12,6 @@ import (
 
 	"github.com/matchgate/matchgate/internal/group"
 	"github.com/matchgate/matchgate/matcher"
-	"github.com/matchgate/matchgate/protocol"
 )
 
 // Joins are group-committed (internal/group): a join arriving while
@@ -297,7 +296,7 @@ func decide(ctx context.Context, tx pgx.Tx, batch []decisionReq, out []decisionR
 		cur[r.cid] = next
 		w.match(next)
 		if next.State == matcher.MatchReady {
-			w.events(i, r.matchID, protocol.MatchReadyEvent(next))
+			w.events(i, r.matchID, matcher.MatchReadyEvent(next))
 		}
 	}
 	return w.flush(ctx, tx, out)
@@ -445,7 +444,11 @@ func (w *decisionWrites) flush(ctx context.Context, tx pgx.Tx, out []decisionRes
 		b.Queue(`UPDATE matches SET state = $2, accepted = $3, version = $4 WHERE id = $1`, id, m.State, accepted, m.Version)
 	}
 	for _, de := range w.evs {
-		b.Queue(`INSERT INTO outbox (users, payload) VALUES ($1, $2) RETURNING id, created_at`, de.e.Users, de.e.Payload)
+		data, err := encodeEvent(de.e)
+		if err != nil {
+			return fmt.Errorf("match %s: %w", de.matchID, err)
+		}
+		b.Queue(`INSERT INTO outbox (users, payload) VALUES ($1, $2) RETURNING id, created_at`, de.e.Users, data)
 	}
 	br := tx.SendBatch(ctx, b)
 	err := func() error {

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/matchgate/matchgate/matcher"
-	"github.com/matchgate/matchgate/protocol"
 )
 
 // Memory is a matcher.Ledger held in process memory, for the embedded
@@ -265,7 +264,7 @@ func (l *Memory) Resolve(ctx context.Context, id string, status matcher.TicketSt
 	t.Version++
 	l.tickets[t.ID] = t
 	l.leaveWaiting(t)
-	e := l.appendEvent(protocol.TicketEvent(t))
+	e := l.appendEvent(matcher.TicketUpdatedEvent(t))
 	return cloneTicket(t), []matcher.Event{e}, nil
 }
 
@@ -404,7 +403,7 @@ func (l *Memory) commit(m matcher.Match) []matcher.Event {
 		l.tickets[t.ID] = t
 		l.leaveWaiting(t)
 	}
-	e := l.appendEvent(protocol.MatchFoundEvent(m))
+	e := l.appendEvent(matcher.MatchFoundEvent(m))
 	return []matcher.Event{e}
 }
 
@@ -454,7 +453,7 @@ func (l *Memory) Accept(ctx context.Context, matchID, userID string, at time.Tim
 	var events []matcher.Event
 	if m.State == matcher.MatchReady {
 		l.setPending(m, false)
-		events = append(events, l.appendEvent(protocol.MatchReadyEvent(m)))
+		events = append(events, l.appendEvent(matcher.MatchReadyEvent(m)))
 	}
 	return cloneMatch(m), events, nil
 }

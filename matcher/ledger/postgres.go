@@ -15,7 +15,6 @@ import (
 
 	"github.com/matchgate/matchgate/internal/group"
 	"github.com/matchgate/matchgate/matcher"
-	"github.com/matchgate/matchgate/protocol"
 )
 
 // Postgres is the matcher.Ledger of a PostgreSQL database migrated by
@@ -390,9 +389,13 @@ func (l *Postgres) Resolve(ctx context.Context, id string, status matcher.Ticket
 		if err != nil {
 			return err
 		}
-		e = protocol.TicketEvent(t)
+		e = matcher.TicketUpdatedEvent(t)
+		data, err := encodeEvent(e)
+		if err != nil {
+			return err
+		}
 		return tx.QueryRow(ctx, `INSERT INTO outbox (users, payload) VALUES ($1, $2) RETURNING id, created_at`,
-			e.Users, e.Payload).Scan(&e.ID, &e.CreatedAt)
+			e.Users, data).Scan(&e.ID, &e.CreatedAt)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		// Lost the compare-and-set (or no such ticket). A ticket goes back
@@ -460,12 +463,14 @@ func (l *Postgres) CommitMatches(ctx context.Context, ms []matcher.Match, epoch 
 			seatMatch = append(seatMatch, int32(i+1))
 			seats = append(seats, uuidParam(id))
 		}
-		events[i] = protocol.MatchFoundEvent(m)
+		events[i] = matcher.MatchFoundEvent(m)
 		for _, u := range events[i].Users {
 			userMatch = append(userMatch, int32(i+1))
 			users = append(users, u)
 		}
-		payloads[i] = events[i].Payload
+		if payloads[i], err = encodeEvent(events[i]); err != nil {
+			return nil, fmt.Errorf("commit match %s: %w", m.ID, err)
+		}
 	}
 	rows, err := l.pool.Query(ctx, `SELECT outcome, still_waiting, event_id, event_at FROM commit_matches(
 		$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)`,
@@ -630,10 +635,21 @@ func (l *Postgres) DrainOutbox(ctx context.Context, minAge time.Duration, limit 
 		WHERE created_at < now() - $1 * interval '1 microsecond' ORDER BY id LIMIT $2
 		FOR UPDATE SKIP LOCKED`, minAge.Microseconds(), limit)
 	events, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (matcher.Event, error) {
-		var e matcher.Event
-		err := r.Scan(&e.ID, &e.Users, &e.Payload, &e.CreatedAt)
+		var (
+			e       matcher.Event
+			payload []byte
+		)
+		if err := r.Scan(&e.ID, &e.Users, &payload, &e.CreatedAt); err != nil {
+			return e, err
+		}
 		e.CreatedAt = e.CreatedAt.UTC()
-		return e, err
+		// A row that cannot be read is handed on without a kind: the
+		// publisher renders nothing for it and it is deleted with its
+		// batch, rather than stop every drain behind it.
+		if err := decodeEvent(payload, &e); err != nil {
+			e.Kind = 0
+		}
+		return e, nil
 	})
 	if err != nil {
 		return 0, fmt.Errorf("drain outbox: %w", err)

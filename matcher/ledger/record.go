@@ -12,7 +12,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/matchgate/matchgate/matcher"
-	"github.com/matchgate/matchgate/protocol"
 )
 
 // Both implementations pass every input through the functions of this file
@@ -256,7 +255,7 @@ func dissolveTicket(t matcher.Ticket, reason string, at time.Time) matcher.Ticke
 // dissolveEvents are the events of a dissolution: match.dissolved for all,
 // then one ticket.update per ticket in seat order.
 func dissolveEvents(d matcher.Dissolution, reason string) []matcher.Event {
-	events := []matcher.Event{protocol.MatchDissolvedEvent(d.Match, reason)}
+	events := []matcher.Event{matcher.MatchDissolvedEvent(d.Match, reason)}
 	byID := map[string]matcher.Ticket{}
 	for _, t := range d.Requeued {
 		byID[t.ID] = t
@@ -266,7 +265,7 @@ func dissolveEvents(d matcher.Dissolution, reason string) []matcher.Event {
 	}
 	for _, p := range d.Match.Players {
 		if t, ok := byID[p.TicketID]; ok {
-			events = append(events, protocol.TicketEvent(t))
+			events = append(events, matcher.TicketUpdatedEvent(t))
 		}
 	}
 	return events
@@ -302,7 +301,8 @@ func cloneMatch(m matcher.Match) matcher.Match {
 
 func cloneEvent(e matcher.Event) matcher.Event {
 	e.Users = slices.Clone(e.Users)
-	e.Payload = slices.Clone(e.Payload)
+	e.Ticket = cloneTicket(e.Ticket)
+	e.Match = cloneMatch(e.Match)
 	return e
 }
 
