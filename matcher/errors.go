@@ -13,8 +13,10 @@ import (
 
 // Code is the kind of a domain error: what went wrong, as the caller must
 // act on it. It is not a wire string: the protocol package names each kind
-// on the wire and picks its HTTP status (README "Protocol").
-type Code uint8
+// on the wire and picks its HTTP status (README "Protocol"). It is not a
+// byte either, so that go vet refuses string(code), which would make a rune
+// of it rather than a wire code.
+type Code uint16
 
 const (
 	// CodeInternal is the zero Code: an error of no known kind is internal.

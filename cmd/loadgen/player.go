@@ -314,7 +314,7 @@ func (p *player) joinReply(f *inFrame, req request, recv time.Time) {
 		return
 	}
 	st.inc(cJoinErrors)
-	if f.Error != nil && f.Error.Code == string(matcher.CodeAlreadyQueued) && f.Error.TicketID != "" && !a.done {
+	if f.Error != nil && f.Error.Code == string(protocol.CodeAlreadyQueued) && f.Error.TicketID != "" && !a.done {
 		// A ticket from before (a reconnect lost its outcome): wait for it.
 		a.ticket = f.Error.TicketID
 		p.r.check.Joined(a.ticket, p.user, false)
@@ -335,13 +335,13 @@ func (p *player) cancelReply(f *inFrame, req request, recv time.Time) {
 	case f.Type == "cancelled" && f.Ticket != nil:
 		st.inc(cCancelled)
 		p.r.check.Tell(f.Ticket.ID, p.user, f.Ticket.Status, "", srcReply, recv)
-	case f.Type == "error" && f.Error != nil && f.Error.Code == string(matcher.CodeAlreadyMatched):
+	case f.Type == "error" && f.Error != nil && f.Error.Code == string(protocol.CodeAlreadyMatched):
 		st.inc(cAlreadyMatched)
 		p.r.check.Tell(f.Error.TicketID, p.user, string(matcher.StatusMatched), f.Error.MatchID, srcReply, recv)
 		// match.found ends the attempt (and is measured); it was pushed
 		// before or will be.
 		return
-	case f.Type == "error" && f.Error != nil && f.Error.Code == string(matcher.CodeAlreadyCancelled):
+	case f.Type == "error" && f.Error != nil && f.Error.Code == string(protocol.CodeAlreadyCancelled):
 		p.r.check.Tell(f.Error.TicketID, p.user, statusEnded, "", srcReply, recv)
 	default:
 		return

@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/matchgate/matchgate/matcher"
 	"github.com/matchgate/matchgate/protocol"
 )
 
@@ -164,7 +163,7 @@ func (p *player) restCancel(a *attempt, ticket string) {
 		p.mu.Lock()
 		p.endLocked(a)
 		p.mu.Unlock()
-	case errors.As(err, &he) && he.code == string(matcher.CodeAlreadyMatched):
+	case errors.As(err, &he) && he.code == string(protocol.CodeAlreadyMatched):
 		r.stats.inc(cAlreadyMatched)
 		r.stats.label(lErrors, he.code)
 		// The poll reads the match (and records the outcome with it).

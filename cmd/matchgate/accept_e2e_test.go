@@ -15,6 +15,7 @@ import (
 
 	"github.com/matchgate/matchgate/internal/redistest"
 	"github.com/matchgate/matchgate/matcher"
+	"github.com/matchgate/matchgate/protocol"
 )
 
 // fleetManager is a fleet manager speaking docs/ALLOCATOR.md over HTTP.
@@ -164,7 +165,7 @@ queues:
 	}
 	// The decliner is cooled down, over the socket and over REST.
 	c.send(map[string]any{"type": "join", "id": "again", "queue": "arena"})
-	if f := c.expect("error", 5*time.Second); f.Error == nil || f.Error.Code != string(matcher.CodeCooldown) {
+	if f := c.expect("error", 5*time.Second); f.Error == nil || f.Error.Code != string(protocol.CodeCooldown) {
 		t.Fatalf("rejoin after a decline: %s", f.raw)
 	}
 	req, _ := http.NewRequest(http.MethodPost, base+"/v1/queues/arena/tickets", strings.NewReader(`{}`))

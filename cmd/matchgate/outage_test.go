@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/matchgate/matchgate/matcher"
+	"github.com/matchgate/matchgate/protocol"
 )
 
 // privateRedis runs a redis-server of the test's own on a free port, so the
@@ -137,7 +138,7 @@ func TestRedisOutage(t *testing.T) {
 	start := time.Now()
 	b.send(map[string]any{"type": "join", "id": "2", "queue": "duel"})
 	f := b.expect("error", 5*time.Second)
-	if f.Error == nil || f.Error.Code != string(matcher.CodeUnavailable) {
+	if f.Error == nil || f.Error.Code != string(protocol.CodeUnavailable) {
 		t.Fatalf("join during the outage: %s, want UNAVAILABLE", f.raw)
 	}
 	if d := time.Since(start); d > 2*time.Second {
