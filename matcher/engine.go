@@ -939,8 +939,8 @@ func (p *pass) newMatch(group []pool.Entry, formedBy string, bots int) Match {
 
 // allocateInFlight bounds the allocations one pass asks for at once: a
 // backlog's pass forms up to passSeats/2 matches, and asked one after the
-// other, a fleet manager answering in 20 ms took longer than the pass's
-// allocation budget for them all.
+// other, 128 answers of 20 ms each would outlast the pass's allocation
+// budget.
 const allocateInFlight = 16
 
 // stageMany gets the claimed groups servers, allocateInFlight at a time,

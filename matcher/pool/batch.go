@@ -73,16 +73,8 @@ func NearestToScan(anchor Entry, n int) Scan {
 // what scans[i] read.
 func (p *Pool) ScanMany(ctx context.Context, partition string, scans []Scan) (out [][]Entry, err error) {
 	defer wrap(&err, "scan %s", partition)
-	if err := checkPartition(partition); err != nil {
+	if err := checkScans(partition, scans); err != nil || len(scans) == 0 {
 		return nil, err
-	}
-	for _, s := range scans {
-		if s.mode == "nearest" && (math.IsNaN(s.skill) || math.IsInf(s.skill, 0)) {
-			return nil, fmt.Errorf("nearest: skill %v not finite", s.skill)
-		}
-	}
-	if len(scans) == 0 {
-		return nil, nil
 	}
 	cmds := p.pipelined(ctx, 1, func(pipe redis.Pipeliner, _ int) *redis.Cmd {
 		return scanCall(ctx, pipe, p.scanKeys(partition), scans)

@@ -486,11 +486,8 @@ func (p *Memory) Heartbeat(ctx context.Context, partition, ticketID string, at t
 // HeartbeatAny is Pool.HeartbeatAny (heartbeat.lua).
 func (p *Memory) HeartbeatAny(_ context.Context, partitions []string, ticketID string, at time.Time, timeout time.Duration) (ok bool, err error) {
 	defer wrap(&err, "heartbeat %s in %v", ticketID, partitions)
-	if err := checkSiblings(partitions); err != nil {
+	if err := checkHeartbeat(partitions, ticketID); err != nil {
 		return false, err
-	}
-	if ticketID == "" {
-		return false, errors.New("empty ticket id")
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -517,16 +514,8 @@ func (p *Memory) HeartbeatAny(_ context.Context, partitions []string, ticketID s
 // ScanMany is Pool.ScanMany.
 func (p *Memory) ScanMany(_ context.Context, partition string, scans []Scan) (out [][]Entry, err error) {
 	defer wrap(&err, "scan %s", partition)
-	if err := checkPartition(partition); err != nil {
+	if err := checkScans(partition, scans); err != nil || len(scans) == 0 {
 		return nil, err
-	}
-	for _, s := range scans {
-		if s.mode == "nearest" && (math.IsNaN(s.skill) || math.IsInf(s.skill, 0)) {
-			return nil, fmt.Errorf("nearest: skill %v not finite", s.skill)
-		}
-	}
-	if len(scans) == 0 {
-		return nil, nil
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -676,17 +665,7 @@ func (p *Memory) Window(ctx context.Context, partition string, lo, hi float64, n
 }
 
 func (p *Memory) scan(ctx context.Context, partition string, s Scan) ([]Entry, error) {
-	if err := checkPartition(partition); err != nil {
-		return nil, fmt.Errorf("scan %s of %s: %w", s.mode, partition, err)
-	}
-	if s.n <= 0 {
-		return nil, nil
-	}
-	out, err := p.ScanMany(ctx, partition, []Scan{s})
-	if err != nil {
-		return nil, err
-	}
-	return out[0], nil
+	return scanOne(ctx, p.ScanMany, partition, s)
 }
 
 // Size is Pool.Size.
@@ -783,14 +762,8 @@ func (p *Memory) Locate(_ context.Context, partitions []string, ticketID string)
 // Promote is Pool.Promote (promote.lua).
 func (p *Memory) Promote(_ context.Context, from, to string, cutoff time.Time, n int) (moved []string, err error) {
 	defer wrap(&err, "promote from %s to %s", from, to)
-	if err := checkSiblings([]string{from, to}); err != nil {
+	if err := checkPromote(from, to); err != nil || n <= 0 {
 		return nil, err
-	}
-	if from == to {
-		return nil, errors.New("same pool")
-	}
-	if n <= 0 {
-		return nil, nil
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -810,17 +783,8 @@ func (p *Memory) Promote(_ context.Context, from, to string, cutoff time.Time, n
 // Offer is Pool.Offer (offer.lua).
 func (p *Memory) Offer(_ context.Context, to, home string, entries []Entry, now, expiry time.Time) (n int, err error) {
 	defer wrap(&err, "offer %d tickets of %s to %s", len(entries), home, to)
-	if err := checkPartition(to); err != nil {
+	if err := checkOffer(to, home, now, expiry); err != nil || len(entries) == 0 {
 		return 0, err
-	}
-	if err := checkPartition(home); err != nil {
-		return 0, err
-	}
-	if len(entries) == 0 {
-		return 0, nil
-	}
-	if !expiry.After(now) {
-		return 0, errors.New("expiry not after now")
 	}
 	seen := make(map[string]bool, len(entries))
 	for _, e := range entries {

@@ -2,7 +2,6 @@ package pool
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -17,17 +16,8 @@ const offerFields = 3
 // offer.lua. It returns the number written.
 func (p *Pool) Offer(ctx context.Context, to, home string, entries []Entry, now, expiry time.Time) (n int, err error) {
 	defer wrap(&err, "offer %d tickets of %s to %s", len(entries), home, to)
-	if err := checkPartition(to); err != nil {
+	if err := checkOffer(to, home, now, expiry); err != nil || len(entries) == 0 {
 		return 0, err
-	}
-	if err := checkPartition(home); err != nil {
-		return 0, err
-	}
-	if len(entries) == 0 {
-		return 0, nil
-	}
-	if !expiry.After(now) {
-		return 0, errors.New("expiry not after now")
 	}
 	ttl := expiry.Sub(now) + time.Second
 	keys := make([]string, 0, 1+len(entries))

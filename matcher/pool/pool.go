@@ -560,11 +560,8 @@ func (p *Pool) Heartbeat(ctx context.Context, partition, ticketID string, at tim
 // (see RemoveAny).
 func (p *Pool) HeartbeatAny(ctx context.Context, partitions []string, ticketID string, at time.Time, timeout time.Duration) (ok bool, err error) {
 	defer wrap(&err, "heartbeat %s in %v", ticketID, partitions)
-	if err := checkSiblings(partitions); err != nil {
+	if err := checkHeartbeat(partitions, ticketID); err != nil {
 		return false, err
-	}
-	if ticketID == "" {
-		return false, errors.New("empty ticket id")
 	}
 	keys := []string{p.ticketKey(partitions[0], ticketID)}
 	for _, part := range partitions {

@@ -52,17 +52,7 @@ func (p *Pool) Nearest(ctx context.Context, partition string, skill float64, n i
 // scan runs one scan by itself (EVALSHA, falling back to EVAL when Redis
 // lost the script).
 func (p *Pool) scan(ctx context.Context, partition string, s Scan) ([]Entry, error) {
-	if err := checkPartition(partition); err != nil {
-		return nil, fmt.Errorf("scan %s of %s: %w", s.mode, partition, err)
-	}
-	if s.n <= 0 {
-		return nil, nil
-	}
-	out, err := p.ScanMany(ctx, partition, []Scan{s})
-	if err != nil {
-		return nil, err
-	}
-	return out[0], nil
+	return scanOne(ctx, p.ScanMany, partition, s)
 }
 
 // parseScanned reads a scan's reply: members, and for a "watch" scan

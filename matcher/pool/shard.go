@@ -2,7 +2,6 @@ package pool
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -17,14 +16,8 @@ import (
 // oldest first.
 func (p *Pool) Promote(ctx context.Context, from, to string, cutoff time.Time, n int) (moved []string, err error) {
 	defer wrap(&err, "promote from %s to %s", from, to)
-	if err := checkSiblings([]string{from, to}); err != nil {
+	if err := checkPromote(from, to); err != nil || n <= 0 {
 		return nil, err
-	}
-	if from == to {
-		return nil, errors.New("same pool")
-	}
-	if n <= 0 {
-		return nil, nil
 	}
 	keys := append(p.setKeys(from), p.setKeys(to)...)
 	vals, err := promoteScript.Run(ctx, p.rdb, keys, msTime(cutoff), strconv.Itoa(n)).Slice()
