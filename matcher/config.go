@@ -445,8 +445,8 @@ func (q *QueueConfig) Pools(region string) []Partition {
 	return append(out, Partition{Queue: q.Name, Region: region, Shard: OverflowShard})
 }
 
-// weight returns a distance weight with its default.
-func (q *QueueConfig) weight(dim string) float64 {
+// Weight returns a distance weight with its default.
+func (q *QueueConfig) Weight(dim string) float64 {
 	if w, ok := q.Weights[dim]; ok {
 		return w
 	}

@@ -86,6 +86,7 @@ type EngineConfig struct {
 type Engine struct {
 	cfg   EngineConfig
 	q     *QueueConfig
+	plan  Planner
 	part  string   // the pool this engine owns: keys, lease, fence
 	base  string   // its (queue, region): pending index, statistics
 	pools []string // every pool of the (queue, region)
@@ -143,6 +144,7 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 	}
 	e := &Engine{cfg: cfg, part: p.String(), base: p.Base().String(), pools: pools, wake: make(chan struct{}, 1)}
 	e.q = &e.cfg.Queue
+	e.plan = PlannerOf(e.q)
 	e.log = cfg.Logger.With("partition", e.part)
 	return e, nil
 }
@@ -330,14 +332,7 @@ func (p *pass) steps(ctx context.Context) error {
 	if err := p.promote(ctx); err != nil {
 		return err
 	}
-	var err error
-	switch p.e.q.Kind {
-	case KindRoom:
-		err = p.rooms(ctx)
-	default:
-		err = p.skill(ctx)
-	}
-	if err != nil {
+	if err := p.choose(ctx); err != nil {
 		return err
 	}
 	return p.offer(ctx)
@@ -374,13 +369,8 @@ const watchBatch = 256
 // readHead reads what the pass starts from in one round trip.
 func (p *pass) readHead(ctx context.Context) error {
 	q := p.e.q
-	var oldest pool.Scan
-	if q.Kind == KindRoom {
-		oldest = pool.OldestScan(q.Players * q.AnchorDepth)
-	} else {
-		p.depth = max(q.AnchorDepth, int(p.e.depth.Load()))
-		oldest = pool.AnchorsScan(p.depth, q.ScanLimit, &p.near)
-	}
+	p.depth = max(q.AnchorDepth, int(p.e.depth.Load()))
+	oldest := p.scanOf(p.e.plan.Head(q, p.depth))
 	head, err := p.e.cfg.Pool.ScanMany(ctx, p.e.part, []pool.Scan{pool.WatchScan(p.now, watchBatch), oldest})
 	if err != nil {
 		return fmt.Errorf("read the head of the pool: %w", err)
@@ -388,6 +378,34 @@ func (p *pass) readHead(ctx context.Context) error {
 	p.due, p.stale = splitWatched(head[0], p.now, q.HeartbeatTimeout)
 	p.oldest = head[1]
 	return nil
+}
+
+// scanOf is the pool's scan for a planner's read of the oldest; an
+// anchors read leaves their candidates in p.near.
+func (p *pass) scanOf(r Read) pool.Scan {
+	if r.Kind == ReadAnchors {
+		return pool.AnchorsScan(r.N, r.Near, &p.near)
+	}
+	return pool.OldestScan(r.N)
+}
+
+// read runs a planner's read of the partition.
+func (p *pass) read(ctx context.Context, r Read) ([]pool.Entry, error) {
+	return readPool(ctx, p.e.cfg.Pool, p.e.part, r)
+}
+
+// readPool runs a planner's read of one pool outside a pass's head (a
+// ticket past its deadline, explain).
+func readPool(ctx context.Context, pl Pool, part string, r Read) ([]pool.Entry, error) {
+	switch r.Kind {
+	case ReadNearest:
+		return pl.Nearest(ctx, part, r.Skill, r.N)
+	case ReadBetween:
+		return pl.Window(ctx, part, r.Lo, r.Hi, r.N)
+	case ReadOldest, ReadAnchors:
+		return pl.Oldest(ctx, part, r.N)
+	}
+	return nil, fmt.Errorf("no read of kind %d", r.Kind)
 }
 
 // splitWatched sorts what a watch scan read into the tickets past their
@@ -416,58 +434,18 @@ type staged struct {
 	tries int // passes whose commit found its outcome unknown
 }
 
-// window is the anchor's half-width after its wait.
-func (p *pass) window(a pool.Entry) float64 {
-	w := p.e.q.Window.Width(p.now.Sub(a.Enqueue))
-	if a.Estimated && w < p.e.q.EstimatedMinWidth {
-		w = p.e.q.EstimatedMinWidth
-	}
-	return w
-}
-
-// distance is the weighted sum of per-dimension differences, compared against
-// the same widening window whatever the number of dimensions.
-func (p *pass) distance(a, b pool.Entry) float64 { return distance(p.e.q, a, b) }
-
-// distance is the weighted sum of per-dimension differences: skill weight
-// (default 1) · |Δskill| + activity weight (default 0) · |Δactivity|.
-func distance(q *QueueConfig, a, b pool.Entry) float64 {
-	return q.weight("skill")*math.Abs(a.Skill-b.Skill) + q.weight("activity")*math.Abs(a.Activity-b.Activity)
-}
-
-func byWaitOrder(es []pool.Entry) {
-	sort.SliceStable(es, func(i, j int) bool {
-		if !es[i].Enqueue.Equal(es[j].Enqueue) {
-			return es[i].Enqueue.Before(es[j].Enqueue)
-		}
-		return es[i].TicketID < es[j].TicketID
-	})
-}
-
-// usable reports whether c may join group: not used this pass and not a user
-// already seated.
-func (p *pass) usable(group []pool.Entry, c pool.Entry) bool {
-	if p.used[c.TicketID] || c.UserID == "" {
-		return false
-	}
-	for _, g := range group {
-		if g.TicketID == c.TicketID || g.UserID == c.UserID {
-			return false
-		}
-	}
-	return true
-}
-
-// skill tries the oldest waiters as anchors, up to AnchorDepth of them, so an
-// outlier at the head never blocks the players behind it. The anchors and
-// their candidates are read in one round trip and the groups claimed in one
-// more; a group that loses a player to a cancel meanwhile is left for the
-// next pass. When every anchor of a full round formed a match (a backlog),
-// twice as many more are tried in the same pass (up to passSeats players),
-// whose one commit then carries them all. While the backlog lasts, the next
-// pass starts where this one left off rather than at AnchorDepth again
-// (see firstRound).
-func (p *pass) skill(ctx context.Context) error {
+// choose forms the groups the queue's planner picks (plan.go). A skill
+// queue's planner tries the oldest waiters as anchors, up to AnchorDepth of
+// them, so an outlier at the head never blocks the players behind it. The
+// anchors and their candidates are read in one round trip and the groups
+// claimed in one more; a group that loses a player to a cancel meanwhile is
+// left for the next pass. When every anchor of a full round formed a match
+// (a backlog), twice as many more are tried in the same pass (up to
+// passSeats players), whose one commit then carries them all. While the
+// backlog lasts, the next pass starts where this one left off rather than
+// at AnchorDepth again (see firstRound). A room queue's planner fills rooms
+// from the oldest in one round.
+func (p *pass) choose(ctx context.Context) error {
 	q := p.e.q
 	anchors := p.oldest
 	offered, err := p.offers(ctx)
@@ -478,10 +456,11 @@ func (p *pass) skill(ctx context.Context) error {
 	defer func() { p.e.depth.Store(int32(depth)) }()
 	for want := p.depth; ; {
 		before := len(p.staged)
-		own, full, tried, err := p.skillRound(ctx, anchors, offered, len(anchors) < want)
+		plan, own, err := p.round(ctx, anchors, offered, len(anchors) < want)
 		if err != nil {
 			return err
 		}
+		full, tried := plan.Full, plan.Tried
 		// A dense head (a full read of anchors, and at least half of the
 		// anchors tried found their group): read on, twice as many each
 		// round, rather than pay a pass's fixed costs (the head, the
@@ -502,7 +481,7 @@ func (p *pass) skill(ctx context.Context) error {
 		} else {
 			depth = q.AnchorDepth
 		}
-		anchors, err = p.formMany(ctx, own, FormedFilled, next)
+		anchors, err = p.formMany(ctx, own, next)
 		if err != nil || next <= 0 || len(p.staged)-before < full {
 			return err
 		}
@@ -542,144 +521,51 @@ func (p *pass) seats() int {
 	return n
 }
 
-// skillRound tries anchors (and the offered players) once. It forms the
-// groups seating offered players and returns those of this partition's own
-// players for formMany, how many anchors found a full group, and how many it
-// tried. whole tells that anchors are the whole pool (the read asked for more
-// than there were).
-func (p *pass) skillRound(ctx context.Context, anchors, offered []pool.Entry, whole bool) (own [][]pool.Entry, full, tried int, err error) {
+// round is one choice of the planner: it restores the anchors read without
+// their fields, reads the candidates of offered players (the head's read
+// brought those of the own anchors, unless the anchors are the whole pool:
+// whole), asks the planner, and forms the groups that seat offered players
+// one by one. It returns the plan and the groups of this partition's own
+// players, marked used, for formMany.
+func (p *pass) round(ctx context.Context, anchors, offered []pool.Entry, whole bool) (Plan, []Group, error) {
 	q := p.e.q
-	pooled := anchors
-	if len(offered) > 0 {
-		// Offered players anchor too, in wait order with everyone else:
-		// their window is the widest, which is why they were offered.
-		anchors = append(slices.Clone(anchors), offered...)
-		byWaitOrder(anchors)
-	}
-	// The ScanLimit players closest in skill to each anchor: in a dense
-	// pool this reads a few dozen entries instead of the whole window, and
-	// the closest are the best candidates anyway. They were read with the
-	// anchors, in that round trip; offered players, read elsewhere, send
-	// the round for one more. When the anchors are the whole pool they are
-	// chosen from those, without a round trip, and as each anchor's turn
-	// comes: the players earlier groups took are not among them (with
-	// equal skills, every anchor's closest would otherwise be the same
-	// first few).
-	nears := p.near
-	if !whole && len(nears) != len(anchors) { // offered players among them
-		scans := make([]pool.Scan, 0, len(anchors))
-		for _, a := range anchors {
-			scans = append(scans, pool.NearestToScan(a, q.ScanLimit))
-		}
-		if nears, err = p.e.cfg.Pool.ScanMany(ctx, p.e.part, scans); err != nil {
-			return nil, 0, 0, fmt.Errorf("read the players near the anchors: %w", err)
+	for _, a := range anchors {
+		if _, err := p.restoreBare(ctx, a); err != nil {
+			return Plan{}, nil, err
 		}
 	}
-	for i, a := range anchors {
-		if bare, err := p.restoreBare(ctx, a); bare || err != nil {
-			if err != nil {
-				return nil, full, tried, err
-			}
-			continue
-		}
-		if !p.usable(nil, a) {
-			continue
-		}
-		tried++
-		w := p.window(a)
-		// The skill term alone bounds the scan: distance ≥ weight·|Δskill|.
-		reach := w
-		if ws := q.weight("skill"); ws > 0 {
-			reach = w / ws
-		} else {
-			reach = math.Inf(1)
-		}
-		var near []pool.Entry
-		if whole {
-			near = pool.ClosestFunc(pooled, a.Skill, q.ScanLimit, func(c pool.Entry) bool { return !p.used[c.TicketID] })
-		} else {
-			near = nears[i]
-		}
-		var cands []pool.Entry
-		for _, c := range near {
-			if c.Skill >= a.Skill-reach && c.Skill <= a.Skill+reach {
-				cands = append(cands, c)
-			}
-		}
+	r := Round{Anchors: anchors, Near: p.near, Whole: whole, Offered: offered, Now: p.now,
+		Used: func(id string) bool { return p.used[id] }}
+	if whole {
+		r.Near = nil
+	} else if len(offered) > 0 {
+		// Offered players were read elsewhere: their candidates here cost
+		// the round one more round trip.
+		scans := make([]pool.Scan, 0, len(offered))
 		for _, o := range offered {
-			if o.Skill >= a.Skill-reach && o.Skill <= a.Skill+reach {
-				cands = append(cands, o)
-			}
+			scans = append(scans, pool.NearestToScan(o, q.ScanLimit))
 		}
-		byWaitOrder(cands)
-		group := []pool.Entry{a}
-		for _, c := range cands {
-			if len(group) == q.Players {
-				break
-			}
-			if !p.usable(group, c) || p.distance(a, c) > w {
-				continue
-			}
-			coherent := true
-			for _, g := range group[1:] {
-				if p.distance(g, c) > q.Coherence*w {
-					coherent = false
-					break
-				}
-			}
-			if coherent {
-				group = append(group, c)
-			}
+		var err error
+		if r.OfferedNear, err = p.e.cfg.Pool.ScanMany(ctx, p.e.part, scans); err != nil {
+			return Plan{}, nil, fmt.Errorf("read the players near the offered: %w", err)
 		}
-		// A group of offered players only is left to their home partitions:
-		// a match is hosted here only when it seats someone from here.
-		if len(group) < q.Players || !slices.ContainsFunc(group, func(g pool.Entry) bool { return g.Home == "" }) {
-			continue
-		}
-		full++
-		if slices.ContainsFunc(group, func(g pool.Entry) bool { return g.Home != "" }) {
+	}
+	plan := p.e.plan.Choose(q, r)
+	var own []Group
+	for _, g := range plan.Groups {
+		if g.Crosses() {
 			// Claims across partitions keep their order (see claim).
-			if err := p.form(ctx, group, FormedFilled, 0); err != nil {
-				return nil, full, tried, err
+			if err := p.form(ctx, g.Entries, g.FormedBy, g.Bots); err != nil {
+				return plan, nil, err
 			}
 			continue
 		}
-		for _, g := range group {
-			p.used[g.TicketID] = true
+		for _, e := range g.Entries {
+			p.used[e.TicketID] = true
 		}
-		own = append(own, group)
+		own = append(own, g)
 	}
-	return own, full, tried, nil
-}
-
-// rooms fills rooms of K from the oldest waiters; with fewer than K left, a
-// FALLBACK room of at least MinPlayers forms once the oldest has waited
-// FallbackAfter.
-func (p *pass) rooms(ctx context.Context) error {
-	q := p.e.q
-	var group []pool.Entry
-	var full [][]pool.Entry
-	for _, c := range p.oldest {
-		if !p.usable(group, c) {
-			continue
-		}
-		group = append(group, c)
-		if len(group) == q.Players {
-			for _, g := range group {
-				p.used[g.TicketID] = true
-			}
-			full = append(full, group)
-			group = nil
-		}
-	}
-	if _, err := p.formMany(ctx, full, FormedFilled, 0); err != nil {
-		return err
-	}
-	if q.FallbackAfter > 0 && len(group) >= q.MinPlayers && len(group) >= 2 &&
-		p.now.Sub(group[0].Enqueue) >= q.FallbackAfter {
-		return p.form(ctx, group, FormedFallback, 0)
-	}
-	return nil
+	return plan, own, nil
 }
 
 // deadlines resolves every ticket whose deadline has passed: a TIMEOUT match
@@ -697,33 +583,13 @@ func (p *pass) deadlines(ctx context.Context) error {
 			}
 			continue
 		}
-		var (
-			others []pool.Entry
-			err    error
-		)
-		if q.Kind == KindRoom {
-			others, err = p.e.cfg.Pool.Oldest(ctx, p.e.part, q.Players*2)
-		} else {
-			others, err = p.e.cfg.Pool.Nearest(ctx, p.e.part, d.Skill, q.Players)
-		}
+		others, err := p.read(ctx, p.e.plan.TimeoutRead(q, d))
 		if err != nil {
 			return fmt.Errorf("read players near %s: %w", d.TicketID, err)
 		}
-		group := []pool.Entry{d}
-		for _, c := range others {
-			if len(group) == q.Players {
-				break
-			}
-			if p.usable(group, c) {
-				group = append(group, c)
-			}
-		}
-		switch {
-		case q.Bots:
-			err = p.form(ctx, group, FormedTimeout, q.Players-len(group))
-		case len(group) >= q.MinPlayers && len(group) >= 2:
-			err = p.form(ctx, group, FormedTimeout, 0)
-		default:
+		if g, ok := p.e.plan.Timeout(q, d, others, func(id string) bool { return p.used[id] }); ok {
+			err = p.form(ctx, g.Entries, g.FormedBy, g.Bots)
+		} else {
 			err = p.expire(ctx, d)
 		}
 		if err != nil {
@@ -872,19 +738,19 @@ func (p *pass) form(ctx context.Context, group []pool.Entry, formedBy string, bo
 // next pass. The groups' players are already marked used. With next > 0 it
 // also returns the next oldest waiters, read after the claims in the same
 // round trip.
-func (p *pass) formMany(ctx context.Context, groups [][]pool.Entry, formedBy string, next int) ([]pool.Entry, error) {
+func (p *pass) formMany(ctx context.Context, groups []Group, next int) ([]pool.Entry, error) {
 	var then []pool.Scan
 	if next > 0 {
-		then = append(then, pool.AnchorsScan(next, p.e.q.ScanLimit, &p.near))
+		then = append(then, p.scanOf(p.e.plan.Head(p.e.q, next)))
 	}
 	if len(groups) == 0 && len(then) == 0 {
 		return nil, nil
 	}
 	ms := make([]Match, len(groups))
 	reqs := make([]pool.ClaimRequest, len(groups))
-	for i, group := range groups {
-		ms[i] = p.newMatch(group, formedBy, 0)
-		reqs[i] = pool.ClaimRequest{MatchID: ms[i].ID, Entries: group}
+	for i, g := range groups {
+		ms[i] = p.newMatch(g.Entries, g.FormedBy, g.Bots)
+		reqs[i] = pool.ClaimRequest{MatchID: ms[i].ID, Entries: g.Entries}
 	}
 	cs, read, err := p.e.cfg.Pool.ClaimMany(ctx, p.e.part, p.fence, reqs, then...)
 	if err != nil {
@@ -905,7 +771,7 @@ func (p *pass) formMany(ctx context.Context, groups [][]pool.Entry, formedBy str
 		case !c.OK:
 			p.e.cfg.Metrics.claimConflict(p.e.q.Name)
 		default:
-			claimed = append(claimed, staged{m: ms[i], group: groups[i]})
+			claimed = append(claimed, staged{m: ms[i], group: groups[i].Entries})
 		}
 	}
 	p.stageMany(ctx, claimed)

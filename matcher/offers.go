@@ -60,7 +60,7 @@ func offerTarget(q *QueueConfig, region string) Partition {
 
 // receivesOffers reports whether this engine's pool is an offer target.
 func (e *Engine) receivesOffers() bool {
-	if e.q.Kind != KindSkill || e.cfg.Shard != offerTarget(e.q, e.cfg.Region).Shard {
+	if !e.plan.Offers() || e.cfg.Shard != offerTarget(e.q, e.cfg.Region).Shard {
 		return false
 	}
 	for _, tos := range e.q.Adjacent {
@@ -97,7 +97,7 @@ func (p *pass) offers(ctx context.Context) ([]pool.Entry, error) {
 func (p *pass) offer(ctx context.Context) error {
 	q := p.e.q
 	tos := q.Adjacent[p.e.cfg.Region]
-	if len(tos) == 0 || q.Kind != KindSkill {
+	if len(tos) == 0 || !p.e.plan.Offers() {
 		return nil
 	}
 	olds, err := p.e.cfg.Pool.Oldest(ctx, p.e.part, maxOffers)

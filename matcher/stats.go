@@ -156,29 +156,21 @@ func (s *Service) explain(ctx context.Context, q *QueueConfig, t Ticket) (*Expla
 	}
 	x.Overflow = q.Sharded() && where == Partition{Queue: q.Name, Region: t.Region, Shard: OverflowShard}.String()
 	wait := now.Sub(e.Enqueue)
-	if len(q.Adjacent[t.Region]) > 0 && q.Kind == KindSkill && wait >= q.OfferAfter {
+	if len(q.Adjacent[t.Region]) > 0 && PlannerOf(q).Offers() && wait >= q.OfferAfter {
 		x.OfferedTo = slices.Clone(q.Adjacent[t.Region])
 	}
 
-	if q.Kind == KindRoom {
+	planner := PlannerOf(q)
+	read, w := planner.Explain(q, e, now)
+	x.Window = w
+	if read.Kind == ReadSize {
 		n, err := s.cfg.Pool.Size(ctx, where)
 		if err != nil {
 			return nil, err
 		}
 		x.CandidatesInWindow = max(0, int(n)-1)
 	} else {
-		w := q.Window.Width(wait)
-		if e.Estimated && w < q.EstimatedMinWidth {
-			w = q.EstimatedMinWidth
-		}
-		x.Window = &w
-		reach := math.Inf(1)
-		if ws := q.weight("skill"); ws > 0 {
-			reach = w / ws
-		}
-		// An estimate for people, not a matching read: up to 40 however
-		// few a pass reads.
-		cands, err := s.cfg.Pool.Window(ctx, where, e.Skill-reach, e.Skill+reach, max(q.ScanLimit, 40))
+		cands, err := readPool(ctx, s.cfg.Pool, where, read)
 		if err != nil {
 			return nil, err
 		}
@@ -186,7 +178,7 @@ func (s *Service) explain(ctx context.Context, q *QueueConfig, t Ticket) (*Expla
 			if c.TicketID == t.ID || c.UserID == t.UserID || c.UserID == "" {
 				continue
 			}
-			if distance(q, e, c) <= w {
+			if planner.InWindow(q, e, c, now) {
 				x.CandidatesInWindow++
 			}
 		}
