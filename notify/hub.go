@@ -11,9 +11,15 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// PubSubOpener opens the Hub's one shared pub/sub connection. Every go-redis
+// client is one.
+type PubSubOpener interface {
+	Subscribe(ctx context.Context, channels ...string) *redis.PubSub
+}
+
 // HubConfig configures a Hub.
 type HubConfig struct {
-	Redis redis.UniversalClient
+	Redis PubSubOpener
 	// Prefix of user channels. Default "mg".
 	Prefix string
 	// ConfirmTimeout bounds how long Subscribe waits for Redis to confirm.

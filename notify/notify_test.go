@@ -196,7 +196,7 @@ func TestPublisherDeliverAcks(t *testing.T) {
 		led := ledger.NewMemory()
 		hub := runHub(t, rdb, prefix)
 		ctx, cancel := context.WithCancel(context.Background())
-		pub := notify.NewPublisher(notify.PublisherConfig{Redis: rdb, Ledger: led, Prefix: prefix})
+		pub := notify.NewPublisher(notify.PublisherConfig{Redis: rdb, Outbox: led, Prefix: prefix})
 		done := make(chan struct{})
 		go func() { _ = pub.Run(ctx); close(done) }()
 		a, b := newInbox(), newInbox()
@@ -228,7 +228,7 @@ func TestRelayPublishesWhatACrashLeft(t *testing.T) {
 		unA, _ := hub.Subscribe(ctx, "a", a.deliver)
 		defer unA()
 		committedMatch(t, led, "a", "b") // committed, never delivered
-		relay := notify.NewRelay(notify.RelayConfig{Redis: rdb, Ledger: led, Prefix: prefix, Grace: 2 * time.Second})
+		relay := notify.NewRelay(notify.RelayConfig{Redis: rdb, Outbox: led, Prefix: prefix, Grace: 2 * time.Second})
 		if n, err := relay.Sweep(ctx); err != nil || n != 0 {
 			t.Fatalf("sweep inside the grace period took %d (%v)", n, err)
 		}
@@ -251,7 +251,7 @@ func TestRelayRetriesAfterOutage(t *testing.T) {
 	led := ledger.NewMemoryAt(clk.Now)
 	committedMatch(t, led, "a", "b")
 	clk.Advance(time.Minute)
-	relay := notify.NewRelay(notify.RelayConfig{Redis: rdb, Ledger: led})
+	relay := notify.NewRelay(notify.RelayConfig{Redis: rdb, Outbox: led})
 	mr.SetError("LOADING down for the test")
 	if _, err := relay.Sweep(context.Background()); err == nil {
 		t.Fatal("sweep succeeded with Redis failing")

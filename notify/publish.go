@@ -55,10 +55,22 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
+// Pipeliner is all publishing asks of Redis: a pipeline, so that a batch of
+// frames costs one round trip. Every go-redis client is one.
+type Pipeliner interface {
+	Pipeline() redis.Pipeliner
+}
+
+// Acknowledger deletes the outbox rows of events the Publisher delivered, so
+// that the relay does not publish them again. matcher.Ledger is one.
+type Acknowledger interface {
+	DeleteEvents(ctx context.Context, ids []int64) error
+}
+
 // PublisherConfig configures a Publisher.
 type PublisherConfig struct {
-	Redis  redis.UniversalClient
-	Ledger matcher.Ledger
+	Redis  Pipeliner
+	Outbox Acknowledger
 	// Prefix of user channels. Default "mg".
 	Prefix string
 	// AckEvery batches the deletion of delivered outbox rows. Default 20ms.
@@ -114,7 +126,7 @@ func (p *Publisher) Deliver(ctx context.Context, events []matcher.Event) {
 	}
 }
 
-func publish(ctx context.Context, rdb redis.UniversalClient, prefix string, events []matcher.Event) error {
+func publish(ctx context.Context, rdb Pipeliner, prefix string, events []matcher.Event) error {
 	pipe := rdb.Pipeline()
 	n := 0
 	for _, e := range events {
@@ -170,7 +182,7 @@ func (p *Publisher) flush(parent context.Context) {
 	if len(ids) == 0 {
 		return
 	}
-	if err := p.cfg.Ledger.DeleteEvents(ctx, ids); err != nil {
+	if err := p.cfg.Outbox.DeleteEvents(ctx, ids); err != nil {
 		// Harmless: the relay publishes them again (at least once).
 		p.cfg.Logger.Warn("delete delivered outbox rows", "events", len(ids), "err", err)
 	}

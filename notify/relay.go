@@ -5,22 +5,26 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/matchgate/matchgate/matcher"
 )
 
+// Outbox hands the relay the committed events that are still undelivered,
+// each to one drain at a time. matcher.Ledger is one.
+type Outbox interface {
+	DrainOutbox(ctx context.Context, minAge time.Duration, limit int, fn func([]matcher.Event) error) (int, error)
+}
+
 // RelayConfig configures the outbox relay.
 type RelayConfig struct {
-	Redis  redis.UniversalClient
-	Ledger matcher.Ledger
+	Redis  Pipeliner
+	Outbox Outbox
 	// Prefix of user channels. Default "mg".
 	Prefix string
 	// Every is the sweep period. Default 1s.
 	Every time.Duration
 	// Grace is how old an event must be before the relay takes it, so it does
 	// not race the direct publish right after the commit. Default 2s. The
-	// ledger judges the age by the clock that stamped the event (see
+	// outbox judges the age by the clock that stamped the event (see
 	// matcher.Ledger's DrainOutbox), so the relay's clock plays no part.
 	Grace time.Duration
 	// Batch is the number of events per drain. Default 500.
@@ -34,7 +38,7 @@ type RelayConfig struct {
 
 // Relay publishes outbox events that the direct path did not (a crash
 // between commit and publish, a Redis outage). Any number of relays may run:
-// the ledger hands each event to one drain at a time.
+// the outbox hands each event to one drain at a time.
 type Relay struct{ cfg RelayConfig }
 
 // NewRelay builds a Relay; it starts nothing.
@@ -93,7 +97,7 @@ func (r *Relay) Sweep(ctx context.Context) (int, error) {
 	total := 0
 	for {
 		now := r.cfg.Now()
-		n, err := r.cfg.Ledger.DrainOutbox(ctx, r.cfg.Grace, r.cfg.Batch, func(events []matcher.Event) error {
+		n, err := r.cfg.Outbox.DrainOutbox(ctx, r.cfg.Grace, r.cfg.Batch, func(events []matcher.Event) error {
 			if err := publish(ctx, r.cfg.Redis, r.cfg.Prefix, events); err != nil {
 				return err
 			}

@@ -28,13 +28,13 @@ func TestRelayGraceIgnoresTheRelaysClock(t *testing.T) {
 			skewed := func(d time.Duration) func() time.Time { return func() time.Time { return time.Now().Add(d) } }
 
 			committedMatch(t, led, "a", "b")
-			ahead := notify.NewRelay(notify.RelayConfig{Redis: rdb, Ledger: led, Grace: 3 * time.Second, Now: skewed(5 * time.Second)})
+			ahead := notify.NewRelay(notify.RelayConfig{Redis: rdb, Outbox: led, Grace: 3 * time.Second, Now: skewed(5 * time.Second)})
 			if n, err := ahead.Sweep(ctx); err != nil || n != 0 {
 				t.Fatalf("a relay 5 s ahead took %d fresh events (%v) inside a 3 s grace", n, err)
 			}
 
 			const grace = 200 * time.Millisecond
-			behind := notify.NewRelay(notify.RelayConfig{Redis: rdb, Ledger: led, Grace: grace, Now: skewed(-5 * time.Second)})
+			behind := notify.NewRelay(notify.RelayConfig{Redis: rdb, Outbox: led, Grace: grace, Now: skewed(-5 * time.Second)})
 			committed := time.Now()
 			committedMatch(t, led, "c", "d")
 			taken := 0

@@ -263,7 +263,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	if err := pl.Load(ctx); err != nil {
 		log.Warn("load Lua scripts (they load on first use)", "err", err)
 	}
-	publisher := notify.NewPublisher(notify.PublisherConfig{Redis: rdb, Ledger: led, Prefix: f.prefix, Logger: log, Metrics: nmetrics})
+	publisher := notify.NewPublisher(notify.PublisherConfig{Redis: rdb, Outbox: led, Prefix: f.prefix, Logger: log, Metrics: nmetrics})
 	node := f.node
 	if node == "" {
 		node, _ = os.Hostname()
@@ -349,7 +349,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		start("matcher", runner.Run)
 	}
 	if roles["relay"] {
-		relay := notify.NewRelay(notify.RelayConfig{Redis: rdb, Ledger: led, Prefix: f.prefix, Now: clk.Now, Logger: log, Metrics: nmetrics})
+		relay := notify.NewRelay(notify.RelayConfig{Redis: rdb, Outbox: led, Prefix: f.prefix, Now: clk.Now, Logger: log, Metrics: nmetrics})
 		start("relay", relay.Run)
 	}
 
