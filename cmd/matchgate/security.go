@@ -270,12 +270,14 @@ func orNoCap(n int) int {
 // bind hands the control channel's gateway messages to gw.
 func (s *security) bind(gw *gateway.Server) { s.gw.Store(gw) }
 
-// start runs the ban list reloads, the queue watcher and the control
-// channel with start (the process's worker starter).
-func (s *security) start(start func(name string, fn func(context.Context) error)) {
-	start("ban list", s.bans.Run)
-	start("queue watcher", s.queues.Run)
-	start("control channel", func(ctx context.Context) error { return s.bus.Run(ctx, s.handle, nil) })
+// tasks are the ban list reloads, the queue watcher and the control
+// channel.
+func (s *security) tasks() []task {
+	return []task{
+		{"ban list", s.bans.Run},
+		{"queue watcher", s.queues.Run},
+		{"control channel", func(ctx context.Context) error { return s.bus.Run(ctx, s.handle, nil) }},
+	}
 }
 
 // sweepBans cancels, in this process, the waiting tickets of each user
@@ -333,26 +335,5 @@ func (s *security) handle(m control.Message) {
 			s.log.Warn("reload bans after the control channel came back", "err", err)
 		}
 		s.queues.Nudge()
-	}
-}
-
-// applyQueues puts a queue change made through the admin API in force in
-// this process (called from the queue watcher's goroutine, one at a time):
-// the Service takes new joins by the new queues at once, and the matcher
-// starts, restarts or keeps engines to match.
-func applyQueues(log *slog.Logger, svc *matcher.Service, runner *matcher.Runner) func(matcher.Config) {
-	return func(c matcher.Config) {
-		names := make([]string, 0, len(c.Queues))
-		for _, q := range c.Queues {
-			names = append(names, q.Name)
-		}
-		svc.SetQueues(c)
-		if runner != nil {
-			if err := runner.SetQueues(c); err != nil {
-				log.Error("apply queue configuration to the matcher", "err", err)
-				return
-			}
-		}
-		log.Info("queue configuration applied", "queues", strings.Join(names, ","))
 	}
 }

@@ -1,0 +1,301 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/matchgate/matchgate/allocator"
+	"github.com/matchgate/matchgate/internal/clock"
+	"github.com/matchgate/matchgate/matcher"
+	"github.com/matchgate/matchgate/matcher/ledger"
+	"github.com/matchgate/matchgate/matcher/pool"
+	"github.com/matchgate/matchgate/notify"
+	"github.com/matchgate/matchgate/presence"
+	"github.com/matchgate/matchgate/skill"
+)
+
+// deps is what the roles of one process are built from and share. newDeps
+// opens it in order; close releases it in the reverse order.
+type deps struct {
+	f      serveFlags
+	log    *slog.Logger
+	roles  map[string]bool
+	queues matcher.Config // in force: the file's with the admin API's changes
+	guests bool
+	secret []byte
+	node   string
+
+	ln        net.Listener // nil without the gateway role
+	rdb       *redis.Client
+	reg       *prometheus.Registry
+	clk       *clock.Synced
+	pg        *pgxpool.Pool // nil with the record in memory
+	led       matcher.Ledger
+	mmetrics  *matcher.Metrics
+	nmetrics  *notify.Metrics
+	pool      *pool.Pool
+	publisher *notify.Publisher
+	tracker   *presence.Tracker
+	sec       *security
+	alloc     matcher.Allocator
+	skills    matcher.SkillSource // nil without --skill-url
+	health    *health
+	wakes     *matcher.Wakes
+	svc       *matcher.Service
+
+	// runner is the matcher role's, nil without it. matcherRole sets it
+	// before anything runs; joins' wake-ups and queue changes reach it.
+	runner *matcher.Runner
+
+	closers []func()
+}
+
+// newDeps reads what the flags mean and opens everything the roles share.
+// On an error it releases what it had opened.
+func newDeps(ctx context.Context, f serveFlags, stderr io.Writer) (_ *deps, err error) {
+	d := &deps{f: f}
+	defer func() {
+		if err != nil {
+			d.close()
+		}
+	}()
+	if d.log, err = newLogger(stderr, f.logFormat, f.logLevel); err != nil {
+		return nil, err
+	}
+	log := d.log
+	if d.roles, err = parseRoles(f.roles); err != nil {
+		return nil, err
+	}
+	queues, err := loadQueues(f.config)
+	if err != nil {
+		return nil, err
+	}
+	if d.guests, err = f.parseGuests(); err != nil {
+		return nil, err
+	}
+	if d.secret, err = f.tokenSecret(log); err != nil {
+		return nil, err
+	}
+
+	// Listen first, so a taken port fails before anything starts.
+	if d.roles["gateway"] {
+		if d.ln, err = net.Listen("tcp", f.addr); err != nil {
+			return nil, fmt.Errorf("listen %s: %w", f.addr, err)
+		}
+		d.onClose(func() { _ = d.ln.Close() })
+	}
+	if err := d.openRedis(); err != nil {
+		return nil, err
+	}
+
+	d.reg = prometheus.NewRegistry()
+	d.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	// The clock of every deadline, window and wait-order decision: the Redis
+	// server's TIME, which every process of the deployment shares (README,
+	// "Time"). Synchronized before anything stamps or judges a time.
+	d.clk = clock.New(clock.Config{Source: clock.RedisTime(d.rdb), Skew: f.clockSkew, Logger: log, Metrics: d.reg})
+	if err := d.clk.Sync(ctx); err != nil {
+		log.Warn("clock not synchronized with Redis TIME yet: this process's clock decides until it is", "err", err)
+	}
+
+	if err := d.openRecord(ctx); err != nil {
+		return nil, err
+	}
+	if f.redisURL == "" || f.postgresURL == "" {
+		log.Warn("NOTHING IS DURABLE: running with an in-process Redis and/or an in-memory record; pass --redis-url and --postgres-url for production",
+			"redis", map[bool]string{true: "in-process", false: "external"}[f.redisURL == ""],
+			"record", map[bool]string{true: "memory", false: "postgresql"}[f.postgresURL == ""])
+	}
+
+	d.mmetrics = matcher.NewMetrics(d.reg)
+	d.nmetrics = notify.NewMetrics(d.reg)
+
+	d.pool = pool.New(d.rdb, f.prefix)
+	if err := d.pool.Load(ctx); err != nil {
+		log.Warn("load Lua scripts (they load on first use)", "err", err)
+	}
+	d.publisher = notify.NewPublisher(notify.PublisherConfig{Redis: d.rdb, Outbox: d.led, Prefix: f.prefix, Logger: log, Metrics: d.nmetrics})
+	d.node = f.node
+	if d.node == "" {
+		d.node, _ = os.Hostname()
+	}
+	d.tracker = presence.New(presence.Config{Redis: d.rdb, Prefix: f.prefix, Node: d.node, Now: d.clk.Now, Logger: log})
+	// Limits, bans, the admin API, and the queue changes stored through it.
+	// The watcher calls applyQueues only once its task runs, after the
+	// Service and the runner exist.
+	if d.sec, d.queues, err = newSecurity(ctx, f.sec, d.rdb, d.pg, f.prefix, d.node, queues, d.applyQueues, d.clk.Now, log); err != nil {
+		return nil, err
+	}
+
+	if d.alloc, err = newAllocator(f, log); err != nil {
+		return nil, err
+	}
+	if f.skillURL != "" {
+		if d.skills, err = skill.New(skill.Config{URL: f.skillURL}); err != nil {
+			return nil, fmt.Errorf("--skill-url: %w", err)
+		}
+	}
+
+	d.health = newHealth(time.Second, map[string]func(context.Context) error{
+		"redis":  func(ctx context.Context) error { return d.rdb.Ping(ctx).Err() },
+		"record": d.led.Ping,
+	})
+	d.wakes = matcher.NewWakes(d.rdb, f.prefix, log)
+	if d.svc, err = matcher.NewService(matcher.ServiceConfig{
+		Queues: d.queues, Pool: d.pool, Ledger: d.led, Notifier: d.publisher, Logger: log, Metrics: d.mmetrics,
+		Allocator: d.alloc, Skill: d.skills, Now: d.clk.Now,
+		Available: d.health.Err, Banned: d.sec.bans.Banned,
+		Wake: d.wake,
+	}); err != nil {
+		return nil, err
+	}
+	d.sec.sweepBans(d.svc)
+	d.reg.MustRegister(matcher.NewPoolCollector(d.pool, d.svc.QueueList))
+	return d, nil
+}
+
+// openRedis connects to --redis-url, or starts an in-process Redis running
+// the very same Lua scripts.
+func (d *deps) openRedis() error {
+	if d.f.redisURL == "" {
+		mr := miniredis.NewMiniRedis()
+		if err := mr.StartAddr("127.0.0.1:0"); err != nil {
+			return fmt.Errorf("start in-process redis: %w", err)
+		}
+		d.onClose(mr.Close)
+		d.rdb = redis.NewClient(&redis.Options{Addr: mr.Addr()})
+		d.onClose(func() { _ = d.rdb.Close() })
+		return nil
+	}
+	opt, err := redis.ParseURL(d.f.redisURL)
+	if err != nil {
+		return fmt.Errorf("--redis-url: %w", err)
+	}
+	// Fail fast while Redis is away (unless the URL says otherwise): a
+	// join should hear 503 in a moment, not after seconds of redials.
+	if opt.MaxRetries == 0 {
+		opt.MaxRetries = 1
+	}
+	if opt.DialerRetries == 0 {
+		opt.DialerRetries = 1
+	}
+	if opt.DialTimeout == 0 {
+		opt.DialTimeout = 2 * time.Second
+	}
+	d.rdb = redis.NewClient(opt)
+	d.onClose(func() { _ = d.rdb.Close() })
+	return nil
+}
+
+// openRecord opens the record: PostgreSQL (migrated unless --migrate=false),
+// or memory on the process's clock of decisions.
+func (d *deps) openRecord(ctx context.Context) error {
+	if d.f.postgresURL == "" {
+		d.led = ledger.NewMemoryAt(d.clk.Now)
+		return nil
+	}
+	pg, err := ledger.Open(ctx, d.f.postgresURL)
+	if err != nil {
+		return fmt.Errorf("--postgres-url: %w", err)
+	}
+	d.pg = pg
+	d.onClose(pg.Close)
+	if d.f.migrate {
+		if err := ledger.Migrate(ctx, pg); err != nil {
+			return err
+		}
+	}
+	d.led = ledger.NewPostgres(pg)
+	return nil
+}
+
+// newAllocator builds the server allocator: the HTTP fleet manager of
+// --allocator-url, else the static --fleet, else the demo fleet.
+func newAllocator(f serveFlags, log *slog.Logger) (matcher.Allocator, error) {
+	switch {
+	case f.allocatorURL != "" && f.fleet != "":
+		return nil, errors.New("--allocator-url and --fleet are exclusive")
+	case f.allocatorURL != "":
+		a, err := allocator.NewHTTP(allocator.HTTPConfig{URL: f.allocatorURL})
+		if err != nil {
+			return nil, fmt.Errorf("--allocator-url: %w", err)
+		}
+		return a, nil
+	case f.fleet != "":
+		a, err := allocator.ParseFleet(f.fleet)
+		if err != nil {
+			return nil, fmt.Errorf("--fleet: %w", err)
+		}
+		return a, nil
+	}
+	if !f.embedded() {
+		log.Warn("no --fleet or --allocator-url: every match is sent to the demo fleet", "fleet", allocator.DemoFleet)
+	}
+	return allocator.ParseFleet(allocator.DemoFleet)
+}
+
+// wake tells the matcher holding a join's partition: this process's runner
+// when it holds it, else the others through Redis.
+func (d *deps) wake(p matcher.Partition) {
+	if d.runner != nil && d.runner.Wake(p) {
+		// Held here: no other process matches it, and a publish per join
+		// would cost a round trip for nothing.
+		return
+	}
+	d.wakes.Wake(p)
+}
+
+// applyQueues puts a queue change made through the admin API in force in
+// this process (called from the queue watcher's goroutine, one at a time):
+// the Service takes new joins by the new queues at once, and the matcher
+// starts, restarts or keeps engines to match.
+func (d *deps) applyQueues(c matcher.Config) {
+	names := make([]string, 0, len(c.Queues))
+	for _, q := range c.Queues {
+		names = append(names, q.Name)
+	}
+	d.svc.SetQueues(c)
+	if d.runner != nil {
+		if err := d.runner.SetQueues(c); err != nil {
+			d.log.Error("apply queue configuration to the matcher", "err", err)
+			return
+		}
+	}
+	d.log.Info("queue configuration applied", "queues", strings.Join(names, ","))
+}
+
+// tasks are the goroutines every process runs, whatever its roles.
+func (d *deps) tasks() []task {
+	return append([]task{
+		{"clock", d.clk.Run},
+		{"health", d.health.Run},
+		{"publisher", d.publisher.Run},
+		{"wakes", d.wakes.Run},
+	}, d.sec.tasks()...)
+}
+
+func (d *deps) onClose(fn func()) { d.closers = append(d.closers, fn) }
+
+// close releases what newDeps opened, the last opened first: the record,
+// Redis, the in-process Redis, the listener.
+func (d *deps) close() {
+	for _, fn := range slices.Backward(d.closers) {
+		fn()
+	}
+	d.closers = nil
+}
