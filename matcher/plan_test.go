@@ -15,11 +15,11 @@ var t0 = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 
 func planQueue(t *testing.T, q QueueConfig) *QueueConfig {
 	t.Helper()
-	q.applyBuiltins()
-	if err := q.Validate(); err != nil {
+	c := Config{Queues: []QueueConfig{q}}
+	if err := c.Normalize(); err != nil {
 		t.Fatal(err)
 	}
-	return &q
+	return &c.Queues[0]
 }
 
 func entry(id string, skill float64, waited time.Duration) pool.Entry {
