@@ -13,7 +13,9 @@ import (
 // The appenders below write the wire shapes byte for byte as encoding/json
 // writes them (the tests hold them to it): the frames are built on every
 // join and every match, and reflection, plus the re-scan of every wireTime's
-// MarshalJSON output, cost more than the bytes themselves.
+// MarshalJSON output, cost more than the bytes themselves. The JSON
+// primitives (AppendJSONString, AppendJSONFloat, AppendJSONStringMap) are
+// exported for the ledger's outbox data, held to encoding/json likewise.
 
 // AppendJSON appends w as json.Marshal(w) writes it.
 func (w WireTicket) AppendJSON(b []byte) []byte {
@@ -28,12 +30,12 @@ func (w WireTicket) AppendJSON(b []byte) []byte {
 	b = append(b, `,"status":`...)
 	b = AppendJSONString(b, string(w.Status))
 	b = append(b, `,"skill":`...)
-	b = appendJSONFloat(b, w.Skill)
+	b = AppendJSONFloat(b, w.Skill)
 	b = append(b, `,"estimated":`...)
 	b = strconv.AppendBool(b, w.Estimated)
 	if len(w.Attributes) > 0 {
 		b = append(b, `,"attributes":`...)
-		b = appendJSONStringMap(b, w.Attributes)
+		b = AppendJSONStringMap(b, w.Attributes)
 	}
 	b = append(b, `,"enqueuedAt":`...)
 	b = w.EnqueuedAt.appendJSON(b)
@@ -78,7 +80,7 @@ func (w WireMatch) AppendJSON(b []byte) []byte {
 	b = append(b, `,"bots":`...)
 	b = strconv.AppendInt(b, int64(w.Bots), 10)
 	b = append(b, `,"spread":`...)
-	b = appendJSONFloat(b, w.Spread)
+	b = AppendJSONFloat(b, w.Spread)
 	b = append(b, `,"server":`...)
 	if w.Server == nil {
 		b = append(b, "null"...)
@@ -121,7 +123,7 @@ func appendPlayer(b []byte, p matcher.Player) []byte {
 	b = append(b, `,"userId":`...)
 	b = AppendJSONString(b, p.UserID)
 	b = append(b, `,"skill":`...)
-	b = appendJSONFloat(b, p.Skill)
+	b = AppendJSONFloat(b, p.Skill)
 	return append(b, '}')
 }
 
@@ -171,9 +173,9 @@ func appendJSONStringPtr(b []byte, s *string) []byte {
 	return AppendJSONString(b, *s)
 }
 
-// appendJSONStringMap writes the keys sorted, as encoding/json does, so
-// that equal maps give equal frames.
-func appendJSONStringMap(b []byte, m map[string]string) []byte {
+// AppendJSONStringMap appends m as json.Marshal writes a map that is not
+// nil: the keys sorted, so that equal maps give equal bytes.
+func AppendJSONStringMap(b []byte, m map[string]string) []byte {
 	var onStack [8]string // tickets carry a few attributes: no allocation
 	keys := onStack[:0]
 	for k := range m {
@@ -261,11 +263,12 @@ func AppendJSONString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// appendJSONFloat appends f as encoding/json writes a float64 (the ES6
+// AppendJSONFloat appends f as encoding/json writes a float64 (the ES6
 // number format). f must be finite: json.Marshal refuses NaN and ±Inf, and
-// the skills and spreads written here are validated before they get this
-// far, so they are not checked again.
-func appendJSONFloat(b []byte, f float64) []byte {
+// the skills and spreads of the frames are validated before they get this
+// far, so they are not checked again (a caller that must refuse them as
+// json.Marshal does checks first).
+func AppendJSONFloat(b []byte, f float64) []byte {
 	format := byte('f')
 	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
 		format = 'e'

@@ -236,8 +236,8 @@ func fieldPaths(path string, typ reflect.Type) []string {
 // Every float of wireFloats, alone, so that none is left to chance.
 func TestAppendJSONFloat(t *testing.T) {
 	for _, f := range wireFloats {
-		if got, want := appendJSONFloat(nil, f), mustMarshal(t, f); !bytes.Equal(got, want) {
-			t.Errorf("appendJSONFloat(%v) = %s, want %s", f, got, want)
+		if got, want := AppendJSONFloat(nil, f), mustMarshal(t, f); !bytes.Equal(got, want) {
+			t.Errorf("AppendJSONFloat(%v) = %s, want %s", f, got, want)
 		}
 	}
 }
