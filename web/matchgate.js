@@ -15,7 +15,8 @@
 // What it does for you:
 //   - request ids: join, cancel, accept, decline, status and ping return
 //     promises settled by the reply that carries the same id in "re"; error
-//     replies reject with a MatchgateError (code, ticketId, matchId);
+//     replies reject with a MatchgateError (code, ticketId, matchId,
+//     retryAfterMs);
 //   - events: every server frame is emitted under its type ("hello",
 //     "ticket.update", "match.found", …) and under "message"; the client also
 //     emits "state" (connection state), "ticket" and "match" (the store
@@ -107,10 +108,41 @@
 export const TERMINAL_CLOSE_CODES = Object.freeze([4401, 4403]);
 
 /**
- * MatchgateError is a refused request: the server's error code and message,
- * and the ticket or match it concerns (ALREADY_QUEUED carries the waiting
- * ticket's id, ALREADY_MATCHED the match's). Client-side failures use their
- * own codes: TIMEOUT, DISCONNECTED, NOT_CONNECTED, NETWORK.
+ * SERVER_FRAME_TYPES are the frames the server sends. Each is emitted under
+ * its type, as is a type not listed here (a newer server's).
+ */
+export const SERVER_FRAME_TYPES = Object.freeze([
+  'hello', 'joined', 'cancelled', 'match.update', 'status', 'pong', 'error',
+  'ticket.update', 'match.found', 'match.ready', 'match.dissolved',
+]);
+/** CLIENT_FRAME_TYPES are the commands join, cancel, … status and ping send. */
+export const CLIENT_FRAME_TYPES = Object.freeze(['join', 'cancel', 'accept', 'decline', 'status', 'ping']);
+
+/**
+ * ERROR_CODES are the server's error codes and the HTTP status of each
+ * over REST (the same codes arrive in WebSocket error frames).
+ */
+export const ERROR_CODES = Object.freeze({
+  BAD_REQUEST: 400,
+  UNKNOWN_QUEUE: 400,
+  UNAUTHORIZED: 401,
+  FORBIDDEN: 403,
+  NOT_FOUND: 404,
+  ALREADY_QUEUED: 409,
+  ALREADY_MATCHED: 409,
+  ALREADY_CANCELLED: 409,
+  RATE_LIMITED: 429,
+  COOLDOWN: 429,
+  INTERNAL: 500,
+  UNAVAILABLE: 503,
+});
+
+/**
+ * MatchgateError is a refused request: the server's error code (one of
+ * ERROR_CODES) and message, and the ticket or match it concerns
+ * (ALREADY_QUEUED carries the waiting ticket's id, ALREADY_MATCHED the
+ * match's). Client-side failures use their own codes: TIMEOUT,
+ * DISCONNECTED, NOT_CONNECTED, NETWORK, BAD_FRAME.
  */
 export class MatchgateError extends Error {
   /**
@@ -129,19 +161,25 @@ export class MatchgateError extends Error {
     this.matchId = extra.matchId || null;
     /** HTTP status for REST errors, else 0. @type {number} */
     this.status = extra.status || 0;
-    /** From Retry-After on 429/503, else 0. @type {number} */
+    /**
+     * How long to wait before retrying (429, 503): Retry-After over REST,
+     * the error's retryAfter over WebSocket; else 0. @type {number}
+     */
     this.retryAfterMs = extra.retryAfterMs || 0;
   }
 
   /**
-   * fromWire builds the error of an error frame or REST error body.
-   * @param {{code?: string, message?: string, ticketId?: string, matchId?: string}|undefined} e
+   * fromWire builds the error of an error frame or REST error body. Its
+   * retryAfter (whole seconds, with 429 and 503) is what a WebSocket client
+   * has for the Retry-After header of REST; extra's, from the header, wins.
+   * @param {{code?: string, message?: string, ticketId?: string, matchId?: string, retryAfter?: number}|undefined} e
    * @param {{status?: number, retryAfterMs?: number}} [extra]
    */
   static fromWire(e, extra = {}) {
     const w = e || {};
+    const retryAfterMs = w.retryAfter > 0 ? w.retryAfter * 1000 : 0;
     return new MatchgateError(w.code || 'INTERNAL', w.message || 'request failed', {
-      ticketId: w.ticketId, matchId: w.matchId, ...extra,
+      ticketId: w.ticketId, matchId: w.matchId, ...extra, retryAfterMs: extra.retryAfterMs || retryAfterMs,
     });
   }
 }
@@ -586,7 +624,8 @@ export class MatchgateClient extends Emitter {
    * @returns {Promise<Ticket>}
    */
   async join(queue, opts = {}) {
-    const f = await this.request('join', { queue, region: opts.region || '', attributes: opts.attributes });
+    // A region not given is left out of the frame, as attributes are.
+    const f = await this.request('join', { queue, region: opts.region || undefined, attributes: opts.attributes });
     return f.ticket;
   }
 
@@ -929,14 +968,18 @@ async function restCall(fetchImpl, method, url, token, body) {
   return data;
 }
 
-/** @param {number} status */
+/**
+ * httpCode is the code of an error answer without an error body (from a
+ * proxy, say): the protocol's code for the status, when one code is the
+ * status's generic one, else INTERNAL.
+ * @param {number} status
+ */
 function httpCode(status) {
   switch (status) {
     case 400: return 'BAD_REQUEST';
     case 401: return 'UNAUTHORIZED';
     case 403: return 'FORBIDDEN';
     case 404: return 'NOT_FOUND';
-    case 409: return 'CONFLICT';
     case 429: return 'RATE_LIMITED';
     case 503: return 'UNAVAILABLE';
   }

@@ -53,9 +53,18 @@ func exists(path string) bool {
 
 // TestClientUnit runs tests/browser/unit with node --test: the client's
 // request ids, events, version store, reconnects and heartbeats against a
-// fake WebSocket.
+// fake WebSocket, and the client against the wire as package protocol
+// renders it (protocol/testdata/wire.json).
 func TestClientUnit(t *testing.T) {
 	node := nodePath(t)
+	// node reads these, not this process: read them here too, so that go
+	// test's cache of this result ends when one of them changes.
+	inputs, _ := filepath.Glob(filepath.Join("unit", "*.mjs"))
+	for _, p := range append(inputs, filepath.Join("..", "..", "web", "matchgate.js"), filepath.Join("..", "..", "protocol", "testdata", "wire.json")) {
+		if _, err := os.ReadFile(p); err != nil {
+			t.Fatal(err)
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, "--test", "unit/")

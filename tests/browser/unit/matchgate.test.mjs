@@ -9,56 +9,9 @@ import assert from 'node:assert/strict';
 import {
   MatchgateClient, MatchgateError, Store, backoffDelay, tokenExpiry, TERMINAL_CLOSE_CODES,
 } from '../../../web/matchgate.js';
+import { FakeWebSocket } from './fake-websocket.mjs';
 
 const tick = (ms = 0) => new Promise((r) => setTimeout(r, ms));
-
-/** FakeWebSocket records what the client sends; tests play the server. */
-class FakeWebSocket {
-  static instances = [];
-
-  constructor(url) {
-    this.url = url;
-    this.readyState = 0;
-    this.sent = [];
-    this.closedWith = null;
-    FakeWebSocket.instances.push(this);
-  }
-
-  send(data) {
-    if (this.readyState !== 1) throw new Error('send on a socket that is not open');
-    this.sent.push(JSON.parse(data));
-  }
-
-  close(code, reason) {
-    this.closedWith = { code, reason };
-    this.readyState = 3;
-  }
-
-  // server side ---------------------------------------------------------
-  accept(hello = {}) {
-    this.readyState = 1;
-    if (this.onopen) this.onopen({});
-    this.push({ type: 'hello', userId: 'u1', node: 'n1', tickets: [], matches: [], ...hello });
-  }
-
-  push(frame) {
-    this.onmessage({ data: JSON.stringify(frame) });
-  }
-
-  drop(code = 1006, reason = '') {
-    this.readyState = 3;
-    this.onclose({ code, reason });
-  }
-
-  /** lastSent is the newest frame of the given type the client sent. */
-  lastSent(type) {
-    return [...this.sent].reverse().find((f) => f.type === type);
-  }
-
-  static last() {
-    return FakeWebSocket.instances[FakeWebSocket.instances.length - 1];
-  }
-}
 
 function newClient(extra = {}) {
   FakeWebSocket.instances = [];
