@@ -67,7 +67,7 @@ func (l *leases) takeOver(t *testing.T, part string) int64 {
 	}
 	l.n++
 	owner := fmt.Sprint("owner-", l.n)
-	tok, err := l.h.pool.AcquireLease(ctx, part, owner, time.Minute, l.tokens[part])
+	tok, err := l.h.pool.AcquireLease(ctx, part, owner, l.h.clock(), time.Minute, l.tokens[part])
 	if err != nil || tok == 0 {
 		t.Errorf("acquire %s: %d, %v", part, tok, err)
 		return 0

@@ -53,9 +53,9 @@ type Pool interface {
 	RemovePending(ctx context.Context, partition string, matchIDs ...string) error
 	PendingDue(ctx context.Context, partition string, now time.Time, n int) ([]string, error)
 
-	// Partition leases, fenced.
-	AcquireLease(ctx context.Context, partition, owner string, ttl time.Duration, floor int64) (int64, error)
-	RenewLease(ctx context.Context, partition, owner string, token int64, ttl time.Duration) (bool, error)
+	// Partition leases, fenced, held until an expiry by the caller's now.
+	AcquireLease(ctx context.Context, partition, owner string, now time.Time, ttl time.Duration, floor int64) (int64, error)
+	RenewLease(ctx context.Context, partition, owner string, token int64, now time.Time, ttl time.Duration) (bool, error)
 	ReleaseLease(ctx context.Context, partition, owner string, token int64) (bool, error)
 
 	// Per-user and per-partition memory.

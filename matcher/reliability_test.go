@@ -96,7 +96,7 @@ func TestLeaseStolenMidClaim(t *testing.T) {
 	st := &staller{Ledger: mem}
 	h := newHarnessWith(t, matcher.QueueConfig{Name: "q", Players: 2}, rdb, "mg", st)
 	part := "q:global"
-	tokA, _ := h.pool.AcquireLease(ctx, part, "a", time.Minute, 0)
+	tokA, _ := h.pool.AcquireLease(ctx, part, "a", h.clock(), time.Minute, 0)
 	if err := mem.SetLeaseEpoch(ctx, part, tokA); err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestLeaseStolenMidClaim(t *testing.T) {
 		st.before = nil
 		// The lease expires and b takes over while a's claim is in flight.
 		_, _ = h.pool.ReleaseLease(ctx, part, "a", tokA)
-		tokB, _ := h.pool.AcquireLease(ctx, part, "b", time.Minute, tokA)
+		tokB, _ := h.pool.AcquireLease(ctx, part, "b", h.clock(), time.Minute, tokA)
 		if err := mem.SetLeaseEpoch(ctx, part, tokB); err != nil {
 			t.Error(err)
 		}

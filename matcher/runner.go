@@ -370,7 +370,7 @@ func (r *Runner) leaseRound(ctx context.Context) {
 
 	for part, h := range r.renewable() {
 		start := time.Now()
-		ok, err := r.cfg.Pool.RenewLease(ctx, part, r.cfg.Owner, h.token, ttl)
+		ok, err := r.cfg.Pool.RenewLease(ctx, part, r.cfg.Owner, h.token, r.cfg.Now(), ttl)
 		switch {
 		case err != nil:
 			// Unknown: keep working until the lease would have expired;
@@ -446,7 +446,7 @@ func (r *Runner) acquire(ctx context.Context, topo *topology, part string) {
 		return
 	}
 	start := time.Now()
-	token, err := r.cfg.Pool.AcquireLease(ctx, part, r.cfg.Owner, r.cfg.LeaseTTL, floor)
+	token, err := r.cfg.Pool.AcquireLease(ctx, part, r.cfg.Owner, r.cfg.Now(), r.cfg.LeaseTTL, floor)
 	if err != nil || token == 0 {
 		if err != nil && ctx.Err() == nil {
 			r.log.Warn("acquire lease", "partition", part, "err", err)

@@ -39,8 +39,8 @@ type contract interface {
 	AddPending(ctx context.Context, partition string, ms ...Pending) error
 	RemovePending(ctx context.Context, partition string, matchIDs ...string) error
 	PendingDue(ctx context.Context, partition string, now time.Time, n int) ([]string, error)
-	AcquireLease(ctx context.Context, partition, owner string, ttl time.Duration, floor int64) (int64, error)
-	RenewLease(ctx context.Context, partition, owner string, token int64, ttl time.Duration) (bool, error)
+	AcquireLease(ctx context.Context, partition, owner string, now time.Time, ttl time.Duration, floor int64) (int64, error)
+	RenewLease(ctx context.Context, partition, owner string, token int64, now time.Time, ttl time.Duration) (bool, error)
 	ReleaseLease(ctx context.Context, partition, owner string, token int64) (bool, error)
 	SetCooldown(ctx context.Context, queue, userID string, now time.Time, d time.Duration) error
 	Cooldown(ctx context.Context, queue, userID string, now time.Time) (time.Duration, error)
@@ -97,7 +97,7 @@ func testContract(t *testing.T, newPool func(*testing.T) contract) {
 		p := newPool(t)
 		a, b, c := entry("a", 100, 0, time.Minute), entry("b", 110, time.Second, time.Minute), entry("c", 120, 2*time.Second, time.Minute)
 		enq(t, p, "cc:eu", a, b, c)
-		tok, err := p.AcquireLease(ctx, "cc:eu", "m1", time.Minute, 0)
+		tok, err := p.AcquireLease(ctx, "cc:eu", "m1", t0, time.Minute, 0)
 		if err != nil || tok <= 0 {
 			t.Fatalf("acquire = %d, %v", tok, err)
 		}
@@ -142,7 +142,7 @@ func testContract(t *testing.T, newPool func(*testing.T) contract) {
 		p := newPool(t)
 		a, b := entry("a", 100, 0, time.Minute), entry("b", 200, 0, time.Minute)
 		enq(t, p, "cr:eu", a, b)
-		tok, _ := p.AcquireLease(ctx, "cr:eu", "m1", time.Minute, 0)
+		tok, _ := p.AcquireLease(ctx, "cr:eu", "m1", t0, time.Minute, 0)
 		if res, err := p.Claim(ctx, "cr:eu", tok, "m-a", []Entry{a}); err != nil || !res.OK {
 			t.Fatal(res, err)
 		}
@@ -153,7 +153,7 @@ func testContract(t *testing.T, newPool func(*testing.T) contract) {
 		if ok, _ := p.ReleaseLease(ctx, "cr:eu", "m1", tok); !ok {
 			t.Fatal("release")
 		}
-		tok2, err := p.AcquireLease(ctx, "cr:eu", "m2", time.Minute, tok+5)
+		tok2, err := p.AcquireLease(ctx, "cr:eu", "m2", t0, time.Minute, tok+5)
 		if err != nil || tok2 != tok+6 {
 			t.Fatalf("acquire over a floor = %d, %v", tok2, err)
 		}
@@ -240,14 +240,14 @@ func testContract(t *testing.T, newPool func(*testing.T) contract) {
 
 	t.Run("LeasesCooldownsAllocationStats", func(t *testing.T) {
 		p := newPool(t)
-		tok, _ := p.AcquireLease(ctx, "cl:eu", "m1", time.Minute, 0)
-		if other, err := p.AcquireLease(ctx, "cl:eu", "m2", time.Minute, 0); other != 0 || err != nil {
+		tok, _ := p.AcquireLease(ctx, "cl:eu", "m1", t0, time.Minute, 0)
+		if other, err := p.AcquireLease(ctx, "cl:eu", "m2", t0, time.Minute, 0); other != 0 || err != nil {
 			t.Fatalf("acquire of a held lease = %d, %v", other, err)
 		}
-		if ok, _ := p.RenewLease(ctx, "cl:eu", "m2", tok, time.Minute); ok {
+		if ok, _ := p.RenewLease(ctx, "cl:eu", "m2", tok, t0, time.Minute); ok {
 			t.Fatal("renewed by another owner")
 		}
-		if ok, _ := p.RenewLease(ctx, "cl:eu", "m1", tok, time.Minute); !ok {
+		if ok, _ := p.RenewLease(ctx, "cl:eu", "m1", tok, t0, time.Minute); !ok {
 			t.Fatal("renew by the owner refused")
 		}
 		if ok, _ := p.ReleaseLease(ctx, "cl:eu", "m1", tok+1); ok {
@@ -276,6 +276,50 @@ func testContract(t *testing.T, newPool func(*testing.T) contract) {
 		outs, ms, err := p.Stats(ctx, "cl:eu")
 		if err != nil || len(outs) != 2 || outs[0].Kind != OutcomeTimeout || outs[1].Wait != 1500*time.Millisecond || len(ms) != 1 {
 			t.Fatalf("stats = %+v %v %v", outs, ms, err)
+		}
+	})
+
+	// No real time passes: a pool that let Redis's expiry decide would
+	// keep the lease held at T+5s and renew it at T+4s.
+	t.Run("LeasesByTheCallersClock", func(t *testing.T) {
+		p := newPool(t)
+		at := func(d time.Duration) time.Time { return t0.Add(d) }
+		tok, err := p.AcquireLease(ctx, "ct:eu", "m1", at(0), 4*time.Second, 0)
+		if err != nil || tok <= 0 {
+			t.Fatalf("acquire = %d, %v", tok, err)
+		}
+		if other, _ := p.AcquireLease(ctx, "ct:eu", "m2", at(3*time.Second), 4*time.Second, 0); other != 0 {
+			t.Fatalf("acquired at T+3s a lease held until T+4s: %d", other)
+		}
+		if ok, _ := p.RenewLease(ctx, "ct:eu", "m1", tok, at(3999*time.Millisecond), 4*time.Second); !ok {
+			t.Fatal("renew just before the expiry refused")
+		}
+		// Renewed at T+3.999s: held until T+7.999s.
+		if other, _ := p.AcquireLease(ctx, "ct:eu", "m2", at(5*time.Second), 4*time.Second, 0); other != 0 {
+			t.Fatalf("acquired at T+5s a lease renewed until T+8s: %d", other)
+		}
+		if ok, _ := p.RenewLease(ctx, "ct:eu", "m1", tok, at(8*time.Second), 4*time.Second); ok {
+			t.Fatal("renewed at its expiry")
+		}
+		tok2, err := p.AcquireLease(ctx, "ct:eu", "m2", at(9*time.Second), 4*time.Second, tok-1)
+		if err != nil || tok2 != tok+1 {
+			t.Fatalf("take over at T+9s = %d, %v; want %d", tok2, err, tok+1)
+		}
+		if ok, _ := p.RenewLease(ctx, "ct:eu", "m1", tok, at(5*time.Second), 4*time.Second); ok {
+			t.Fatal("the previous owner renewed after the takeover, on a clock behind")
+		}
+		if ok, _ := p.ReleaseLease(ctx, "ct:eu", "m1", tok); ok {
+			t.Fatal("the previous owner released the new lease")
+		}
+		// A release reads no clock, and frees the lease at once.
+		if ok, _ := p.ReleaseLease(ctx, "ct:eu", "m2", tok2); !ok {
+			t.Fatal("release refused")
+		}
+		if tok3, _ := p.AcquireLease(ctx, "ct:eu", "m3", at(9*time.Second), time.Second, 0); tok3 != tok2+1 {
+			t.Fatalf("acquire after a release = %d, want %d", tok3, tok2+1)
+		}
+		if _, err := p.AcquireLease(ctx, "ct:eu", "m1", time.Time{}, time.Second, 0); err == nil {
+			t.Fatal("acquire at the zero time accepted")
 		}
 	})
 
@@ -324,13 +368,5 @@ func TestMemoryExpiriesByItsClock(t *testing.T) {
 	now = now.Add(time.Second)
 	if added, _ := p.Enqueue(ctx, "mx:eu", a, hashTTL, hbTimeout); !added {
 		t.Fatal("the claim's mark outlived its TTL")
-	}
-	tok, _ := p.AcquireLease(ctx, "mx:eu", "m1", time.Second, 0)
-	now = now.Add(time.Second)
-	if ok, _ := p.RenewLease(ctx, "mx:eu", "m1", tok, time.Second); ok {
-		t.Fatal("renewed an expired lease")
-	}
-	if tok2, _ := p.AcquireLease(ctx, "mx:eu", "m2", time.Second, 0); tok2 != tok+1 {
-		t.Fatalf("take over = %d", tok2)
 	}
 }

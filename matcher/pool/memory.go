@@ -76,7 +76,7 @@ type memSkill struct {
 type memLease struct {
 	owner string
 	token int64
-	until time.Time
+	until int64 // unix ms, as lease_acquire.lua stores it
 }
 
 // NewMemory returns an empty memory pool on clock (time.Now when nil),
@@ -902,49 +902,48 @@ func (p *Memory) PendingDue(_ context.Context, partition string, now time.Time, 
 	return ids, nil
 }
 
-// AcquireLease is Pool.AcquireLease, its expiry by the pool's clock.
-func (p *Memory) AcquireLease(_ context.Context, partition, owner string, ttl time.Duration, floor int64) (int64, error) {
-	if err := checkLease(partition, owner, ttl); err != nil {
+// AcquireLease is Pool.AcquireLease: held while now is before its expiry.
+func (p *Memory) AcquireLease(_ context.Context, partition, owner string, now time.Time, ttl time.Duration, floor int64) (int64, error) {
+	if err := checkLease(partition, owner, now, ttl); err != nil {
 		return 0, fmt.Errorf("acquire lease of %s: %w", partition, err)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	now := p.clock()
-	if l, ok := p.leases[partition]; ok && now.Before(l.until) {
+	if l, ok := p.leases[partition]; ok && now.UnixMilli() < l.until {
 		return 0, nil
 	}
 	token := max(p.fences[partition]+1, floor+1)
 	p.fences[partition] = token
-	p.leases[partition] = memLease{owner: owner, token: token, until: now.Add(ttl)}
+	p.leases[partition] = memLease{owner: owner, token: token, until: now.Add(ttl).UnixMilli()}
 	return token, nil
 }
 
 // RenewLease is Pool.RenewLease.
-func (p *Memory) RenewLease(_ context.Context, partition, owner string, token int64, ttl time.Duration) (bool, error) {
-	if err := checkLease(partition, owner, ttl); err != nil {
+func (p *Memory) RenewLease(_ context.Context, partition, owner string, token int64, now time.Time, ttl time.Duration) (bool, error) {
+	if err := checkLease(partition, owner, now, ttl); err != nil {
 		return false, fmt.Errorf("renew lease of %s: %w", partition, err)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	now := p.clock()
 	l, ok := p.leases[partition]
-	if !ok || !now.Before(l.until) || l.owner != owner || l.token != token || p.fences[partition] != token {
+	if !ok || now.UnixMilli() >= l.until || l.owner != owner || l.token != token || p.fences[partition] != token {
 		return false, nil
 	}
-	l.until = now.Add(ttl)
+	l.until = now.Add(ttl).UnixMilli()
 	p.leases[partition] = l
 	return true, nil
 }
 
-// ReleaseLease is Pool.ReleaseLease.
+// ReleaseLease is Pool.ReleaseLease: like lease_release.lua it reads no
+// clock.
 func (p *Memory) ReleaseLease(_ context.Context, partition, owner string, token int64) (bool, error) {
-	if err := checkLease(partition, owner, time.Millisecond); err != nil {
+	if err := checkOwner(partition, owner); err != nil {
 		return false, fmt.Errorf("release lease of %s: %w", partition, err)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	l, ok := p.leases[partition]
-	if !ok || !p.clock().Before(l.until) || l.owner != owner || l.token != token {
+	if !ok || l.owner != owner || l.token != token {
 		return false, nil
 	}
 	delete(p.leases, partition)

@@ -108,7 +108,7 @@ func TestRequeueMissing(t *testing.T) {
 		if n, err := p.RequeueMissing(ctx, s1, []string{ov}, []Entry{unfenced}, hashTTL, t0, hbTimeout); err != nil || n != 0 {
 			t.Fatalf("requeue of an unfenced claim of an unleased pool = %d, %v", n, err)
 		}
-		tok1, err := p.AcquireLease(ctx, s1, "a", time.Minute, 0)
+		tok1, err := p.AcquireLease(ctx, s1, "a", t0, time.Minute, 0)
 		if err != nil || tok1 == 0 {
 			t.Fatal(tok1, err)
 		}
@@ -116,7 +116,7 @@ func TestRequeueMissing(t *testing.T) {
 		if _, err := p.ReleaseLease(ctx, s1, "a", tok1); err != nil {
 			t.Fatal(err)
 		}
-		tok2, err := p.AcquireLease(ctx, s1, "b", time.Minute, tok1)
+		tok2, err := p.AcquireLease(ctx, s1, "b", t0, time.Minute, tok1)
 		if err != nil || tok2 <= tok1 {
 			t.Fatal(tok2, err)
 		}
