@@ -125,7 +125,7 @@ func newDeps(ctx context.Context, f serveFlags, stderr io.Writer) (_ *deps, err 
 	d.mmetrics = matcher.NewMetrics(d.reg)
 	d.nmetrics = notify.NewMetrics(d.reg)
 
-	d.pool = pool.New(d.rdb, f.prefix)
+	d.pool = pool.New(d.rdb, f.prefix, pool.WithClock(d.clk.Now))
 	if err := d.pool.Load(ctx); err != nil {
 		log.Warn("load Lua scripts (they load on first use)", "err", err)
 	}

@@ -77,7 +77,7 @@ func (p *Pool) ScanMany(ctx context.Context, partition string, scans []Scan) (ou
 		return nil, err
 	}
 	cmds := p.pipelined(ctx, 1, func(pipe redis.Pipeliner, _ int) *redis.Cmd {
-		return scanCall(ctx, pipe, p.scanKeys(partition), scans)
+		return scanCall(ctx, pipe, p.scanKeys(partition), scans, p.now())
 	})
 	return scanResults(cmds[0], scans)
 }
@@ -86,8 +86,9 @@ func (p *Pool) scanKeys(partition string) []string {
 	return append(p.setKeys(partition), p.ticketKey(partition, ""))
 }
 
-// scanCall queues scans as one call of scan.lua on pipe.
-func scanCall(ctx context.Context, pipe redis.Pipeliner, keys []string, scans []Scan) *redis.Cmd {
+// scanCall queues scans as one call of scan.lua on pipe; a watch scan
+// judges the hashes it reads by clock, the pool's now.
+func scanCall(ctx context.Context, pipe redis.Pipeliner, keys []string, scans []Scan, clock time.Time) *redis.Cmd {
 	args := make([]any, 0, 4*len(scans))
 	for _, s := range scans {
 		p1, p2 := "", ""
@@ -96,6 +97,9 @@ func scanCall(ctx context.Context, pipe redis.Pipeliner, keys []string, scans []
 		}
 		if len(s.params) > 1 {
 			p2 = s.params[1]
+		}
+		if s.mode == "watch" {
+			p2 = msTime(clock)
 		}
 		args = append(args, s.mode, strconv.Itoa(max(s.n, 1)), p1, p2)
 	}
@@ -299,7 +303,8 @@ func (p *Pool) ClaimMany(ctx context.Context, partition string, fence int64, req
 	}
 	if len(then) > 0 {
 		keys := p.scanKeys(partition)
-		calls = append(calls, func(pipe redis.Pipeliner) *redis.Cmd { return scanCall(ctx, pipe, keys, then) })
+		clock := p.now()
+		calls = append(calls, func(pipe redis.Pipeliner) *redis.Cmd { return scanCall(ctx, pipe, keys, then, clock) })
 	}
 	cmds := p.pipelined(ctx, len(calls), func(pipe redis.Pipeliner, i int) *redis.Cmd { return calls[i](pipe) })
 	out := make([]Claimed, len(reqs))

@@ -23,7 +23,7 @@ import (
 func TestBatches(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
 		ctx := context.Background()
-		p := New(rdb, prefix, WithClaimTTL(90*time.Second))
+		p := New(rdb, prefix, WithClaimTTL(90*time.Second), WithClock(atT0))
 		if err := p.Load(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -34,7 +34,7 @@ func TestBatches(t *testing.T) {
 			crdb := redis.NewClient(rdb.Options())
 			defer crdb.Close()
 			crdb.AddHook(pipelines)
-			cp := New(crdb, prefix)
+			cp := New(crdb, prefix, WithClock(atT0))
 			const n = 300
 			es := make([]Entry, n)
 			for i := range es {
@@ -88,7 +88,7 @@ func TestBatches(t *testing.T) {
 				{"eb1:eu", entry("a", 1, 0, time.Hour)}, {"eb2:eu", entry("b", 2, 0, time.Hour)},
 				{"eb1:eu", entry("a", 9, time.Second, time.Hour)}, {"eb1:eu", hb},
 			} {
-				calls = append(calls, enqueueCall{partition: c.part, key: p.ticketKey(c.part, c.e.TicketID), args: enqueueArgs(c.e, hashTTL, hbTimeout)})
+				calls = append(calls, enqueueCall{partition: c.part, key: p.ticketKey(c.part, c.e.TicketID), args: p.enqueueArgs(c.e, hashTTL, hbTimeout)})
 			}
 			var added []bool
 			for _, r := range p.enqueueBatch(ctx, calls) {
@@ -477,7 +477,7 @@ func TestBatchScriptFallback(t *testing.T) {
 		calls = append(calls, enqueueCall{
 			partition: "fb:eu",
 			key:       p.ticketKey("fb:eu", id),
-			args:      enqueueArgs(entry(id, 3, 0, time.Hour), hashTTL, hbTimeout),
+			args:      p.enqueueArgs(entry(id, 3, 0, time.Hour), hashTTL, hbTimeout),
 		})
 	}
 	for i, r := range p.enqueueBatch(ctx, calls) {

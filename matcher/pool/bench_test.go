@@ -97,7 +97,7 @@ func preload(p *Pool, partition string, from, to int, timeout time.Duration, mk 
 			e := mk(i)
 			enqueueScript.EvalSha(ctx, pipe,
 				append(p.setKeys(partition), p.ticketKey(partition, e.TicketID)),
-				enqueueArgs(e, hashTTL, timeout)...)
+				p.enqueueArgs(e, hashTTL, timeout)...)
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
 			return err

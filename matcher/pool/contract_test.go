@@ -54,18 +54,25 @@ type contract interface {
 
 func TestContractRedis(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
-		testContract(t, func(*testing.T) contract { return New(rdb, prefix) })
+		testContract(t, func(_ *testing.T, clock func() time.Time, claimTTL time.Duration) contract {
+			return New(rdb, prefix, WithClock(clock), WithClaimTTL(claimTTL))
+		})
 	})
 }
 
 func TestContractMemory(t *testing.T) {
-	testContract(t, func(*testing.T) contract { return NewMemory(nil, 0) })
+	testContract(t, func(_ *testing.T, clock func() time.Time, claimTTL time.Duration) contract {
+		return NewMemory(clock, claimTTL)
+	})
 }
 
-// testContract is the behaviour every pool must have. newPool returns a
-// pool where the partitions the subtests name are empty.
-func testContract(t *testing.T, newPool func(*testing.T) contract) {
+// testContract is the behaviour every pool must have. newPoolAt returns a
+// pool where the partitions the subtests name are empty, its ticket hashes
+// ending by clock (nil: time.Now), a claim's mark lasting claimTTL (0: the
+// default).
+func testContract(t *testing.T, newPoolAt func(t *testing.T, clock func() time.Time, claimTTL time.Duration) contract) {
 	ctx := context.Background()
+	newPool := func(t *testing.T) contract { return newPoolAt(t, nil, 0) }
 	enq := func(t *testing.T, p contract, part string, es ...Entry) {
 		t.Helper()
 		for _, e := range es {
@@ -323,6 +330,96 @@ func testContract(t *testing.T, newPool func(*testing.T) contract) {
 		}
 	})
 
+	// The pool's clock, not Redis's, ends ticket hashes and claims' marks:
+	// no real time passes, and Redis keeps every key throughout.
+	t.Run("HashesAndMarksEndByThePoolsClock", func(t *testing.T) {
+		now := t0
+		p := newPoolAt(t, func() time.Time { return now }, 5*time.Second)
+		part := []string{"ch:eu"}
+		a := entry("a", 1, 0, time.Hour)
+		enq(t, p, "ch:eu", a)
+		if r, err := p.Claim(ctx, "ch:eu", 0, "m", []Entry{a}); err != nil || !r.OK {
+			t.Fatalf("claim = %+v, %v", r, err)
+		}
+		now = t0.Add(4999 * time.Millisecond)
+		if added, _ := p.Enqueue(ctx, "ch:eu", a, hashTTL, hbTimeout); added {
+			t.Fatal("enqueued over a claim's mark that lasts")
+		}
+		if r, _ := p.RemoveEntry(ctx, part, a); r.Removed || r.ClaimedBy != "m" {
+			t.Fatalf("cancel while the mark lasts = %+v", r)
+		}
+		now = t0.Add(5 * time.Second)
+		if ok, _ := p.Heartbeat(ctx, "ch:eu", "a", now, hbTimeout); ok {
+			t.Fatal("heartbeat of a claimed ticket")
+		}
+		if added, err := p.Enqueue(ctx, "ch:eu", a, hashTTL, hbTimeout); err != nil || !added {
+			t.Fatalf("enqueue once the mark ended = %v, %v", added, err)
+		}
+		if r, _ := p.RemoveEntry(ctx, part, a); !r.Removed {
+			t.Fatalf("cancel of the ticket enqueued again = %+v", r)
+		}
+		b := entry("b", 1, 0, time.Hour)
+		if r, _ := p.Claim(ctx, "ch:eu", 0, "m", []Entry{b}); r.OK {
+			t.Fatal("claimed a ticket never enqueued")
+		}
+		enq(t, p, "ch:eu", b)
+		if _, err := p.Claim(ctx, "ch:eu", 0, "mb", []Entry{b}); err != nil {
+			t.Fatal(err)
+		}
+		now = t0.Add(10 * time.Second)
+		if r, _ := p.RemoveEntry(ctx, part, b); r.Removed || r.ClaimedBy != "" {
+			t.Fatalf("cancel once the mark ended = %+v, want neither", r)
+		}
+
+		// A waiting ticket's hash ends at now + its TTL.
+		c := entry("c", 2, 0, time.Hour)
+		if added, err := p.Enqueue(ctx, "ch:eu", c, time.Minute, hbTimeout); err != nil || !added {
+			t.Fatalf("enqueue c = %v, %v", added, err)
+		}
+		now = t0.Add(69 * time.Second)
+		if ok, _ := p.Heartbeat(ctx, "ch:eu", "c", t0.Add(20*time.Second), hbTimeout); !ok {
+			t.Fatal("heartbeat of a waiting ticket refused")
+		}
+		if _, e, found, _ := p.Locate(ctx, part, "c"); !found || e.UserID != "u-c" {
+			t.Fatalf("locate c = %+v, %v", e, found)
+		}
+		watch := WatchScan(t0.Add(time.Hour), 5)
+		if got, _ := p.ScanMany(ctx, "ch:eu", []Scan{watch}); len(got[0]) != 1 || got[0][0].UserID != "u-c" || !got[0][0].Heartbeat.Equal(t0.Add(20*time.Second)) {
+			t.Fatalf("watched before the hash ended = %+v", got)
+		}
+		now = t0.Add(70 * time.Second)
+		if ok, _ := p.Heartbeat(ctx, "ch:eu", "c", t0.Add(21*time.Second), hbTimeout); ok {
+			t.Fatal("heartbeat after the hash ended")
+		}
+		if _, _, found, _ := p.Locate(ctx, part, "c"); found {
+			t.Fatal("located a ticket whose hash ended")
+		}
+		// Its member is still in the pool: read as a bare id, to restore.
+		if got, _ := p.ScanMany(ctx, "ch:eu", []Scan{watch}); len(got[0]) != 1 || got[0][0].TicketID != "c" || got[0][0].UserID != "" {
+			t.Fatalf("watched after the hash ended = %+v", got)
+		}
+		if added, _ := p.Enqueue(ctx, "ch:eu", c, time.Minute, hbTimeout); !added {
+			t.Fatal("enqueue over a hash that ended was a no-op")
+		}
+
+		// The reconciler leaves a live claim to its owner while its mark
+		// lasts, and puts it back once the mark ended.
+		d := entry("d", 3, 0, time.Hour)
+		enq(t, p, "ch:eu", d)
+		tok, _ := p.AcquireLease(ctx, "ch:eu", "m1", now, time.Hour, 0)
+		if r, err := p.Claim(ctx, "ch:eu", tok, "md", []Entry{d}); err != nil || !r.OK {
+			t.Fatalf("claim d = %+v, %v", r, err)
+		}
+		now = now.Add(4 * time.Second)
+		if n, _ := p.RequeueMissing(ctx, "ch:eu", nil, []Entry{d}, hashTTL, now, hbTimeout); n != 0 {
+			t.Fatalf("requeued a live claim: %d", n)
+		}
+		now = now.Add(time.Second)
+		if n, err := p.RequeueMissing(ctx, "ch:eu", nil, []Entry{d}, hashTTL, now, hbTimeout); err != nil || n != 1 {
+			t.Fatalf("requeue once the claim's mark ended = %d, %v", n, err)
+		}
+	})
+
 	t.Run("RacingClaimAndCancel", func(t *testing.T) {
 		p := newPool(t)
 		claims, cancels := 0, 0
@@ -347,26 +444,4 @@ func testContract(t *testing.T, newPool func(*testing.T) contract) {
 		}
 		t.Logf("claims %d, cancels %d", claims, cancels)
 	})
-}
-
-// The memory pool decides its hashes' and leases' expiries by its clock.
-func TestMemoryExpiriesByItsClock(t *testing.T) {
-	ctx := context.Background()
-	now := t0
-	p := NewMemory(func() time.Time { return now }, 5*time.Second)
-	a := entry("a", 1, 0, time.Minute)
-	if added, _ := p.Enqueue(ctx, "mx:eu", a, hashTTL, hbTimeout); !added {
-		t.Fatal("not added")
-	}
-	if r, _ := p.Claim(ctx, "mx:eu", 0, "m", []Entry{a}); !r.OK {
-		t.Fatal("not claimed")
-	}
-	now = now.Add(4 * time.Second)
-	if r, _ := p.RemoveEntry(ctx, []string{"mx:eu"}, a); r.ClaimedBy != "m" {
-		t.Fatalf("within the claim TTL = %+v", r)
-	}
-	now = now.Add(time.Second)
-	if added, _ := p.Enqueue(ctx, "mx:eu", a, hashTTL, hbTimeout); !added {
-		t.Fatal("the claim's mark outlived its TTL")
-	}
 }

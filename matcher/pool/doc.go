@@ -14,10 +14,10 @@
 //	<prefix>:{<partition>}:watch       ZSET  when a pass is to look, unix ms: the
 //	                                         sooner of the deadline and the last
 //	                                         sign of life plus the heartbeat timeout
-//	<prefix>:{<partition>}:t:<ticket>  HASH  m (the member) state hb, and once
-//	                                         claimed match from fence
+//	<prefix>:{<partition>}:t:<ticket>  HASH  m (the member) state hb exp, and
+//	                                         once claimed match from fence
 //	<prefix>:{<partition>}:fence       INT   fencing counter of the partition lease
-//	<prefix>:{<partition>}:lease       STR   "<owner> <token>", expiring
+//	<prefix>:{<partition>}:lease       STR   "<owner> <token> <expiry, unix ms>"
 //	<prefix>:{<partition>}:offers      ZSET  offers from adjacent regions, by expiry
 //	<prefix>:{<partition>}:o:<ticket>  HASH  an offered entry and its home partition
 //	<prefix>:{<partition>}:pending     ZSET  PENDING_ACCEPT match ids, by accept deadline
@@ -56,26 +56,39 @@
 // watch. A ticket is in the pool exactly when it is a member
 // of the pool ZSET; Claim and Remove both test that membership inside their
 // script, which is what makes exactly one of a racing claim and cancel win.
-// A claimed ticket keeps its hash, marked with the match id, for the claim TTL
-// so that the losing cancel can be told which match won; the mark names the
-// pool claimed from and the fence token claimed under, so that the
-// reconciler puts back at once the tickets of a dead claim (an older token
-// than the pool's: its owner lost the lease) and leaves a live one to its
-// owner (RequeueMissing), and a requeue never puts a ticket waiting or
-// claimed in a sibling pool into a second one (RequeueGuarded).
+// A claimed ticket keeps its hash, marked with the match id, for the claim
+// TTL (DefaultClaimTTL) so that the losing cancel can be told which match
+// won; the mark names the pool claimed from and the fence token claimed
+// under, so that the reconciler puts back at once the tickets of a dead
+// claim (an older token than the pool's: its owner lost the lease) and
+// leaves a live one to its owner (RequeueMissing), and a requeue never puts
+// a ticket waiting or claimed in a sibling pool into a second one
+// (RequeueGuarded).
 //
-// Time: what the matcher decides by time it decides by its own injected
-// clock, passed in as now. Scans (Watched, PendingDue, Offers, Promote's
-// cutoff) compare scores with the caller's now; a join cooldown
-// ("<prefix>:cd:<queue>:<user>") and an allocation failure
-// ("<prefix>:{<partition>}:allocfail") hold the unix ms they end at by that
-// clock, and their Redis expiry, a few seconds later, only frees the
-// memory. Three expiries still decide on Redis's clock, which a server's
-// matcher clock follows (internal/clock syncs with Redis TIME): a ticket
-// hash's TTL (while it lives an enqueue of the ticket is a no-op, and a
-// claim's mark answers a losing cancel), an offer's hash, and the
-// partition lease's TTL. The memory pool (Memory) decides those by the
-// clock it is given.
+// Time: what the pool decides by time it decides by the matcher's clock,
+// never by Redis's (ARCHITECTURE.md §7.6). Calls that take a now compare
+// with it: scans (Watched, PendingDue, Offers, Promote's cutoff) compare
+// scores; the lease holds the unix ms it expires at, the acquirer's or
+// renewer's now plus the TTL, and is free once a caller's now reaches it;
+// a join cooldown ("<prefix>:cd:<queue>:<user>") and an allocation failure
+// ("<prefix>:{<partition>}:allocfail") hold the unix ms they end at. Calls
+// that take none (Enqueue, Claim, Remove, Requeue, Heartbeat, Locate, and
+// the hashes a watch scan reads) read the pool's clock (WithClock, which a
+// server sets to the matcher's): a ticket hash holds its end, exp, "<unix
+// ms>" while waiting (its TTL from the enqueue or requeue; while it lasts
+// an enqueue of the ticket is a no-op) and "<unix ms> <match id>" once
+// claimed (the claim TTL; while it lasts the mark answers a losing cancel
+// and a live owner's claim is left to it); from its end on the hash is
+// read as gone. Each of these keys, and an offer's hash, expires in Redis
+// expirySlack (5 s) after the instant it records: that only frees the
+// memory, and decides only for a clock more than that far behind the one
+// that wrote the key. A lease, or a ticket hash, that holds no end that
+// fits it (the previous version's format, "<owner> <token>", or a hash a
+// script of that version claimed or put back) lasts until Redis expires
+// it, as it did then. The one expiry left to Redis's clock is the
+// remembered skill's ("<prefix>:skill:<user>", 30 days), a cache of the
+// skill service that no rule reads the age of. The memory pool (Memory)
+// decides the same by the clock it is given and the caller's now.
 //
 // Concurrency: a Pool is safe for concurrent use. Writers of one partition need
 // no coordination among themselves for correctness of a single call; the

@@ -136,7 +136,7 @@ func TestMemberRoundTrip(t *testing.T) {
 // Redis.
 func TestMemberLayout(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
-		p := New(rdb, prefix, WithClaimTTL(90*time.Second))
+		p := New(rdb, prefix, WithClaimTTL(90*time.Second), WithClock(atT0))
 		if err := p.Load(context.Background()); err != nil {
 			t.Fatal(err)
 		}

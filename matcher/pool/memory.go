@@ -19,9 +19,10 @@ import (
 // their member encoding and their orderings, so that the two cannot drift
 // apart on what an entry is.
 //
-// What the Redis pool leaves to Redis's expiries (ticket hashes, claim
-// marks, offers' hashes, leases) Memory decides by the clock it is given;
-// everything else by the caller's now, as the Redis pool does. One mutex
+// Ticket hashes and claims' marks end by the clock it is given, as the
+// Redis pool's do by its WithClock; leases, offers and everything else by
+// the caller's now, as the Redis pool's. It has no expiry of its own to
+// free memory: an ended hash goes when it is next read. One mutex
 // guards it all: every call is atomic, as a script is. Scans sort what they
 // read on each call, which is fine for the pools of tests and simulations,
 // not for a million waiting.
@@ -65,7 +66,6 @@ type memOffer struct {
 	m      string
 	hb     int64
 	home   string
-	until  time.Time
 }
 
 type memSkill struct {
@@ -330,7 +330,9 @@ func (p *Memory) claim(partition string, fence int64, reqs []ClaimRequest) ([]Cl
 		for _, e := range r.Entries {
 			m := member(e)
 			taken[m] = true
-			h := p.ticket(partition, e.TicketID)
+			// As claim.lua, the mark is written over whatever the hash
+			// held, ended or not.
+			h := tg.tickets[e.TicketID]
 			if h == nil {
 				h = &memTicket{}
 				tg.tickets[e.TicketID] = h
@@ -804,9 +806,8 @@ func (p *Memory) Offer(_ context.Context, to, home string, entries []Entry, now,
 			delete(pt.offers, id)
 		}
 	}
-	until := p.clock().Add(expiry.Sub(now) + time.Second)
 	for _, e := range entries {
-		pt.offers[e.TicketID] = memOffer{expiry: expiry.UnixMilli(), m: member(e), hb: msOf(e.Heartbeat), home: home, until: until}
+		pt.offers[e.TicketID] = memOffer{expiry: expiry.UnixMilli(), m: member(e), hb: msOf(e.Heartbeat), home: home}
 	}
 	return len(entries), nil
 }
@@ -829,12 +830,8 @@ func (p *Memory) Offers(_ context.Context, partition string, now time.Time, n in
 		}
 	}
 	var es []Entry
-	clock := p.clock()
 	for _, id := range byScore(exp)[:min(n, len(exp))] {
 		o := pt.offers[id]
-		if !clock.Before(o.until) {
-			continue // its hash expired
-		}
 		e, err := parseMember(o.m)
 		if err != nil {
 			return nil, fmt.Errorf("offers of %s: %w", partition, err)

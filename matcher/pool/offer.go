@@ -11,15 +11,17 @@ import (
 const offerFields = 3
 
 // Offer writes offers of entries, which wait in the partition home, into the
-// partition to (another region of the same queue): each lives until expiry,
-// and its hash a little longer (ttl). The entries stay where they are; see
-// offer.lua. It returns the number written.
+// partition to (another region of the same queue): each lives until expiry
+// by the caller's clock (Offers reads those expiring at or after its now),
+// and its hash a few seconds longer, which only frees the memory. The
+// entries stay where they are; see offer.lua. It returns the number
+// written.
 func (p *Pool) Offer(ctx context.Context, to, home string, entries []Entry, now, expiry time.Time) (n int, err error) {
 	defer wrap(&err, "offer %d tickets of %s to %s", len(entries), home, to)
 	if err := checkOffer(to, home, now, expiry); err != nil || len(entries) == 0 {
 		return 0, err
 	}
-	ttl := expiry.Sub(now) + time.Second
+	ttl := expiry.Sub(now) + expirySlack
 	keys := make([]string, 0, 1+len(entries))
 	keys = append(keys, p.Key(to, "offers"))
 	args := make([]any, 0, 3+4*len(entries))

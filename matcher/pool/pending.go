@@ -100,12 +100,6 @@ func (p *Pool) AllocationFailing(ctx context.Context, partition string, now time
 	return until.After(now), err
 }
 
-// expirySlack is how much longer than the time it records a key of a
-// decision taken by the caller's clock (a cooldown, an allocation failure)
-// lives: its expiry frees the memory, it decides nothing, and the caller's
-// clock may be a little behind Redis's.
-const expirySlack = 5 * time.Second
-
 // until reads a key holding a time, unix ms; a missing key is the zero time.
 func (p *Pool) until(ctx context.Context, key string) (time.Time, error) {
 	s, err := p.rdb.Get(ctx, key).Result()

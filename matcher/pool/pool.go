@@ -85,19 +85,27 @@ var (
 // owner's view of the pool wins.
 var ErrStaleFence = errors.New("stale fence token")
 
-// DefaultClaimTTL is how long a claimed ticket's hash survives by default. It
-// has to outlive the window in which a racing cancel may still ask who won
-// (PostgreSQL answers after that), and no more: while the hash lives, an
-// idempotent enqueue of the ticket is a no-op, so if the claimer dies before
-// its commit, the reconciler can put the still-WAITING ticket back only once
-// the hash has expired.
+// DefaultClaimTTL is how long a claimed ticket's mark lasts by default, by
+// the pool's clock. It has to outlive the window in which a racing cancel
+// may still ask who won (PostgreSQL answers after that), and no more: while
+// the mark lasts, an idempotent enqueue of the ticket is a no-op, and the
+// reconciler leaves a claim made under the current fence token to its
+// owner.
 const DefaultClaimTTL = 30 * time.Second
+
+// expirySlack is how much longer than the time it records a key of a
+// decision taken by a clock of the matcher (a lease, a ticket hash, a
+// claim's mark, an offer, a cooldown, an allocation failure) lives in
+// Redis: its expiry frees the memory, it decides nothing, and the clock
+// that decides may be a little behind Redis's.
+const expirySlack = 5 * time.Second
 
 // Pool is the live pool of every partition under one key prefix.
 type Pool struct {
 	rdb      redis.UniversalClient
 	prefix   string
 	claimTTL time.Duration
+	now      func() time.Time
 	enqueues *group.Group[enqueueCall, enqueueResult]
 }
 
@@ -114,13 +122,27 @@ func WithClaimTTL(d time.Duration) Option {
 	}
 }
 
+// WithClock sets the clock by which the ticket hashes and claims' marks
+// end (default time.Now): the calls that take no now of their own
+// (Enqueue, Claim, Remove, Requeue, Heartbeat, Locate, and the hashes a
+// watch scan reads) read it. A server passes the clock of its matcher's
+// decisions (ARCHITECTURE.md §7.6), so that every process judges a hash
+// alike; nil keeps the default.
+func WithClock(now func() time.Time) Option {
+	return func(p *Pool) {
+		if now != nil {
+			p.now = now
+		}
+	}
+}
+
 // New returns a Pool on rdb. An empty prefix means "mg". New does not talk to
 // Redis: call Load at start when the scripts will be pipelined.
 func New(rdb redis.UniversalClient, prefix string, opts ...Option) *Pool {
 	if prefix == "" {
 		prefix = "mg"
 	}
-	p := &Pool{rdb: rdb, prefix: prefix, claimTTL: DefaultClaimTTL}
+	p := &Pool{rdb: rdb, prefix: prefix, claimTTL: DefaultClaimTTL, now: time.Now}
 	for _, o := range opts {
 		o(p)
 	}
@@ -233,9 +255,17 @@ func (p *Pool) Enqueue(ctx context.Context, partition string, e Entry, ttl, time
 	r := p.enqueues.Do(ctx, enqueueCall{
 		partition: partition,
 		key:       p.ticketKey(partition, e.TicketID),
-		args:      []any{member(e), score(e.Skill), msTime(e.Enqueue), msTime(watchAt(e, timeout)), heartbeatArg(e), ms(ttl)},
+		args:      p.enqueueArgs(e, ttl, timeout),
 	})
 	return r.added, r.err
+}
+
+// enqueueArgs is one ticket's arguments to enqueue.lua: its hash ends ttl
+// from now by the pool's clock.
+func (p *Pool) enqueueArgs(e Entry, ttl, timeout time.Duration) []any {
+	now := p.now()
+	return []any{member(e), score(e.Skill), msTime(e.Enqueue), msTime(watchAt(e, timeout)), heartbeatArg(e),
+		msTime(now), msTime(now.Add(ttl)), ms(ttl + expirySlack)}
 }
 
 // Enqueues of concurrent joins share round trips (internal/group): one
@@ -246,7 +276,7 @@ const (
 	enqueueTimeout  = 10 * time.Second
 )
 
-// enqueueCall is one ticket of enqueue.lua: its hash key and its six
+// enqueueCall is one ticket of enqueue.lua: its hash key and its eight
 // arguments.
 type enqueueCall struct {
 	partition string
@@ -273,7 +303,7 @@ func (p *Pool) enqueueBatch(ctx context.Context, calls []enqueueCall) []enqueueR
 	cmds := p.pipelined(ctx, len(parts), func(pipe redis.Pipeliner, j int) *redis.Cmd {
 		idx := of[parts[j]]
 		keys := append(make([]string, 0, 3+len(idx)), p.setKeys(parts[j])...)
-		args := make([]any, 0, 6*len(idx))
+		args := make([]any, 0, 8*len(idx))
 		for _, i := range idx {
 			keys = append(keys, calls[i].key)
 			args = append(args, calls[i].args...)
@@ -335,8 +365,8 @@ func (p *Pool) claimCall(partition string, fence int64, reqs []ClaimRequest) ([]
 	keys := make([]string, 0, 4+n)
 	keys = append(keys, p.FenceKey(partition))
 	keys = append(keys, p.setKeys(partition)...)
-	args := make([]any, 0, 2+2*len(reqs)+n)
-	args = append(args, strconv.FormatInt(fence, 10), ms(p.claimTTL))
+	args := make([]any, 0, 3+2*len(reqs)+n)
+	args = append(args, strconv.FormatInt(fence, 10), msTime(p.now().Add(p.claimTTL)), ms(p.claimTTL+expirySlack))
 	for _, r := range reqs {
 		if r.MatchID == "" {
 			return nil, nil, errors.New("empty match id")
@@ -442,7 +472,7 @@ func (p *Pool) remove(ctx context.Context, partitions []string, ticketID, hint s
 		keys = append(keys, p.setKeys(part)...)
 	}
 	keys = append(keys, p.ticketKey(partitions[0], ticketID))
-	vals, err := cancelScript.Run(ctx, p.rdb, keys, hint).Slice()
+	vals, err := cancelScript.Run(ctx, p.rdb, keys, hint, msTime(p.now())).Slice()
 	if err != nil {
 		return RemoveResult{}, err
 	}
@@ -516,7 +546,7 @@ func (p *Pool) requeue(ctx context.Context, partition string, siblings []string,
 	}
 	keys := make([]string, 0, 4+len(entries)+len(siblings))
 	keys = append(keys, p.setKeys(partition)...)
-	args := make([]any, 0, 5+6*len(entries))
+	args := make([]any, 0, 7+6*len(entries))
 	lostMS := "0"
 	if !lost.IsZero() {
 		lostMS = msTime(lost)
@@ -525,7 +555,8 @@ func (p *Pool) requeue(ctx context.Context, partition string, siblings []string,
 	if deadOnly {
 		mode = "1"
 	}
-	args = append(args, ms(ttl), lostMS, ms(max(timeout, 0)), strconv.Itoa(len(siblings)), mode)
+	now := p.now()
+	args = append(args, msTime(now), msTime(now.Add(ttl)), ms(ttl+expirySlack), lostMS, ms(max(timeout, 0)), strconv.Itoa(len(siblings)), mode)
 	seen := make(map[string]struct{}, len(entries))
 	for _, e := range entries {
 		if err := checkEntry(e); err != nil {
@@ -567,7 +598,7 @@ func (p *Pool) HeartbeatAny(ctx context.Context, partitions []string, ticketID s
 	for _, part := range partitions {
 		keys = append(keys, p.Key(part, "pool"), p.Key(part, "watch"))
 	}
-	n, err := heartbeatScript.Run(ctx, p.rdb, keys, msTime(at), ms(max(timeout, 0))).Int()
+	n, err := heartbeatScript.Run(ctx, p.rdb, keys, msTime(at), ms(max(timeout, 0)), msTime(p.now())).Int()
 	if err != nil {
 		return false, err
 	}

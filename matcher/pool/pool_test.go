@@ -19,6 +19,10 @@ var t0 = time.UnixMilli(1_700_000_000_000)
 
 const hashTTL = 10 * time.Minute
 
+// atT0 is a pool clock standing still at t0, for tests that compare what
+// Redis holds (the ends the hashes store) across calls.
+func atT0() time.Time { return t0 }
+
 // hbTimeout is the queue heartbeat timeout the tests pass to Enqueue,
 // Requeue and Heartbeat, unless a test is about another one: a ticket's
 // watch score is the sooner of its deadline and its last sign of life plus
@@ -201,16 +205,10 @@ func pick(m map[string]Entry, ticketIDs ...string) []Entry {
 	return out
 }
 
-// enqueueArgs is enqueue.lua's six arguments for e (see Enqueue) with the
-// heartbeat timeout given, for tests that pipeline the script by hand.
-func enqueueArgs(e Entry, ttl, timeout time.Duration) []any {
-	return []any{member(e), score(e.Skill), msTime(e.Enqueue), msTime(watchAt(e, timeout)), heartbeatArg(e), ms(ttl)}
-}
-
 // TestPool is the pool's contract, run against miniredis and a real Redis.
 func TestPool(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
-		p := New(rdb, prefix, WithClaimTTL(90*time.Second))
+		p := New(rdb, prefix, WithClaimTTL(90*time.Second), WithClock(atT0))
 		if err := p.Load(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -566,31 +564,38 @@ func testPool(t *testing.T, p *Pool) {
 		}
 	})
 
+	// A hash ends at the pool's now plus its TTL, stored in it (exp, with
+	// the match id for a claim's mark); the key outlives that by
+	// expirySlack, a safety net.
 	t.Run("HashTTL", func(t *testing.T) {
 		const part = "ttl:eu"
 		mustEnqueue(t, p, part, entry("a", 10, 0, time.Hour))
-		ttl := func() time.Duration {
+		ends := func(want time.Duration, match string) {
+			t.Helper()
 			d, err := p.rdb.PTTL(ctx, p.ticketKey(part, "a")).Result()
 			if err != nil {
 				t.Fatal(err)
 			}
-			return d
+			if d <= want+expirySlack-10*time.Second || d > want+expirySlack {
+				t.Fatalf("key ttl = %v, want ~%v", d, want+expirySlack)
+			}
+			exp := msTime(t0.Add(want))
+			if match != "" {
+				exp += " " + match
+			}
+			if h := hash(t, p, part, "a"); h["exp"] != exp {
+				t.Fatalf("hash ends at %q, want %q", h["exp"], exp)
+			}
 		}
-		if d := ttl(); d <= hashTTL-10*time.Second || d > hashTTL {
-			t.Fatalf("ttl after enqueue = %v, want ~%v", d, hashTTL)
-		}
+		ends(hashTTL, "")
 		if res, err := p.Claim(ctx, part, 0, "m1", []Entry{entry("a", 10, 0, time.Hour)}); err != nil || !res.OK {
 			t.Fatalf("claim %+v %v", res, err)
 		}
-		if d := ttl(); d <= 80*time.Second || d > 90*time.Second {
-			t.Fatalf("ttl after claim = %v, want ~90s", d)
-		}
+		ends(90*time.Second, "m1")
 		if _, err := p.Requeue(ctx, part, []Entry{entry("a", 10, 0, time.Hour)}, 20*time.Minute, time.Time{}, hbTimeout); err != nil {
 			t.Fatal(err)
 		}
-		if d := ttl(); d <= 19*time.Minute || d > 20*time.Minute {
-			t.Fatalf("ttl after requeue = %v, want ~20m", d)
-		}
+		ends(20*time.Minute, "")
 	})
 
 	t.Run("Oldest", func(t *testing.T) {
@@ -778,7 +783,7 @@ func testPool(t *testing.T, p *Pool) {
 			want[e.TicketID] = e
 			enqueueScript.EvalSha(ctx, pipe,
 				append(p.setKeys(part), p.ticketKey(part, e.TicketID)),
-				enqueueArgs(e, hashTTL, hbTimeout)...)
+				p.enqueueArgs(e, hashTTL, hbTimeout)...)
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
 			t.Fatal(err)

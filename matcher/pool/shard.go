@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -33,18 +34,19 @@ func (p *Pool) Promote(ctx context.Context, from, to string, cutoff time.Time, n
 
 // Locate finds a ticket in whichever of partitions (every pool it may be in,
 // of one (queue, region)) holds it, and returns that pool and its entry;
-// found is false when none does (claimed, resolved or not yet added).
+// found is false when none does (claimed, resolved or not yet added), or
+// when its hash has ended by the pool's clock.
 func (p *Pool) Locate(ctx context.Context, partitions []string, ticketID string) (partition string, e Entry, found bool, err error) {
 	defer wrap(&err, "locate %s", ticketID)
 	if err := checkSiblings(partitions); err != nil {
 		return "", Entry{}, false, err
 	}
-	f, err := p.rdb.HMGet(ctx, p.ticketKey(partitions[0], ticketID), "m", "hb").Result()
+	f, err := p.rdb.HMGet(ctx, p.ticketKey(partitions[0], ticketID), "m", "hb", "state", "match", "exp").Result()
 	if err != nil {
 		return "", Entry{}, false, err
 	}
 	m := str(f[0])
-	if m == "" {
+	if m == "" || ended(str(f[2]), str(f[3]), str(f[4]), p.now()) {
 		return "", Entry{}, false, nil
 	}
 	pipe := p.rdb.Pipeline()
@@ -69,4 +71,23 @@ func (p *Pool) Locate(ctx context.Context, partitions []string, ticketID string)
 		return "", Entry{}, false, fmt.Errorf("ticket %s: heartbeat: %w", ticketID, err)
 	}
 	return partition, e, true, nil
+}
+
+// ended reports whether a ticket hash, read as its state, match and exp,
+// has ended by now: as the scripts' ended (see enqueue.lua), exp is
+// "<unix ms>" for a waiting ticket and "<unix ms> <match id>" for a claim's
+// mark, and one that does not fit the present state leaves the hash to
+// Redis's expiry.
+func ended(state, match, exp string, now time.Time) bool {
+	at, of, claim := strings.Cut(exp, " ")
+	ms, err := strconv.ParseInt(at, 10, 64)
+	switch {
+	case err != nil:
+		return false
+	case claim && (of == "" || state != "claimed" || of != match):
+		return false
+	case !claim && state != "waiting":
+		return false
+	}
+	return ms <= now.UnixMilli()
 }

@@ -147,10 +147,10 @@ func testWatch(t *testing.T, p *Pool) {
 		for i := range garbage {
 			e := entry(fmt.Sprintf("g%04d", i), float64(i%50), time.Duration(i)*time.Millisecond, time.Hour)
 			claimed = append(claimed, e)
-			calls = append(calls, enqueueCall{partition: part, key: p.ticketKey(part, e.TicketID), args: enqueueArgs(e, hashTTL, hbTimeout)})
+			calls = append(calls, enqueueCall{partition: part, key: p.ticketKey(part, e.TicketID), args: p.enqueueArgs(e, hashTTL, hbTimeout)})
 		}
 		live = entry("live", 7, 10*time.Second, time.Hour)
-		calls = append(calls, enqueueCall{partition: part, key: p.ticketKey(part, live.TicketID), args: enqueueArgs(live, hashTTL, hbTimeout)})
+		calls = append(calls, enqueueCall{partition: part, key: p.ticketKey(part, live.TicketID), args: p.enqueueArgs(live, hashTTL, hbTimeout)})
 		for i, r := range p.enqueueBatch(ctx, calls) {
 			if r.err != nil || !r.added {
 				t.Fatalf("enqueue %d = %+v", i, r)

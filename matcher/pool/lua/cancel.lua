@@ -16,9 +16,13 @@
 -- every pool the ticket may be in, so that finding it and removing it is one
 -- atomic step wherever it is. All of them share one hash tag.
 --
+-- A hash whose end ("exp", see enqueue.lua) is at or before now is read as
+-- gone: a claim's mark past its end no longer answers who won.
+--
 -- KEYS[3(k-1)+1..3k]  pool, enq and watch ZSETs of the k-th pool (k = 1..G)
 -- KEYS[3G+1]          ticket HASH
 -- ARGV[1]             the caller's member for the ticket, or ""
+-- ARGV[2]             now, unix ms, by the pool's clock
 --
 -- Returns {1} when the ticket was in one of the pools and is now removed
 -- (hash deleted); otherwise {0, state, match} read from the hash: state
@@ -26,9 +30,35 @@
 -- is unknown. A leftover hash that is not claimed (its members already gone)
 -- is deleted too, so a cancelled ticket leaves nothing behind.
 
+-- ended reports whether a ticket hash, read as its state, match and exp,
+-- has ended by now (see enqueue.lua).
+local function ended(state, match, exp, now)
+  local ms, of = nil, nil
+  if exp then
+    ms = exp:match('^%d+$')
+    if not ms then
+      ms, of = exp:match('^(%d+) (.+)$')
+    end
+  end
+  if not ms then
+    return false
+  end
+  if of then
+    if state ~= 'claimed' or of ~= match then
+      return false
+    end
+  elseif state ~= 'waiting' then
+    return false
+  end
+  return tonumber(ms) <= now
+end
+
 local g = (#KEYS - 1) / 3
 local h = KEYS[#KEYS]
-local f = redis.call('HMGET', h, 'm', 'state', 'match')
+local f = redis.call('HMGET', h, 'm', 'state', 'match', 'exp')
+if ended(f[2], f[3], f[4], tonumber(ARGV[2])) then
+  f = {}
+end
 local members = {}
 if f[1] then members[1] = f[1] end
 if ARGV[1] ~= '' and ARGV[1] ~= f[1] then members[#members + 1] = ARGV[1] end

@@ -18,6 +18,11 @@
 -- finds it out of the pool and drops it, at the cost of a removal from the
 -- head. A ticket requeued meanwhile gets its score back by ZADD.
 --
+-- The claim's mark lives until its end, "exp" ("<unix ms> <match id>" by
+-- the pool's clock, see enqueue.lua), which the claim writes over whatever
+-- the hash held: the scripts that read the mark judge it by their own now.
+-- The key's expiry, a little later, only frees the memory.
+--
 -- KEYS[1]      fence key (INTEGER, the partition lease's fencing counter)
 -- KEYS[2]      pool ZSET
 -- KEYS[3]      enq ZSET
@@ -27,8 +32,10 @@
 --              from (its pool ZSET key) and the fence token it was claimed
 --              under, which the reconciler's requeue reads
 -- ARGV[1]      fence token; "0" skips the check (unfenced callers, tests)
--- ARGV[2]      ticket hash TTL after the claim, ms (> 0)
--- ARGV[3..]    the groups, each as: match id, ticket count n, then its n
+-- ARGV[2]      the mark's end, unix ms: now + the claim TTL
+-- ARGV[3]      the key's expiry after the claim, ms (longer than the claim
+--              TTL): a safety net
+-- ARGV[4..]    the groups, each as: match id, ticket count n, then its n
 --              tickets' members (in the same order as their KEYS)
 --
 -- Returns the error reply "STALE_FENCE ..." when the token is not exactly the
@@ -45,7 +52,7 @@ end
 
 -- The groups: where each starts in ARGV. Every member listed, in order.
 local groups, members = {}, {}
-local a = 3
+local a = 4
 while a <= #ARGV do
   groups[#groups + 1] = a
   for i = 1, tonumber(ARGV[a + 1]) do
@@ -98,8 +105,8 @@ for g, a in ipairs(groups) do
     for i = j + 1, j + n do
       free[members[i]] = nil
       claimed[#claimed + 1] = members[i]
-      redis.call('HSET', KEYS[4 + i], 'state', 'claimed', 'match', ARGV[a], 'from', KEYS[2], 'fence', ARGV[1])
-      redis.call('PEXPIRE', KEYS[4 + i], ARGV[2])
+      redis.call('HSET', KEYS[4 + i], 'state', 'claimed', 'match', ARGV[a], 'from', KEYS[2], 'fence', ARGV[1], 'exp', ARGV[2] .. ' ' .. ARGV[a])
+      redis.call('PEXPIRE', KEYS[4 + i], ARGV[3])
     end
     replies[g] = {1}
   end

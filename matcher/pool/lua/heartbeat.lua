@@ -19,12 +19,37 @@
 --             pairs (same hash tag)
 -- ARGV[1]     heartbeat time, unix ms
 -- ARGV[2]     the queue's heartbeat timeout, ms ("0" = none)
+-- ARGV[3]     now, unix ms, by the pool's clock: a hash whose end ("exp",
+--             see enqueue.lua) is at or before it is gone
 --
 -- Returns 1 when the ticket is waiting (hb is now the later of its old value
 -- and ARGV[1]), 0 when it is claimed or unknown.
 
-local f = redis.call('HMGET', KEYS[1], 'state', 'hb', 'm')
-if f[1] ~= 'waiting' then
+-- ended reports whether a ticket hash, read as its state, match and exp,
+-- has ended by now (see enqueue.lua).
+local function ended(state, match, exp, now)
+  local ms, of = nil, nil
+  if exp then
+    ms = exp:match('^%d+$')
+    if not ms then
+      ms, of = exp:match('^(%d+) (.+)$')
+    end
+  end
+  if not ms then
+    return false
+  end
+  if of then
+    if state ~= 'claimed' or of ~= match then
+      return false
+    end
+  elseif state ~= 'waiting' then
+    return false
+  end
+  return tonumber(ms) <= now
+end
+
+local f = redis.call('HMGET', KEYS[1], 'state', 'hb', 'm', 'exp', 'match')
+if f[1] ~= 'waiting' or ended(f[1], f[5], f[4], tonumber(ARGV[3])) then
   return 0
 end
 local last = tonumber(f[2] or '0') or 0

@@ -13,7 +13,8 @@
 -- KEYS[1+i]    offer HASH of the i-th ticket (i = 1..N), in the neighbour
 -- ARGV[1]      now, unix ms: offers that expired by then are dropped
 -- ARGV[2]      expiry of the offers written, unix ms
--- ARGV[3]      offer hash TTL, ms (> 0)
+-- ARGV[3]      offer hash TTL, ms (> 0): a few seconds past the expiry, a
+--              safety net that frees the memory (the score decides)
 -- ARGV[4+4(i-1)+0..3]  the i-th ticket: id, member (its entry, as the
 --              pool names it), heartbeat ms ("0" = none), home partition name
 --

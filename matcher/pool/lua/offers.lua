@@ -6,12 +6,15 @@
 --
 -- KEYS[1]  offers ZSET (score = expiry, unix ms)
 -- KEYS[2]  offer HASH key prefix ("<prefix>:{<partition>}:o:")
--- ARGV[1]  now, unix ms: offers expiring before it are not returned
+-- ARGV[1]  now, unix ms, by the caller's clock: offers expiring before it
+--          are not returned (the score decides, not Redis's clock)
 -- ARGV[2]  n (> 0): at most this many, soonest expiry first
 --
 -- Returns a flat array, 3 strings per offer: its member (the entry, as the
 -- home pool names it), heartbeat ms ("0" = none), home partition. An offer
--- whose hash has expired is skipped.
+-- whose hash is gone is skipped: the hash outlives its offer's expiry by
+-- a few seconds (offer.lua), so only a caller whose clock is that far
+-- behind Redis's, or a Redis that lost keys, meets one.
 
 local rows = redis.call('ZRANGEBYSCORE', KEYS[1], ARGV[1], '+inf', 'LIMIT', 0, tonumber(ARGV[2]))
 local out = {}

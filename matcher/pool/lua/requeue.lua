@@ -19,30 +19,36 @@
 -- of the G sibling pools, or whose hash says claimed from a pool other than
 -- this one, is left alone, so that no ticket is ever in two pools.
 --
--- For the reconciler (ARGV[5] = "1"), a ticket claimed from this pool is
+-- For the reconciler (ARGV[7] = "1"), a ticket claimed from this pool is
 -- put back only when its claim is dead: made under a fence token below the
 -- pool's current one (its owner lost the lease; the record refuses its
 -- commit). A live owner's claim is its own to commit or put back.
+--
+-- A hash whose end ("exp", see enqueue.lua) is at or before now is read as
+-- gone, and deleted before the ticket is put back: a claim's mark past its
+-- end guards nothing, and a waiting hash past it is the pool's loss.
 --
 -- KEYS[1]      pool ZSET
 -- KEYS[2]      enq ZSET
 -- KEYS[3]      watch ZSET
 -- KEYS[3+i]    ticket HASH of the i-th ticket (i = 1..N)
 -- KEYS[3+N+g]  pool ZSET of the g-th sibling pool (g = 1..G)
--- KEYS[#KEYS]  with ARGV[5] = "1": this pool's fence key
--- ARGV[1]      ticket hash TTL, ms (> 0)
--- ARGV[2]      the heartbeat, ms, of a ticket whose hash is gone ("0" = its
+-- KEYS[#KEYS]  with ARGV[7] = "1": this pool's fence key
+-- ARGV[1]      now, unix ms, by the pool's clock
+-- ARGV[2]      the hash's end, unix ms: now + its TTL
+-- ARGV[3]      the key's expiry, ms (longer than the TTL): a safety net
+-- ARGV[4]      the heartbeat, ms, of a ticket whose hash is gone ("0" = its
 --              own): one the pool lost while it was out of it (Redis lost
 --              its keys) lost its heartbeats too, and its player's presence
 --              record with them, and is given a full timeout from the
 --              caller's clock to be seen again, as the reconciler gives what
 --              it re-adds
--- ARGV[3]      the queue's heartbeat timeout, ms ("0" = none): the watch
+-- ARGV[5]      the queue's heartbeat timeout, ms ("0" = none): the watch
 --              score is the sooner of the deadline and the last sign of life
 --              plus it
--- ARGV[4]      G, the number of sibling pools guarded against ("0" = none)
--- ARGV[5]      "1": dead claims only (the reconciler), else "0"
--- ARGV[6+6(i-1)+0..5]  the i-th ticket: id, member, skill, effective enqueue
+-- ARGV[6]      G, the number of sibling pools guarded against ("0" = none)
+-- ARGV[7]      "1": dead claims only (the reconciler), else "0"
+-- ARGV[8+6(i-1)+0..5]  the i-th ticket: id, member, skill, effective enqueue
 --              ms, deadline ms, heartbeat ms ("0" = none)
 --
 -- Returns the number of members added to the pool: tickets that were not in
@@ -50,11 +56,35 @@
 -- same member gets its original scores rewritten and is not counted; one
 -- the guard left alone is not counted either.
 
+-- ended reports whether a ticket hash, read as its state, match and exp,
+-- has ended by now (see enqueue.lua).
+local function ended(state, match, exp, now)
+  local ms, of = nil, nil
+  if exp then
+    ms = exp:match('^%d+$')
+    if not ms then
+      ms, of = exp:match('^(%d+) (.+)$')
+    end
+  end
+  if not ms then
+    return false
+  end
+  if of then
+    if state ~= 'claimed' or of ~= match then
+      return false
+    end
+  elseif state ~= 'waiting' then
+    return false
+  end
+  return tonumber(ms) <= now
+end
+
 local added = 0
-local lost = tonumber(ARGV[2])
-local timeout = tonumber(ARGV[3])
-local g = tonumber(ARGV[4])
-local deadOnly = ARGV[5] == '1'
+local now = tonumber(ARGV[1])
+local lost = tonumber(ARGV[4])
+local timeout = tonumber(ARGV[5])
+local g = tonumber(ARGV[6])
+local deadOnly = ARGV[7] == '1'
 local fence = 0
 local n = #KEYS - 3 - g
 if deadOnly then
@@ -86,7 +116,7 @@ end
 -- put requeues one ticket; it returns 1 when its member was not in the pool.
 local function put(id, m, skill, enq, dl, hb, h, f)
   if lost > tonumber(hb) and not f[1] then
-    hb = ARGV[2]
+    hb = ARGV[4]
   end
   for _, old in ipairs({f[1] or m, id}) do
     if old ~= m then
@@ -104,9 +134,9 @@ local function put(id, m, skill, enq, dl, hb, h, f)
     redis.call('HSET', h, 'hb', hb)
   end
   if prev == 0 then prev = tonumber(enq) end
-  redis.call('HSET', h, 'm', m, 'state', 'waiting')
+  redis.call('HSET', h, 'm', m, 'state', 'waiting', 'exp', ARGV[2])
   redis.call('HDEL', h, 'match', 'from', 'fence')
-  redis.call('PEXPIRE', h, ARGV[1])
+  redis.call('PEXPIRE', h, ARGV[3])
 
   local watch = tonumber(dl)
   if timeout > 0 and prev + timeout < watch then
@@ -119,10 +149,14 @@ local function put(id, m, skill, enq, dl, hb, h, f)
 end
 
 for i = 1, n do
-  local a = 6 + 6 * (i - 1)
+  local a = 8 + 6 * (i - 1)
   local id, m, skill, enq, dl, hb = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5]
   local h = KEYS[3 + i]
-  local f = redis.call('HMGET', h, 'm', 'hb', 'state', 'from', 'fence')
+  local f = redis.call('HMGET', h, 'm', 'hb', 'state', 'from', 'fence', 'exp', 'match')
+  if ended(f[3], f[7], f[6], now) then
+    redis.call('DEL', h)
+    f = {}
+  end
   if not elsewhere(id, m, f) then
     added = added + put(id, m, skill, enq, dl, hb, h, f)
   end

@@ -20,7 +20,10 @@
 --                       past their deadline or silent for their queue's
 --                       heartbeat timeout. A member no longer in pool (a
 --                       claim leaves it in watch) is dropped from watch
---                       instead: the scan reads at most n + watchDrops
+--                       instead: the scan reads at most n + watchDrops.
+--                       p2 is now by the pool's clock (ms), which judges
+--                       the hashes: one whose end ("exp", see
+--                       enqueue.lua) is at or before it is gone
 --            "window"   members of pool with p1 <= skill <= p2, ascending
 --                       skill, at most n
 --            "nearest"  the n members of pool on each side of skill p1,
@@ -76,6 +79,29 @@ local function nearest(n, s, own)
   return around(n, redis.call('ZCOUNT', KEYS[1], '-inf', s))
 end
 
+-- ended reports whether a ticket hash, read as its state, match and exp,
+-- has ended by now (see enqueue.lua).
+local function ended(state, match, exp, now)
+  local ms, of = nil, nil
+  if exp then
+    ms = exp:match('^%d+$')
+    if not ms then
+      ms, of = exp:match('^(%d+) (.+)$')
+    end
+  end
+  if not ms then
+    return false
+  end
+  if of then
+    if state ~= 'claimed' or of ~= match then
+      return false
+    end
+  elseif state ~= 'waiting' then
+    return false
+  end
+  return tonumber(ms) <= now
+end
+
 -- A claim leaves its members in watch, which come to the head within a
 -- heartbeat timeout (by their deadline without one): a watch scan drops at most this many a call beyond
 -- the n it returns, so that a burst of them costs a few passes a bounded
@@ -83,8 +109,9 @@ end
 local watchDrops = 1000
 
 -- watched reads the first n members of watch due by now that are still in
--- pool, each with its heartbeat, and drops those that are not.
-local function watched(n, now)
+-- pool, each with its heartbeat, and drops those that are not. A hash
+-- ended by clock (the pool's now) is read as gone.
+local function watched(n, now, clock)
   local out, gone = {}, {}
   local rs = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, n + watchDrops)
   for _, m in ipairs(rs) do
@@ -93,8 +120,8 @@ local function watched(n, now)
     end
     if redis.call('ZSCORE', KEYS[1], m) then
       local id = m:match('^[^|]*')
-      local f = redis.call('HMGET', KEYS[4] .. id, 'm', 'hb')
-      if f[1] == m then
+      local f = redis.call('HMGET', KEYS[4] .. id, 'm', 'hb', 'state', 'match', 'exp')
+      if f[1] == m and not (clock and ended(f[3], f[4], f[5], clock)) then
         out[#out + 1], out[#out + 2] = m, f[2] or '0'
       else
         out[#out + 1], out[#out + 2] = id, '0'
@@ -113,7 +140,7 @@ local function rows(mode, n, p1, p2)
   if mode == 'oldest' then
     return redis.call('ZRANGE', KEYS[2], 0, n - 1)
   elseif mode == 'watch' then
-    return watched(n, p1)
+    return watched(n, p1, tonumber(p2))
   elseif mode == 'window' then
     return redis.call('ZRANGEBYSCORE', KEYS[1], p1, p2, 'LIMIT', 0, n)
   elseif mode == 'nearest' then
