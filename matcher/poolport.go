@@ -13,9 +13,12 @@ import (
 // contract in memory. matcher/pool's contract_test.go is the contract's
 // test suite, which both pass; the doc of each method is the Redis pool's.
 //
-// Every decision that depends on time takes the caller's now (the matcher's
-// injected clock), never the pool's own: a memory pool then runs on a
-// virtual clock.
+// Every decision that depends on time is taken on the matcher's clock,
+// never on Redis's: the calls that decide by time take the caller's now,
+// and the ends of ticket hashes and claims' marks, whose calls take none,
+// are judged by the clock the pool was given (pool.WithClock,
+// pool.NewMemory), which the server sets to the same. A memory pool then
+// runs on a virtual clock.
 type Pool interface {
 	// Joins and cancels.
 	Enqueue(ctx context.Context, partition string, e pool.Entry, ttl, timeout time.Duration) (bool, error)
