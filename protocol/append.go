@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"encoding/json"
 	"math"
 	"slices"
 	"strconv"
@@ -114,6 +115,31 @@ func (w WireMatch) AppendJSON(b []byte) []byte {
 	b = w.CreatedAt.appendJSON(b)
 	b = append(b, `,"version":`...)
 	b = strconv.AppendInt(b, w.Version, 10)
+	return append(b, '}')
+}
+
+// AppendJSON appends r as json.Marshal(r) writes it. An error's member,
+// rarer, is left to json.Marshal, which cannot fail on its strings and
+// ints.
+func (r Reply) AppendJSON(b []byte) []byte {
+	b = append(b, `{"type":`...)
+	b = AppendJSONString(b, r.Type)
+	if r.Re != "" {
+		b = append(b, `,"re":`...)
+		b = AppendJSONString(b, r.Re)
+	}
+	if r.Ticket != nil {
+		b = append(b, `,"ticket":`...)
+		b = r.Ticket.AppendJSON(b)
+	}
+	if r.Match != nil {
+		b = append(b, `,"match":`...)
+		b = r.Match.AppendJSON(b)
+	}
+	if r.Error != nil {
+		e, _ := json.Marshal(r.Error)
+		b = append(append(b, `,"error":`...), e...)
+	}
 	return append(b, '}')
 }
 

@@ -1,5 +1,6 @@
 // Package protocol is matchgate's wire (README "Protocol"): the frame type
-// names in both directions, the wire shapes of tickets and matches, the
+// names in both directions, every wire shape (the commands, the replies,
+// hello and status, errors, tickets, matches and the REST bodies), the
 // error codes and their HTTP statuses, the hand-written appenders that
 // write the frames byte for byte as encoding/json would, and the client's
 // view of what the server sends (the Client types, which the load tester

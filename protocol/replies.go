@@ -1,0 +1,83 @@
+package protocol
+
+import "github.com/matchgate/matchgate/matcher"
+
+// Reply is the answer to a command: joined and cancelled (a ticket),
+// match.update (a match), pong (nothing) and error. Re is the id of the
+// command it answers, absent when that id could not be read. Every command
+// gets one, so it is written by AppendJSON, not json.Marshal.
+type Reply struct {
+	Type   string      `json:"type"`
+	Re     string      `json:"re,omitempty"`
+	Ticket *WireTicket `json:"ticket,omitempty"`
+	Match  *WireMatch  `json:"match,omitempty"`
+	Error  *WireError  `json:"error,omitempty"`
+}
+
+// SizeHint is a capacity that holds r in one allocation without keeping
+// much spare in a send queue: a pong is some 30 bytes, a joined about 450
+// and a pair's match.update up to about 650.
+func (r Reply) SizeHint() int {
+	switch {
+	case r.Error != nil:
+		return 128 + len(r.Re) + len(r.Error.Message)
+	case r.Match != nil:
+		return matchJSONCap
+	case r.Ticket != nil:
+		return ticketJSONCap
+	}
+	return 64 + len(r.Re)
+}
+
+// WireError is the error member of an error frame and of a REST error
+// body (ErrorBody). The ids name what a conflict concerns (ALREADY_QUEUED:
+// the waiting ticket; ALREADY_MATCHED: the ticket and its match).
+type WireError struct {
+	Code     Code   `json:"code"`
+	Message  string `json:"message"`
+	TicketID string `json:"ticketId,omitempty"`
+	MatchID  string `json:"matchId,omitempty"`
+	// RetryAfter is the Retry-After of a 429 or 503 in whole seconds, for
+	// WebSocket clients that see no header.
+	RetryAfter int `json:"retryAfter,omitempty"`
+}
+
+// ErrorBody is the body of every REST error, sent with the code's HTTP
+// status (CodeOf).
+type ErrorBody struct {
+	Error WireError `json:"error"`
+}
+
+// State is hello (the catch-up every socket gets first, with the user and
+// the node) and status (the reply to the status command, with re): the
+// user's live tickets, its most recently resolved ones and their matches.
+// More and Next: older resolved tickets were left out; GET
+// /v1/tickets?before=Next has them.
+type State struct {
+	Type   string `json:"type"`
+	Re     string `json:"re,omitempty"`
+	UserID string `json:"userId,omitempty"`
+	Node   string `json:"node,omitempty"`
+	History
+}
+
+// StateOf is st as a frame of type typ answering re ("" for hello).
+func StateOf(typ, re string, st matcher.UserState) State {
+	return State{Type: typ, Re: re, History: HistoryOf(st)}
+}
+
+// TicketBody is the REST answer holding one ticket: the join's and the
+// cancel's.
+type TicketBody struct {
+	Ticket WireTicket `json:"ticket"`
+}
+
+// MatchBody is the REST answer of an accept or a decline.
+type MatchBody struct {
+	Match WireMatch `json:"match"`
+}
+
+// QueuesBody is the body of GET /v1/queues.
+type QueuesBody struct {
+	Queues []matcher.QueueInfo `json:"queues"`
+}
