@@ -301,37 +301,26 @@ func quoteField(s string) string {
 	return strconv.Quote(s)
 }
 
-// inbound is a client→server frame: the envelope and every command's
-// fields. Decoded strictly: unknown fields, repeated keys and the fields of
-// another command are refused.
-type inbound struct {
-	Type       string            `json:"type"`
-	ID         string            `json:"id"`
-	Queue      string            `json:"queue"`
-	Region     string            `json:"region"`
-	Attributes map[string]string `json:"attributes"`
-	TicketID   string            `json:"ticketId"`
-	MatchID    string            `json:"matchId"`
-}
-
-// decodeFrame decodes one text frame. On error, the returned frame carries
-// the request id when it could be read (for the "re" of the error reply).
-func decodeFrame(data []byte) (inbound, error) {
-	var in inbound
+// decodeFrame decodes one text frame, a protocol.Command, strictly: unknown
+// fields, repeated keys and the fields of another command are refused. On
+// error, the returned frame carries the request id when it could be read
+// (for the "re" of the error reply).
+func decodeFrame(data []byte) (protocol.Command, error) {
+	var in protocol.Command
 	if err := decodeStrict(data, &in, false); err != nil {
 		// Salvage the id for the reply, from a frame that is at least JSON.
 		var env struct {
 			ID string `json:"id"`
 		}
 		if json.Unmarshal(data, &env) == nil && len(env.ID) <= maxClientIDLen {
-			in = inbound{ID: env.ID}
+			in = protocol.Command{ID: env.ID}
 		} else {
-			in = inbound{}
+			in = protocol.Command{}
 		}
 		return in, err
 	}
 	if len(in.ID) > maxClientIDLen {
-		return inbound{}, matcher.Errorf(matcher.CodeBadRequest, "id longer than %d bytes", maxClientIDLen)
+		return protocol.Command{}, matcher.Errorf(matcher.CodeBadRequest, "id longer than %d bytes", maxClientIDLen)
 	}
 	if f := foreignField(in); f != "" {
 		return in, matcher.Errorf(matcher.CodeBadRequest, "field %q is not part of %s", f, quoteField(in.Type))
@@ -340,7 +329,7 @@ func decodeFrame(data []byte) (inbound, error) {
 }
 
 // foreignField names a field set in the frame that its type does not have.
-func foreignField(in inbound) string {
+func foreignField(in protocol.Command) string {
 	var allowed string
 	switch in.Type {
 	case protocol.FrameJoin:

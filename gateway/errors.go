@@ -25,21 +25,9 @@ const defaultRetryAfter = time.Second
 // the chain wins.
 type retryAfterer interface{ RetryAfter() time.Duration }
 
-// wireError is the body of every error: {"error":{…}} over REST, the
-// "error" member of an error frame over WebSocket.
-type wireError struct {
-	Code     protocol.Code `json:"code"`
-	Message  string        `json:"message"`
-	TicketID string        `json:"ticketId,omitempty"`
-	MatchID  string        `json:"matchId,omitempty"`
-	// RetryAfter is the Retry-After of a 429 or 503 in whole seconds, for
-	// WebSocket clients that see no header.
-	RetryAfter int `json:"retryAfter,omitempty"`
-}
-
 // classified is an error as the client will see it.
 type classified struct {
-	wire       wireError
+	wire       protocol.WireError
 	status     int
 	retryAfter time.Duration // 0: no Retry-After
 	internal   bool          // log it: the client sees a generic message
@@ -63,13 +51,13 @@ func classify(err error) classified {
 	code, status := protocol.CodeOf(de.Code)
 	if code == protocol.CodeInternal {
 		return classified{
-			wire:     wireError{Code: protocol.CodeInternal, Message: "internal error"},
+			wire:     protocol.WireError{Code: protocol.CodeInternal, Message: "internal error"},
 			status:   http.StatusInternalServerError,
 			internal: true,
 		}
 	}
 	c := classified{
-		wire:   wireError{Code: code, Message: de.Message, TicketID: de.TicketID, MatchID: de.MatchID},
+		wire:   protocol.WireError{Code: code, Message: de.Message, TicketID: de.TicketID, MatchID: de.MatchID},
 		status: status,
 	}
 	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
@@ -105,9 +93,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if c.retryAfter > 0 {
 		w.Header().Set("Retry-After", retryAfterSeconds(c.retryAfter))
 	}
-	writeJSON(w, c.status, struct {
-		Error wireError `json:"error"`
-	}{c.wire})
+	writeJSON(w, c.status, protocol.ErrorBody{Error: c.wire})
 }
 
 // writeJSON writes v as a JSON response.

@@ -14,6 +14,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/matchgate/matchgate/matcher"
+	"github.com/matchgate/matchgate/protocol"
 )
 
 // The fuzz targets of the edge: every decoder a client's bytes reach. Their
@@ -42,6 +43,9 @@ func FuzzDecodeFrame(f *testing.F) {
 		`{"type":"accept","id":"3","matchId":"m"}`, `{"type":"ping"}`, `{"type":"status","id":""}`,
 		`{"type":"ping","type":"join"}`, `{"type":"join","attributes":{"a":"1","a":"2"}}`,
 		`{"type":"cancel","queue":"x"}`, `[]`, `{}`, `{"type":`, "{\"id\":\"\xff\"}", `{"a":[[[[[[[[[[1]]]]]]]]]]}`,
+		// Empty attributes are not absent ones (another command's frame
+		// refuses them): the round trip must keep them.
+		`{"type":"join","id":"4","queue":"duel","attributes":{}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -92,7 +96,7 @@ func FuzzRESTBody(f *testing.F) {
 		var err error
 		switch data[0] % 4 {
 		case 0:
-			var v joinBody
+			var v protocol.JoinBody
 			if err = decodeStrict(body, &v, true); err == nil {
 				if aerr := validateAttributes(v.Attributes); aerr != nil {
 					requireBadRequest(t, aerr)

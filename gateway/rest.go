@@ -68,22 +68,9 @@ func (s *Server) callCtx(r *http.Request) (context.Context, context.CancelFunc) 
 	return context.WithTimeout(r.Context(), s.cfg.CommandTimeout)
 }
 
-type joinBody struct {
-	Region     string            `json:"region"`
-	Attributes map[string]string `json:"attributes"`
-}
-
-type ticketBody struct {
-	Ticket protocol.WireTicket `json:"ticket"`
-}
-
-type matchBody struct {
-	Match protocol.WireMatch `json:"match"`
-}
-
 // handleJoin: POST /v1/queues/{queue}/tickets → 202 {"ticket"}.
 func (s *Server) handleJoin(w http.ResponseWriter, r *http.Request, p principal) {
-	var body joinBody
+	var body protocol.JoinBody
 	if err := s.decodeBody(w, r, &body); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -100,7 +87,7 @@ func (s *Server) handleJoin(w http.ResponseWriter, r *http.Request, p principal)
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusAccepted, ticketBody{protocol.TicketOf(t)})
+	writeJSON(w, http.StatusAccepted, protocol.TicketBody{Ticket: protocol.TicketOf(t)})
 }
 
 // handleGetTicket: GET /v1/tickets/{id} → 200 {"ticket","match"}: the
@@ -169,7 +156,7 @@ func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request, p principa
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, ticketBody{protocol.TicketOf(t)})
+	writeJSON(w, http.StatusOK, protocol.TicketBody{Ticket: protocol.TicketOf(t)})
 }
 
 // handleHeartbeat: PUT /v1/tickets/{id}/heartbeat → 204.
@@ -218,7 +205,7 @@ func (s *Server) matchCall(w http.ResponseWriter, r *http.Request, p principal,
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, matchBody{protocol.MatchOf(m)})
+	writeJSON(w, http.StatusOK, protocol.MatchBody{Match: protocol.MatchOf(m)})
 }
 
 // handleQueues: GET /v1/queues → 200 {"queues":[…]}. Public: queue names
@@ -245,7 +232,5 @@ func (s *Server) handleQueues(w http.ResponseWriter, r *http.Request) {
 	if qs == nil {
 		qs = []matcher.QueueInfo{}
 	}
-	writeJSON(w, http.StatusOK, struct {
-		Queues []matcher.QueueInfo `json:"queues"`
-	}{qs})
+	writeJSON(w, http.StatusOK, protocol.QueuesBody{Queues: qs})
 }

@@ -42,7 +42,7 @@ func (s *Server) Resync(ctx context.Context) {
 				s.log.Warn("resync: load user state", slog.String("user", sess.p.UserID), slog.Any("error", err))
 				return
 			}
-			hello := newStateFrame(protocol.FrameHello, "", st)
+			hello := protocol.StateOf(protocol.FrameHello, "", st)
 			hello.UserID, hello.Node = sess.p.UserID, s.cfg.Node
 			b, err := json.Marshal(hello)
 			if err != nil {

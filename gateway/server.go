@@ -189,9 +189,8 @@ func (s *Server) routes() *mux.Router {
 		s.writeError(w, r, errNoRoute)
 	})
 	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusMethodNotAllowed, struct {
-			Error wireError `json:"error"`
-		}{wireError{Code: protocol.CodeBadRequest, Message: "method not allowed"}})
+		writeJSON(w, http.StatusMethodNotAllowed,
+			protocol.ErrorBody{Error: protocol.WireError{Code: protocol.CodeBadRequest, Message: "method not allowed"}})
 	})
 	return r
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/matchgate/matchgate/protocol"
 	"github.com/matchgate/matchgate/ratelimit"
 )
 
@@ -53,8 +54,8 @@ type session struct {
 	ready     bool       // hello is queued: writing may start
 	closing   bool       // no more frames or commands are taken
 	closeCode websocket.StatusCode
-	cmds      []inbound // waiting to run, at most maxPendingCommands
-	working   bool      // a command worker goroutine is draining cmds
+	cmds      []protocol.Command // waiting to run, at most maxPendingCommands
+	working   bool               // a command worker goroutine is draining cmds
 }
 
 // lease names the session's per-user socket lease.

@@ -23,57 +23,8 @@ const maxPendingCommands = 16
 // maxClientIDLen bounds the client's request id (it is echoed in "re").
 const maxClientIDLen = 64
 
-// replyFrame is joined, cancelled, match.update, pong and error.
-type replyFrame struct {
-	Type   string               `json:"type"`
-	Re     string               `json:"re,omitempty"`
-	Ticket *protocol.WireTicket `json:"ticket,omitempty"`
-	Match  *protocol.WireMatch  `json:"match,omitempty"`
-	Error  *wireError           `json:"error,omitempty"`
-}
-
-// appendJSON appends f as json.Marshal(f) writes it, without reflection
-// for the replies every command gets (an error's body, rarer, is left to
-// json.Marshal, which cannot fail on its strings and ints).
-func (f replyFrame) appendJSON(b []byte) []byte {
-	b = append(b, `{"type":`...)
-	b = protocol.AppendJSONString(b, f.Type)
-	if f.Re != "" {
-		b = append(b, `,"re":`...)
-		b = protocol.AppendJSONString(b, f.Re)
-	}
-	if f.Ticket != nil {
-		b = append(b, `,"ticket":`...)
-		b = f.Ticket.AppendJSON(b)
-	}
-	if f.Match != nil {
-		b = append(b, `,"match":`...)
-		b = f.Match.AppendJSON(b)
-	}
-	if f.Error != nil {
-		e, _ := json.Marshal(f.Error)
-		b = append(append(b, `,"error":`...), e...)
-	}
-	return append(b, '}')
-}
-
-// sizeHint is a capacity that holds f in one allocation without keeping
-// much spare in the outbox: a pong is some 30 bytes, a joined about 450 and
-// a pair's match.update up to about 650.
-func (f replyFrame) sizeHint() int {
-	switch {
-	case f.Error != nil:
-		return 128 + len(f.Re) + len(f.Error.Message)
-	case f.Match != nil:
-		return 768
-	case f.Ticket != nil:
-		return 512
-	}
-	return 64 + len(f.Re)
-}
-
 // wireTicket and wireMatch are what a reply holds: the wire shape, which
-// appendJSON writes (and json.Marshal writes the same, the tests' check).
+// protocol.Reply.AppendJSON writes.
 func wireTicket(t matcher.Ticket) *protocol.WireTicket {
 	w := protocol.TicketOf(t)
 	return &w
@@ -82,25 +33,6 @@ func wireTicket(t matcher.Ticket) *protocol.WireTicket {
 func wireMatch(m matcher.Match) *protocol.WireMatch {
 	w := protocol.MatchOf(m)
 	return &w
-}
-
-// stateFrame is hello and status: everything the client should know.
-type stateFrame struct {
-	Type    string                `json:"type"`
-	Re      string                `json:"re,omitempty"`
-	UserID  string                `json:"userId,omitempty"`
-	Node    string                `json:"node,omitempty"`
-	Tickets []protocol.WireTicket `json:"tickets"`
-	Matches []protocol.WireMatch  `json:"matches"`
-	// More and Next: older resolved tickets were left out; GET
-	// /v1/tickets?before=Next has them.
-	More bool   `json:"more,omitempty"`
-	Next string `json:"next,omitempty"`
-}
-
-func newStateFrame(typ, re string, st matcher.UserState) stateFrame {
-	return stateFrame{Type: typ, Re: re, Tickets: protocol.TicketsOf(st.Tickets), Matches: protocol.MatchesOf(st.Matches),
-		More: st.More, Next: st.Next}
 }
 
 // handleWS upgrades GET /v1/ws. Refusals happen before the upgrade, as HTTP,
@@ -293,7 +225,7 @@ func (s *session) setup() (teardown func(), code websocket.StatusCode, ok bool) 
 		teardown()
 		return nil, s.finish(err), false
 	}
-	hello := newStateFrame(protocol.FrameHello, "", st)
+	hello := protocol.StateOf(protocol.FrameHello, "", st)
 	hello.UserID, hello.Node = s.p.UserID, cfg.Node
 	b, err := json.Marshal(hello)
 	if err != nil {
@@ -367,7 +299,7 @@ func (s *session) admitFrame(now time.Time) bool {
 // queueCommand hands a command to the worker, starting one if none runs.
 // Commands run one at a time in arrival order, so replies come in request
 // order (except RATE_LIMITED refusals of a full command queue).
-func (s *session) queueCommand(in inbound) {
+func (s *session) queueCommand(in protocol.Command) {
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
@@ -398,7 +330,7 @@ func (s *session) runCommands() {
 			return
 		}
 		in := s.cmds[0]
-		s.cmds[0] = inbound{}
+		s.cmds[0] = protocol.Command{}
 		s.cmds = s.cmds[1:]
 		s.mu.Unlock()
 		s.execute(in)
@@ -406,15 +338,15 @@ func (s *session) runCommands() {
 }
 
 // execute runs one command and queues its reply.
-func (s *session) execute(in inbound) {
+func (s *session) execute(in protocol.Command) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(s.srv.baseCtx, s.srv.cfg.CommandTimeout)
 	defer cancel()
 	reply, err := s.dispatch(ctx, in)
 	if err == nil {
 		var b []byte
-		if f, ok := reply.(replyFrame); ok {
-			b = f.appendJSON(make([]byte, 0, f.sizeHint()))
+		if f, ok := reply.(protocol.Reply); ok {
+			b = f.AppendJSON(make([]byte, 0, f.SizeHint()))
 		} else {
 			b, err = json.Marshal(reply)
 		}
@@ -431,16 +363,16 @@ func (s *session) execute(in inbound) {
 // frameKind is the type of a reply built by dispatch.
 func frameKind(v any) string {
 	switch f := v.(type) {
-	case replyFrame:
+	case protocol.Reply:
 		return f.Type
-	case stateFrame:
+	case protocol.State:
 		return f.Type
 	}
 	return ""
 }
 
 // dispatch maps a command to a Matchmaker call and builds the reply.
-func (s *session) dispatch(ctx context.Context, in inbound) (any, error) {
+func (s *session) dispatch(ctx context.Context, in protocol.Command) (any, error) {
 	mm := s.srv.cfg.Matchmaker
 	switch in.Type {
 	case protocol.FrameJoin:
@@ -451,7 +383,7 @@ func (s *session) dispatch(ctx context.Context, in inbound) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		return replyFrame{Type: protocol.FrameJoined, Re: in.ID, Ticket: wireTicket(t)}, nil
+		return protocol.Reply{Type: protocol.FrameJoined, Re: in.ID, Ticket: wireTicket(t)}, nil
 	case protocol.FrameCancel:
 		if in.TicketID == "" {
 			return nil, matcher.Errorf(matcher.CodeBadRequest, "ticketId is required")
@@ -466,7 +398,7 @@ func (s *session) dispatch(ctx context.Context, in inbound) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		return replyFrame{Type: protocol.FrameCancelled, Re: in.ID, Ticket: wireTicket(t)}, nil
+		return protocol.Reply{Type: protocol.FrameCancelled, Re: in.ID, Ticket: wireTicket(t)}, nil
 	case protocol.FrameAccept, protocol.FrameDecline:
 		if in.MatchID == "" {
 			return nil, matcher.Errorf(matcher.CodeBadRequest, "matchId is required")
@@ -485,7 +417,7 @@ func (s *session) dispatch(ctx context.Context, in inbound) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		return replyFrame{Type: protocol.FrameMatchUpdate, Re: in.ID, Match: wireMatch(m)}, nil
+		return protocol.Reply{Type: protocol.FrameMatchUpdate, Re: in.ID, Match: wireMatch(m)}, nil
 	case protocol.FrameStatus:
 		if err := s.srv.limit(ctx, limitReadUser, s.p.UserID, s.srv.cfg.Limits.ReadsPerUser); err != nil {
 			return nil, err
@@ -494,9 +426,9 @@ func (s *session) dispatch(ctx context.Context, in inbound) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		return newStateFrame(protocol.FrameStatus, in.ID, st), nil
+		return protocol.StateOf(protocol.FrameStatus, in.ID, st), nil
 	case protocol.FramePing:
-		return replyFrame{Type: protocol.FramePong, Re: in.ID}, nil
+		return protocol.Reply{Type: protocol.FramePong, Re: in.ID}, nil
 	case "":
 		return nil, matcher.Errorf(matcher.CodeBadRequest, "type is required")
 	}
@@ -513,6 +445,6 @@ func (s *session) replyError(re string, err error) {
 	} else if errors.Is(err, context.DeadlineExceeded) {
 		s.srv.log.Warn("command timed out", slog.Uint64("session", s.id), slog.String("re", re))
 	}
-	f := replyFrame{Type: protocol.FrameError, Re: re, Error: &c.wire}
-	s.enqueue(outFrame{kind: protocol.FrameError, data: f.appendJSON(make([]byte, 0, f.sizeHint()))})
+	f := protocol.Reply{Type: protocol.FrameError, Re: re, Error: &c.wire}
+	s.enqueue(outFrame{kind: protocol.FrameError, data: f.AppendJSON(make([]byte, 0, f.SizeHint()))})
 }

@@ -52,8 +52,8 @@ func benchTicket() matcher.Ticket {
 func BenchmarkEncodeReply_Joined(b *testing.B) {
 	t := benchTicket()
 	for b.Loop() {
-		f := replyFrame{Type: "joined", Re: "j17", Ticket: wireTicket(t)}
-		if out := f.appendJSON(make([]byte, 0, f.sizeHint())); len(out) < 100 {
+		f := protocol.Reply{Type: "joined", Re: "j17", Ticket: wireTicket(t)}
+		if out := f.AppendJSON(make([]byte, 0, f.SizeHint())); len(out) < 100 {
 			b.Fatalf("encoded %s", out)
 		}
 	}
