@@ -49,27 +49,6 @@ type clientExample struct {
 	Frame   json.RawMessage `json:"frame"`
 }
 
-// errorBody is the error member of an error frame and of a REST error body
-// (README "Protocol"); retryAfter, in whole seconds, with 429 and 503.
-type errorBody struct {
-	Code       protocol.Code `json:"code"`
-	Message    string        `json:"message"`
-	TicketID   string        `json:"ticketId,omitempty"`
-	MatchID    string        `json:"matchId,omitempty"`
-	RetryAfter int           `json:"retryAfter,omitempty"`
-}
-
-// command is a client→server frame (README "Protocol").
-type command struct {
-	Type       string            `json:"type"`
-	ID         string            `json:"id"`
-	Queue      string            `json:"queue,omitempty"`
-	Region     string            `json:"region,omitempty"`
-	Attributes map[string]string `json:"attributes,omitempty"`
-	TicketID   string            `json:"ticketId,omitempty"`
-	MatchID    string            `json:"matchId,omitempty"`
-}
-
 var fixtureAt = time.Date(2031, 3, 4, 5, 6, 7, 891_000_000, time.UTC)
 
 func fixtureTicket(id string, status matcher.TicketStatus, version int64) matcher.Ticket {
@@ -156,28 +135,18 @@ func mustJSON(t *testing.T, v any) []byte {
 	return b
 }
 
-// reply renders a command's reply holding one ticket or one match.
-func reply(typ, member string, appendJSON func([]byte) []byte) []byte {
-	b := []byte(`{"type":`)
-	b = protocol.AppendJSONString(b, typ)
-	b = append(b, `,"re":`...)
-	b = protocol.AppendJSONString(b, fixtureRe)
-	if member != "" {
-		b = append(b, `,"`+member+`":`...)
-		b = appendJSON(b)
+// reply renders the reply to a command of the fixture.
+func reply(typ string, tk *matcher.Ticket, m *matcher.Match) []byte {
+	r := protocol.Reply{Type: typ, Re: fixtureRe}
+	if tk != nil {
+		w := protocol.TicketOf(*tk)
+		r.Ticket = &w
 	}
-	return append(b, '}')
-}
-
-// stateFrame renders hello (without re) and status (with it).
-func stateFrame(t *testing.T, typ, re, userID, node string, st matcher.UserState) []byte {
-	return mustJSON(t, struct {
-		Type   string `json:"type"`
-		Re     string `json:"re,omitempty"`
-		UserID string `json:"userId,omitempty"`
-		Node   string `json:"node,omitempty"`
-		protocol.History
-	}{typ, re, userID, node, protocol.HistoryOf(st)})
+	if m != nil {
+		w := protocol.MatchOf(*m)
+		r.Match = &w
+	}
+	return r.AppendJSON(nil)
 }
 
 func expectState(st matcher.UserState) map[string]any {
@@ -210,24 +179,21 @@ func serverExamples(t *testing.T) []serverExample {
 	st := matcher.UserState{Tickets: []matcher.Ticket{waiting, matched}, Matches: []matcher.Match{ready}, More: true, Next: "c-42"}
 	hello := expectState(st)
 	hello["userId"], hello["node"], hello["more"], hello["next"] = "u-ada", "node-1", true, "c-42"
-	add("hello", stateFrame(t, protocol.FrameHello, "", "u-ada", "node-1", st), hello)
+	helloFrame := protocol.StateOf(protocol.FrameHello, "", st)
+	helloFrame.UserID, helloFrame.Node = "u-ada", "node-1"
+	add("hello", mustJSON(t, helloFrame), hello)
 
-	add("joined", reply(protocol.FrameJoined, "ticket", protocol.TicketOf(waiting).AppendJSON),
-		map[string]any{"ticket": expectTicket(waiting)})
-	add("cancelled", reply(protocol.FrameCancelled, "ticket", protocol.TicketOf(cancelled).AppendJSON),
-		map[string]any{"ticket": expectTicket(cancelled)})
+	add("joined", reply(protocol.FrameJoined, &waiting, nil), map[string]any{"ticket": expectTicket(waiting)})
+	add("cancelled", reply(protocol.FrameCancelled, &cancelled, nil), map[string]any{"ticket": expectTicket(cancelled)})
 	pending := fixtureMatch(matcher.MatchPendingAccept, 2)
-	add("match.update", reply(protocol.FrameMatchUpdate, "match", protocol.MatchOf(pending).AppendJSON),
-		map[string]any{"match": expectMatch(pending)})
+	add("match.update", reply(protocol.FrameMatchUpdate, nil, &pending), map[string]any{"match": expectMatch(pending)})
 	status := matcher.UserState{Tickets: []matcher.Ticket{cancelled}, Matches: []matcher.Match{}}
-	add("status", stateFrame(t, protocol.FrameStatus, fixtureRe, "", "", status), expectState(status))
-	add("pong", reply(protocol.FramePong, "", nil), map[string]any{})
+	add("status", mustJSON(t, protocol.StateOf(protocol.FrameStatus, fixtureRe, status)), expectState(status))
+	add("pong", reply(protocol.FramePong, nil, nil), map[string]any{})
 
 	// An error frame that answers no request: the frame's id could not be read.
-	add("error without re", mustJSON(t, struct {
-		Type  string    `json:"type"`
-		Error errorBody `json:"error"`
-	}{protocol.FrameError, errorBody{Code: protocol.CodeBadRequest, Message: "frame is not JSON"}}),
+	notJSON := protocol.WireError{Code: protocol.CodeBadRequest, Message: "frame is not JSON"}
+	add("error without re", protocol.Reply{Type: protocol.FrameError, Error: &notJSON}.AppendJSON(nil),
 		map[string]any{"error": map[string]any{"code": string(protocol.CodeBadRequest), "message": "frame is not JSON"}})
 
 	for _, tk := range []matcher.Ticket{waiting, matched, cancelled, expired} {
@@ -253,7 +219,7 @@ func errorExamples(t *testing.T) []errorExample {
 	var out []errorExample
 	for _, code := range protocol.Codes() {
 		status := statusOf(t, code)
-		e := errorBody{Code: code, Message: strings.ToLower(strings.ReplaceAll(string(code), "_", " "))}
+		e := protocol.WireError{Code: code, Message: strings.ToLower(strings.ReplaceAll(string(code), "_", " "))}
 		switch code {
 		case protocol.CodeAlreadyQueued:
 			e.TicketID = "t1"
@@ -263,14 +229,8 @@ func errorExamples(t *testing.T) []errorExample {
 		if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
 			e.RetryAfter = 3
 		}
-		frame := mustJSON(t, struct {
-			Type  string    `json:"type"`
-			Re    string    `json:"re"`
-			Error errorBody `json:"error"`
-		}{protocol.FrameError, fixtureRe, e})
-		body := mustJSON(t, struct {
-			Error errorBody `json:"error"`
-		}{e})
+		frame := protocol.Reply{Type: protocol.FrameError, Re: fixtureRe, Error: &e}.AppendJSON(nil)
+		body := mustJSON(t, protocol.ErrorBody{Error: e})
 		out = append(out, errorExample{code, status, frame, body})
 	}
 	return out
@@ -292,15 +252,15 @@ func clientExamples(t *testing.T) []clientExample {
 	var out []clientExample
 	for _, c := range []struct {
 		name string
-		cmd  command
+		cmd  protocol.Command
 	}{
-		{"join", command{Type: protocol.FrameJoin, Queue: "duel", Region: "eu", Attributes: map[string]string{"mode": "5v5"}}},
-		{"join (queue only)", command{Type: protocol.FrameJoin, Queue: "duel"}},
-		{"cancel", command{Type: protocol.FrameCancel, TicketID: "t1"}},
-		{"accept", command{Type: protocol.FrameAccept, MatchID: "m1"}},
-		{"decline", command{Type: protocol.FrameDecline, MatchID: "m1"}},
-		{"status", command{Type: protocol.FrameStatus}},
-		{"ping", command{Type: protocol.FramePing}},
+		{"join", protocol.Command{Type: protocol.FrameJoin, Queue: "duel", Region: "eu", Attributes: map[string]string{"mode": "5v5"}}},
+		{"join (queue only)", protocol.Command{Type: protocol.FrameJoin, Queue: "duel"}},
+		{"cancel", protocol.Command{Type: protocol.FrameCancel, TicketID: "t1"}},
+		{"accept", protocol.Command{Type: protocol.FrameAccept, MatchID: "m1"}},
+		{"decline", protocol.Command{Type: protocol.FrameDecline, MatchID: "m1"}},
+		{"status", protocol.Command{Type: protocol.FrameStatus}},
+		{"ping", protocol.Command{Type: protocol.FramePing}},
 	} {
 		c.cmd.ID = fixtureRe
 		out = append(out, clientExample{c.name, mustJSON(t, c.cmd)})
