@@ -12,10 +12,11 @@ import (
 
 	"github.com/matchgate/matchgate/allocator"
 	"github.com/matchgate/matchgate/matcher"
+	"github.com/matchgate/matchgate/matcher/engine"
 )
 
-func req(id, region string) matcher.AllocationRequest {
-	return matcher.AllocationRequest{MatchID: id, Queue: "ranked", Region: region,
+func req(id, region string) engine.AllocationRequest {
+	return engine.AllocationRequest{MatchID: id, Queue: "ranked", Region: region,
 		Players: []matcher.Player{{TicketID: "t1", UserID: "u1"}, {TicketID: "t2", UserID: "u2"}}}
 }
 

@@ -1,5 +1,5 @@
 // Package allocator hands out game servers for matches: it implements
-// matcher.Allocator twice.
+// engine.Allocator twice.
 //
 //   - Static, a fixed fleet of addresses per region (from --fleet), handed
 //     out round-robin with the match id as the session. It is what the
@@ -9,5 +9,5 @@
 //
 // Neither ever answers a server of another region than the one asked for.
 // Both are safe for concurrent use; retries with backoff are the matcher's
-// (matcher.DefaultAllocateBackoff), not the allocator's.
+// (engine.DefaultAllocateBackoff), not the allocator's.
 package allocator

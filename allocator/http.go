@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/matchgate/matchgate/matcher"
+	"github.com/matchgate/matchgate/matcher/engine"
 )
 
 // HTTP is a client of a fleet manager speaking the protocol of
@@ -27,7 +28,7 @@ type HTTP struct {
 	client *http.Client
 }
 
-var _ matcher.Allocator = (*HTTP)(nil)
+var _ engine.Allocator = (*HTTP)(nil)
 
 // HTTPConfig configures an HTTP allocator client.
 type HTTPConfig struct {
@@ -79,8 +80,8 @@ type releaseBody struct {
 	Session string `json:"session"`
 }
 
-// Allocate implements matcher.Allocator.
-func (h *HTTP) Allocate(ctx context.Context, req matcher.AllocationRequest) (matcher.Server, error) {
+// Allocate implements engine.Allocator.
+func (h *HTTP) Allocate(ctx context.Context, req engine.AllocationRequest) (matcher.Server, error) {
 	body := allocateBody{MatchID: req.MatchID, Queue: req.Queue, Region: req.Region, Players: []wirePlayer{}, Bots: req.Bots}
 	for _, p := range req.Players {
 		body.Players = append(body.Players, wirePlayer{UserID: p.UserID, TicketID: p.TicketID})
@@ -102,7 +103,7 @@ func (h *HTTP) Allocate(ctx context.Context, req matcher.AllocationRequest) (mat
 	return matcher.Server{Address: out.Address, Session: out.Session}, nil
 }
 
-// Release implements matcher.Allocator.
+// Release implements engine.Allocator.
 func (h *HTTP) Release(ctx context.Context, matchID string, s matcher.Server) error {
 	status, err := h.post(ctx, "/release", releaseBody{MatchID: matchID, Address: s.Address, Session: s.Session}, nil)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/matchgate/matchgate/matcher"
+	"github.com/matchgate/matchgate/matcher/engine"
 )
 
 // DemoFleet is the fleet of the embedded default: one address for every
@@ -27,7 +28,7 @@ type Static struct {
 	next     map[string]int
 }
 
-var _ matcher.Allocator = (*Static)(nil)
+var _ engine.Allocator = (*Static)(nil)
 
 // ParseFleet reads a fleet: comma-separated entries "region=host:port", or
 // "host:port" for every region without entries of its own, e.g.
@@ -61,8 +62,8 @@ func ParseFleet(spec string) (*Static, error) {
 	return s, nil
 }
 
-// Allocate implements matcher.Allocator.
-func (s *Static) Allocate(ctx context.Context, req matcher.AllocationRequest) (matcher.Server, error) {
+// Allocate implements engine.Allocator.
+func (s *Static) Allocate(ctx context.Context, req engine.AllocationRequest) (matcher.Server, error) {
 	if err := ctx.Err(); err != nil {
 		return matcher.Server{}, err
 	}
@@ -80,7 +81,7 @@ func (s *Static) Allocate(ctx context.Context, req matcher.AllocationRequest) (m
 	return matcher.Server{Address: addrs[i], Session: req.MatchID}, nil
 }
 
-// Release implements matcher.Allocator: a static server is never held.
+// Release implements engine.Allocator: a static server is never held.
 func (s *Static) Release(context.Context, string, matcher.Server) error { return nil }
 
 // Regions lists the regions with servers of their own, sorted.

@@ -13,6 +13,7 @@ import (
 	"github.com/matchgate/matchgate/internal/pgtest"
 	"github.com/matchgate/matchgate/internal/redistest"
 	"github.com/matchgate/matchgate/matcher"
+	"github.com/matchgate/matchgate/matcher/engine"
 	"github.com/matchgate/matchgate/matcher/ledger"
 	"github.com/matchgate/matchgate/matcher/pool"
 )
@@ -27,7 +28,7 @@ func (l slowJoins) CreateTicket(ctx context.Context, t matcher.Ticket) (matcher.
 
 // sweepOnBan is what every process does when a ban enters its list
 // (cmd/matchgate: security.sweepBans): cancel the user's waiting tickets.
-func sweepOnBan(t *testing.T, list *BanList, svc *matcher.Service) {
+func sweepOnBan(t *testing.T, list *BanList, svc *engine.Service) {
 	list.OnBan(func(b Ban) {
 		ctx := context.Background()
 		st, err := svc.UserState(ctx, b.UserID)
@@ -60,8 +61,8 @@ func TestJoinRacingABanKeepsNoTicket(t *testing.T) {
 		}
 		listA, _ := NewBanList(BanListConfig{Store: e.store})
 		listB, _ := NewBanList(BanListConfig{Store: e.store})
-		service := func(list *BanList) *matcher.Service {
-			svc, err := matcher.NewService(matcher.ServiceConfig{Queues: cfg, Pool: pool.New(e.rdb, e.prefix),
+		service := func(list *BanList) *engine.Service {
+			svc, err := engine.NewService(engine.ServiceConfig{Queues: cfg, Pool: pool.New(e.rdb, e.prefix),
 				Ledger: slowJoins{e.led}, Banned: list.Banned})
 			if err != nil {
 				t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/matchgate/matchgate/matcher"
+	"github.com/matchgate/matchgate/matcher/engine"
 	"github.com/matchgate/matchgate/protocol"
 )
 
@@ -119,8 +120,8 @@ func (s *Server) handleTickets(w http.ResponseWriter, r *http.Request, p princip
 	limit := 0
 	if raw := q.Get("limit"); raw != "" {
 		n, err := strconv.Atoi(raw)
-		if err != nil || n < 1 || n > matcher.MaxHistoryPage {
-			s.writeError(w, r, matcher.Errorf(matcher.CodeBadRequest, "limit must be 1..%d", matcher.MaxHistoryPage))
+		if err != nil || n < 1 || n > engine.MaxHistoryPage {
+			s.writeError(w, r, matcher.Errorf(matcher.CodeBadRequest, "limit must be 1..%d", engine.MaxHistoryPage))
 			return
 		}
 		limit = n

@@ -312,8 +312,8 @@ func (q *QueueConfig) inherit(d QueueConfig) {
 // defaultHeartbeatTimeout is a queue's heartbeat timeout unless it sets one.
 const defaultHeartbeatTimeout = 30 * time.Second
 
-// heartbeatTimeout is q's heartbeat timeout, the default for a nil q.
-func heartbeatTimeout(q *QueueConfig) time.Duration {
+// HeartbeatTimeoutOf is q's heartbeat timeout, the default for a nil q.
+func HeartbeatTimeoutOf(q *QueueConfig) time.Duration {
 	if q == nil {
 		return defaultHeartbeatTimeout
 	}
@@ -470,4 +470,18 @@ func DemoConfig() Config {
 		panic("demo config: " + err.Error()) // a programming error, caught by tests
 	}
 	return c
+}
+
+// Partitions lists every pool of the configuration: each (queue, region),
+// split into its sub-pools and overflow pool for a sharded queue. Each is
+// leased and matched on its own.
+func (c Config) Partitions() []Partition {
+	var ps []Partition
+	for i := range c.Queues {
+		q := &c.Queues[i]
+		for _, r := range q.Regions {
+			ps = append(ps, q.Pools(r)...)
+		}
+	}
+	return ps
 }

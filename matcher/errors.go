@@ -167,11 +167,17 @@ func Transient(err error) bool {
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed)
 }
 
-// unavailable turns a transient failure into the domain's UNAVAILABLE error
+// Unavailable turns a transient failure into the domain's UNAVAILABLE error
 // and leaves anything else as it is.
-func unavailable(err error) error {
+func Unavailable(err error) error {
 	if Transient(err) {
 		return &Error{Code: CodeUnavailable, Message: "a dependency is unreachable; retry shortly", cause: err}
 	}
 	return err
+}
+
+// WithCause is an error of code whose message is the clients' and whose
+// cause is for the logs only.
+func WithCause(code Code, message string, cause error) *Error {
+	return &Error{Code: code, Message: message, cause: cause}
 }

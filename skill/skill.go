@@ -1,5 +1,5 @@
 // Package skill is the client of the external skill service (seed 001: "the
-// skill API owns that"). matcher.Service asks it once per join, for a player
+// skill API owns that"). engine.Service asks it once per join, for a player
 // whose token carries no skill, under a short timeout, and falls back to the
 // last known skill or a default when it is slow or down; the engine never
 // asks it. A Client is safe for concurrent use.
@@ -16,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/matchgate/matchgate/matcher"
+	"github.com/matchgate/matchgate/matcher/engine"
 )
 
 // Client asks GET {URL}/skill/{userId} and reads {"skill": n}.
@@ -25,7 +25,7 @@ type Client struct {
 	client *http.Client
 }
 
-var _ matcher.SkillSource = (*Client)(nil)
+var _ engine.SkillSource = (*Client)(nil)
 
 // Config configures a Client.
 type Config struct {
@@ -54,7 +54,7 @@ func New(cfg Config) (*Client, error) {
 	return &Client{base: strings.TrimRight(cfg.URL, "/"), client: cfg.Client}, nil
 }
 
-// Skill implements matcher.SkillSource. Anything but a 200 with a finite
+// Skill implements engine.SkillSource. Anything but a 200 with a finite
 // number is an error.
 func (c *Client) Skill(ctx context.Context, userID string) (float64, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/skill/"+url.PathEscape(userID), nil)

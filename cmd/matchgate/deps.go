@@ -21,6 +21,8 @@ import (
 	"github.com/matchgate/matchgate/allocator"
 	"github.com/matchgate/matchgate/internal/clock"
 	"github.com/matchgate/matchgate/matcher"
+	"github.com/matchgate/matchgate/matcher/engine"
+	"github.com/matchgate/matchgate/matcher/lease"
 	"github.com/matchgate/matchgate/matcher/ledger"
 	"github.com/matchgate/matchgate/matcher/pool"
 	"github.com/matchgate/matchgate/notify"
@@ -45,21 +47,21 @@ type deps struct {
 	clk       *clock.Synced
 	pg        *pgxpool.Pool // nil with the record in memory
 	led       matcher.Ledger
-	mmetrics  *matcher.Metrics
+	mmetrics  *engine.Metrics
 	nmetrics  *notify.Metrics
 	pool      *pool.Pool
 	publisher *notify.Publisher
 	tracker   *presence.Tracker
 	sec       *security
-	alloc     matcher.Allocator
-	skills    matcher.SkillSource // nil without --skill-url
+	alloc     engine.Allocator
+	skills    engine.SkillSource // nil without --skill-url
 	health    *health
-	wakes     *matcher.Wakes
-	svc       *matcher.Service
+	wakes     *lease.Wakes
+	svc       *engine.Service
 
 	// runner is the matcher role's, nil without it. matcherRole sets it
 	// before anything runs; joins' wake-ups and queue changes reach it.
-	runner *matcher.Runner
+	runner *lease.Runner
 
 	closers []func()
 }
@@ -122,7 +124,7 @@ func newDeps(ctx context.Context, f serveFlags, stderr io.Writer) (_ *deps, err 
 			"record", map[bool]string{true: "memory", false: "postgresql"}[f.postgresURL == ""])
 	}
 
-	d.mmetrics = matcher.NewMetrics(d.reg)
+	d.mmetrics = engine.NewMetrics(d.reg)
 	d.nmetrics = notify.NewMetrics(d.reg)
 
 	d.pool = pool.New(d.rdb, f.prefix, pool.WithClock(d.clk.Now))
@@ -155,8 +157,8 @@ func newDeps(ctx context.Context, f serveFlags, stderr io.Writer) (_ *deps, err 
 		"redis":  func(ctx context.Context) error { return d.rdb.Ping(ctx).Err() },
 		"record": d.led.Ping,
 	})
-	d.wakes = matcher.NewWakes(d.rdb, f.prefix, log)
-	if d.svc, err = matcher.NewService(matcher.ServiceConfig{
+	d.wakes = lease.NewWakes(d.rdb, f.prefix, log)
+	if d.svc, err = engine.NewService(engine.ServiceConfig{
 		Queues: d.queues, Pool: d.pool, Ledger: d.led, Notifier: d.publisher, Logger: log, Metrics: d.mmetrics,
 		Allocator: d.alloc, Skill: d.skills, Now: d.clk.Now,
 		Available: d.health.Err, Banned: d.sec.bans.Banned,
@@ -165,7 +167,7 @@ func newDeps(ctx context.Context, f serveFlags, stderr io.Writer) (_ *deps, err 
 		return nil, err
 	}
 	d.sec.sweepBans(d.svc)
-	d.reg.MustRegister(matcher.NewPoolCollector(d.pool, d.svc.QueueList))
+	d.reg.MustRegister(engine.NewPoolCollector(d.pool, d.svc.QueueList))
 	return d, nil
 }
 
@@ -226,7 +228,7 @@ func (d *deps) openRecord(ctx context.Context) error {
 
 // newAllocator builds the server allocator: the HTTP fleet manager of
 // --allocator-url, else the static --fleet, else the demo fleet.
-func newAllocator(f serveFlags, log *slog.Logger) (matcher.Allocator, error) {
+func newAllocator(f serveFlags, log *slog.Logger) (engine.Allocator, error) {
 	switch {
 	case f.allocatorURL != "" && f.fleet != "":
 		return nil, errors.New("--allocator-url and --fleet are exclusive")

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/matchgate/matchgate/gateway"
-	"github.com/matchgate/matchgate/matcher"
+	"github.com/matchgate/matchgate/matcher/lease"
 	"github.com/matchgate/matchgate/notify"
 )
 
@@ -44,7 +44,7 @@ func buildRoles(ctx context.Context, d *deps) ([]task, *gateway.Server, error) {
 // matcherRole builds the Runner, which leases partitions and matches them,
 // and makes it the one the Service's wake-ups and the queue changes reach.
 func matcherRole(d *deps) ([]task, error) {
-	r, err := matcher.NewRunner(matcher.RunnerConfig{
+	r, err := lease.NewRunner(lease.RunnerConfig{
 		Queues: d.queues, Pool: d.pool, Ledger: d.led, Notifier: d.publisher, Presence: d.tracker, Redis: d.rdb,
 		Prefix: d.f.prefix, Owner: d.node + "-" + rand.Text()[:8], LeaseTTL: d.f.leaseTTL, Logger: d.log, Metrics: d.mmetrics,
 		Allocator: d.alloc, Now: d.clk.Now,

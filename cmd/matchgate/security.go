@@ -17,6 +17,7 @@ import (
 	"github.com/matchgate/matchgate/control"
 	"github.com/matchgate/matchgate/gateway"
 	"github.com/matchgate/matchgate/matcher"
+	"github.com/matchgate/matchgate/matcher/engine"
 	"github.com/matchgate/matchgate/ratelimit"
 )
 
@@ -284,7 +285,7 @@ func (s *security) tasks() []task {
 // whose ban enters its list: with the Service's check of the list after a
 // join is recorded, no join racing the ban keeps its ticket (see
 // control.BanList).
-func (s *security) sweepBans(svc *matcher.Service) {
+func (s *security) sweepBans(svc *engine.Service) {
 	s.bans.OnBan(func(b control.Ban) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

@@ -13,6 +13,7 @@ import (
 	"github.com/matchgate/matchgate/internal/pgtest"
 	"github.com/matchgate/matchgate/internal/redistest"
 	"github.com/matchgate/matchgate/matcher"
+	"github.com/matchgate/matchgate/matcher/engine"
 	"github.com/matchgate/matchgate/matcher/ledger"
 	"github.com/matchgate/matchgate/matcher/pool"
 	"github.com/matchgate/matchgate/presence"
@@ -65,29 +66,29 @@ func normalized(t *testing.T, q matcher.QueueConfig) (matcher.Config, matcher.Qu
 	return cfg, cfg.Queues[0]
 }
 
-func (w *world) service(t *testing.T, cfg matcher.Config, now func() time.Time) *matcher.Service {
+func (w *world) service(t *testing.T, cfg matcher.Config, now func() time.Time) *engine.Service {
 	t.Helper()
-	svc, err := matcher.NewService(matcher.ServiceConfig{Queues: cfg, Pool: w.pool, Ledger: w.led, Now: now})
+	svc, err := engine.NewService(engine.ServiceConfig{Queues: cfg, Pool: w.pool, Ledger: w.led, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return svc
 }
 
-func (w *world) engine(t *testing.T, q matcher.QueueConfig, region string, seen matcher.Presence, now func() time.Time) *matcher.Engine {
+func (w *world) engine(t *testing.T, q matcher.QueueConfig, region string, seen engine.Presence, now func() time.Time) *engine.Engine {
 	t.Helper()
-	cfg := matcher.EngineConfig{Queue: q, Region: region, Pool: w.pool, Ledger: w.led, Now: now}
+	cfg := engine.EngineConfig{Queue: q, Region: region, Pool: w.pool, Ledger: w.led, Now: now}
 	if seen != nil {
 		cfg.Presence = seen
 	}
-	e, err := matcher.NewEngine(cfg)
+	e, err := engine.NewEngine(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return e
 }
 
-func join(svc *matcher.Service, q matcher.QueueConfig, region, user string, skill float64) (matcher.Ticket, error) {
+func join(svc *engine.Service, q matcher.QueueConfig, region, user string, skill float64) (matcher.Ticket, error) {
 	return svc.Join(context.Background(), matcher.JoinRequest{UserID: user, Queue: q.Name, Region: region, Skill: &skill})
 }
 
@@ -135,7 +136,7 @@ func deadlineOnTime(t *testing.T, w *world) error {
 		Window: &matcher.Window{Points: []matcher.WindowPoint{{After: 0, Width: 100}}}})
 	skews := map[string]time.Duration{"eu": 5 * time.Second, "us": -5 * time.Second}
 	tickets := map[string]matcher.Ticket{}
-	engines := map[string]*matcher.Engine{}
+	engines := map[string]*engine.Engine{}
 	joined := w.auth()
 	for region, skew := range skews {
 		tk, err := join(w.service(t, cfg, w.clockOf(t, skew)), q, region, "p-"+region, 100)

@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/matchgate/matchgate/matcher"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -26,7 +26,7 @@ type Scan struct {
 	params []string
 	skill  float64 // nearest: the reads are ordered by distance to it
 	// anchors: where the candidates go, and how many for each anchor.
-	near  *[][]Entry
+	near  *[][]matcher.Entry
 	limit int
 }
 
@@ -44,7 +44,7 @@ func WatchScan(now time.Time, n int) Scan {
 // candidates in one round trip instead of two. When fewer than n are read
 // (the whole pool), *near is nil: the caller picks among the anchors; and
 // when the call fails.
-func AnchorsScan(n, limit int, near *[][]Entry) Scan {
+func AnchorsScan(n, limit int, near *[][]matcher.Entry) Scan {
 	limit = max(limit, 1)
 	return Scan{mode: "anchors", n: n, params: []string{strconv.Itoa(limit)}, near: near, limit: limit}
 }
@@ -61,7 +61,7 @@ func NearestScan(skill float64, n int) Scan {
 // that skill (a pass then formed a few matches out of a crowd of equal
 // skills). An anchor no longer in the pool, or another pool's, reads as
 // NearestScan.
-func NearestToScan(anchor Entry, n int) Scan {
+func NearestToScan(anchor matcher.Entry, n int) Scan {
 	own := ""
 	if checkEntry(anchor) == nil {
 		own = member(anchor)
@@ -71,7 +71,7 @@ func NearestToScan(anchor Entry, n int) Scan {
 
 // ScanMany runs every scan of one partition in one round trip; out[i] is
 // what scans[i] read.
-func (p *Pool) ScanMany(ctx context.Context, partition string, scans []Scan) (out [][]Entry, err error) {
+func (p *Pool) ScanMany(ctx context.Context, partition string, scans []Scan) (out [][]matcher.Entry, err error) {
 	defer wrap(&err, "scan %s", partition)
 	if err := checkScans(partition, scans); err != nil || len(scans) == 0 {
 		return nil, err
@@ -107,7 +107,7 @@ func scanCall(ctx context.Context, pipe redis.Pipeliner, keys []string, scans []
 }
 
 // scanResults reads the reply of scanCall: out[i] is what scans[i] read.
-func scanResults(cmd *redis.Cmd, scans []Scan) (_ [][]Entry, err error) {
+func scanResults(cmd *redis.Cmd, scans []Scan) (_ [][]matcher.Entry, err error) {
 	// Candidates come with their anchors or not at all.
 	drop := func() {
 		for _, s := range scans {
@@ -129,7 +129,7 @@ func scanResults(cmd *redis.Cmd, scans []Scan) (_ [][]Entry, err error) {
 	if len(vals) != len(scans) {
 		return nil, fmt.Errorf("%d replies for %d scans", len(vals), len(scans))
 	}
-	out := make([][]Entry, len(scans))
+	out := make([][]matcher.Entry, len(scans))
 	for i, s := range scans {
 		if s.n <= 0 {
 			continue
@@ -151,7 +151,7 @@ func scanResults(cmd *redis.Cmd, scans []Scan) (_ [][]Entry, err error) {
 			if len(rows) != 1+len(es) {
 				return nil, fmt.Errorf("anchors: %d candidate lists for %d anchors", len(rows)-1, len(es))
 			}
-			near := make([][]Entry, len(es))
+			near := make([][]matcher.Entry, len(es))
 			for j, a := range es {
 				cands, _ := rows[1+j].([]any)
 				if near[j], err = closestMembers(cands, a.Skill, s.limit); err != nil {
@@ -161,7 +161,7 @@ func scanResults(cmd *redis.Cmd, scans []Scan) (_ [][]Entry, err error) {
 			*s.near = near
 			continue
 		}
-		var es []Entry
+		var es []matcher.Entry
 		if s.mode == "nearest" {
 			es, err = closestMembers(rows, s.skill, s.n)
 		} else {
@@ -179,9 +179,9 @@ func scanResults(cmd *redis.Cmd, scans []Scan) (_ [][]Entry, err error) {
 // the n on each side of skill), parsing in full only those that can be
 // among the n closest: by their skills, the n-th closest distance and any
 // tied with it. A bare ticket id has no skill and is not a candidate.
-func closestMembers(members []any, skill float64, n int) ([]Entry, error) {
+func closestMembers(members []any, skill float64, n int) ([]matcher.Entry, error) {
 	if n <= 0 || len(members) == 0 {
-		return []Entry{}, nil
+		return []matcher.Entry{}, nil
 	}
 	dist := make([]float64, len(members))
 	for i, v := range members {
@@ -198,7 +198,7 @@ func closestMembers(members []any, skill float64, n int) ([]Entry, error) {
 	sorted := slices.Clone(dist)
 	slices.Sort(sorted)
 	cut := sorted[min(n, len(sorted))-1]
-	es := make([]Entry, 0, n+1)
+	es := make([]matcher.Entry, 0, n+1)
 	for i, v := range members {
 		if dist[i] > cut || math.IsInf(dist[i], 1) {
 			continue
@@ -209,60 +209,14 @@ func closestMembers(members []any, skill float64, n int) ([]Entry, error) {
 		}
 		es = append(es, e)
 	}
-	return Closest(es, skill, n), nil
-}
-
-// Closest returns the n of es closest in skill to skill, ordered by
-// distance, ties by enqueue time then ticket id (a stable order): the order
-// Nearest returns. es is not changed.
-func Closest(es []Entry, skill float64, n int) []Entry {
-	return ClosestFunc(es, skill, n, nil)
-}
-
-// ClosestFunc is Closest over the entries keep accepts (all when keep is
-// nil). It selects without copying or sorting es: a pass that holds the
-// whole pool picks each anchor's candidates from it, and a copy and a sort
-// of the pool per anchor were 4% of the server's allocations offered 5,000
-// joins/s.
-func ClosestFunc(es []Entry, skill float64, n int, keep func(Entry) bool) []Entry {
-	out := make([]Entry, 0, max(0, min(n, len(es))))
-	if n <= 0 {
-		return out
-	}
-	closer := func(a, b Entry) bool {
-		da, db := math.Abs(a.Skill-skill), math.Abs(b.Skill-skill)
-		if da != db {
-			return da < db
-		}
-		if !a.Enqueue.Equal(b.Enqueue) {
-			return a.Enqueue.Before(b.Enqueue)
-		}
-		return a.TicketID < b.TicketID
-	}
-	for _, e := range es {
-		if keep != nil && !keep(e) {
-			continue
-		}
-		if len(out) == n && !closer(e, out[n-1]) {
-			continue
-		}
-		// After every entry it is not closer than: equal ones keep their
-		// order in es.
-		i := sort.Search(len(out), func(i int) bool { return closer(e, out[i]) })
-		if len(out) < n {
-			out = append(out, Entry{})
-		}
-		copy(out[i+1:], out[i:len(out)-1])
-		out[i] = e
-	}
-	return out
+	return matcher.Closest(es, skill, n), nil
 }
 
 // ClaimRequest is one group of a ClaimMany: the entries as read from the
 // pool (see Claim).
 type ClaimRequest struct {
 	MatchID string
-	Entries []Entry
+	Entries []matcher.Entry
 }
 
 // Claimed is the outcome of one claim of a ClaimMany. Err set means the
@@ -279,7 +233,7 @@ type Claimed struct {
 // round trip after the claims, so they see the pool without the players
 // claimed (a pass reading its next anchors); a scan that failed reads as
 // nothing.
-func (p *Pool) ClaimMany(ctx context.Context, partition string, fence int64, reqs []ClaimRequest, then ...Scan) ([]Claimed, [][]Entry, error) {
+func (p *Pool) ClaimMany(ctx context.Context, partition string, fence int64, reqs []ClaimRequest, then ...Scan) ([]Claimed, [][]matcher.Entry, error) {
 	if err := checkPartition(partition); err != nil {
 		return nil, nil, fmt.Errorf("claim in %s: %w", partition, err)
 	}
@@ -323,7 +277,7 @@ func (p *Pool) ClaimMany(ctx context.Context, partition string, fence int64, req
 		cmds = cmds[1:]
 	}
 	// A failed read reads as nothing.
-	read := make([][]Entry, len(then))
+	read := make([][]matcher.Entry, len(then))
 	if len(then) > 0 {
 		if got, err := scanResults(cmds[0], then); err == nil {
 			read = got

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/matchgate/matchgate/internal/redistest"
+	"github.com/matchgate/matchgate/matcher"
 )
 
 // TestBatches: ScanMany and ClaimMany agree with the single calls they
@@ -36,7 +37,7 @@ func TestBatches(t *testing.T) {
 			crdb.AddHook(pipelines)
 			cp := New(crdb, prefix, WithClock(atT0))
 			const n = 300
-			es := make([]Entry, n)
+			es := make([]matcher.Entry, n)
 			for i := range es {
 				es[i] = entry(fmt.Sprint("c", i), float64(i%37), time.Duration(i)*time.Millisecond, time.Hour)
 			}
@@ -83,7 +84,7 @@ func TestBatches(t *testing.T) {
 			calls := []enqueueCall{}
 			for _, c := range []struct {
 				part string
-				e    Entry
+				e    matcher.Entry
 			}{
 				{"eb1:eu", entry("a", 1, 0, time.Hour)}, {"eb2:eu", entry("b", 2, 0, time.Hour)},
 				{"eb1:eu", entry("a", 9, time.Second, time.Hour)}, {"eb1:eu", hb},
@@ -130,16 +131,16 @@ func TestBatches(t *testing.T) {
 			// enqueue (0..5s) plus hbTimeout: both kinds are read.
 			now, soon := t0.Add(time.Minute), t0.Add(32*time.Second)
 			scans := []Scan{OldestScan(10), WatchScan(now, 20), WatchScan(soon, 15), OldestScan(0)}
-			singles := []func() ([]Entry, error){
-				func() ([]Entry, error) { return p.Oldest(ctx, part, 10) },
-				func() ([]Entry, error) { return p.Watched(ctx, part, now, 20) },
-				func() ([]Entry, error) { return p.Watched(ctx, part, soon, 15) },
-				func() ([]Entry, error) { return nil, nil },
+			singles := []func() ([]matcher.Entry, error){
+				func() ([]matcher.Entry, error) { return p.Oldest(ctx, part, 10) },
+				func() ([]matcher.Entry, error) { return p.Watched(ctx, part, now, 20) },
+				func() ([]matcher.Entry, error) { return p.Watched(ctx, part, soon, 15) },
+				func() ([]matcher.Entry, error) { return nil, nil },
 			}
 			for _, x := range []float64{-5, 0, 12.5, 30, 31, 59, 80} {
 				for _, n := range []int{1, 2, 7, 40} {
 					scans = append(scans, NearestScan(x, n))
-					singles = append(singles, func() ([]Entry, error) { return p.Nearest(ctx, part, x, n) })
+					singles = append(singles, func() ([]matcher.Entry, error) { return p.Nearest(ctx, part, x, n) })
 				}
 			}
 			got, err := p.ScanMany(ctx, part, scans)
@@ -166,7 +167,7 @@ func TestBatches(t *testing.T) {
 				if s.mode != "nearest" {
 					continue
 				}
-				want := Closest(all, s.skill, s.n)
+				want := matcher.Closest(all, s.skill, s.n)
 				if d, w := distances(got[i], s.skill), distances(want, s.skill); !reflect.DeepEqual(d, w) {
 					t.Errorf("nearest %v n=%d: distances %v, want %v", s.skill, s.n, d, w)
 				}
@@ -177,8 +178,8 @@ func TestBatches(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			byID := func(es []Entry) map[string]Entry {
-				m := map[string]Entry{}
+			byID := func(es []matcher.Entry) map[string]matcher.Entry {
+				m := map[string]matcher.Entry{}
 				for _, e := range es {
 					m[e.TicketID] = e
 				}
@@ -201,7 +202,7 @@ func TestBatches(t *testing.T) {
 			}
 			check := func(t *testing.T, n, limit int) {
 				t.Helper()
-				near := [][]Entry{{}} // cleared by every read
+				near := [][]matcher.Entry{{}} // cleared by every read
 				got, err := p.ScanMany(ctx, part, []Scan{WatchScan(t0, 5), AnchorsScan(n, limit, &near)})
 				if err != nil {
 					t.Fatal(err)
@@ -244,7 +245,7 @@ func TestBatches(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var near [][]Entry
+			var near [][]matcher.Entry
 			claims, read, err := p.ClaimMany(ctx, part, 0, []ClaimRequest{{MatchID: "m-anch", Entries: oldest}}, AnchorsScan(10, 120, &near))
 			if err != nil || !claims[0].OK {
 				t.Fatalf("claim %+v, %v", claims, err)
@@ -327,7 +328,7 @@ func TestBatches(t *testing.T) {
 				switch {
 				case a.TicketID == first.TicketID:
 					found = true
-					if a != (Entry{TicketID: first.TicketID}) || len(near[i]) != 0 {
+					if a != (matcher.Entry{TicketID: first.TicketID}) || len(near[i]) != 0 {
 						t.Fatalf("bare id: anchor %+v with %d candidates, want none", a, len(near[i]))
 					}
 				case len(near[i]) != 4:
@@ -343,7 +344,7 @@ func TestBatches(t *testing.T) {
 			const part = "centred:eu"
 			// A crowd of one skill between a few neighbours: ids in member
 			// order are ids in rank order within the crowd.
-			var crowd []Entry
+			var crowd []matcher.Entry
 			for i := range 200 {
 				crowd = append(crowd, entry(fmt.Sprintf("t%03d", i), 50, time.Duration(i)*time.Millisecond, time.Hour))
 			}
@@ -354,7 +355,7 @@ func TestBatches(t *testing.T) {
 				t.Fatal(err)
 			}
 			const n = 8
-			read := func(s Scan) []Entry {
+			read := func(s Scan) []matcher.Entry {
 				t.Helper()
 				got, err := p.ScanMany(ctx, part, []Scan{s})
 				if err != nil {
@@ -362,7 +363,7 @@ func TestBatches(t *testing.T) {
 				}
 				return got[0]
 			}
-			within := func(es []Entry, lo, hi int) bool {
+			within := func(es []matcher.Entry, lo, hi int) bool {
 				for _, e := range es {
 					if e.TicketID < fmt.Sprintf("t%03d", lo) || e.TicketID > fmt.Sprintf("t%03d", hi) {
 						return false
@@ -371,13 +372,13 @@ func TestBatches(t *testing.T) {
 				return true
 			}
 			for _, c := range []struct {
-				anchor Entry
+				anchor matcher.Entry
 				lo, hi int // the crowd's ids the read may return
 			}{
 				{crowd[0], 0, n}, {crowd[100], 100 - n, 100 + n}, {crowd[199], 199 - n, 199},
 			} {
 				got := read(NearestToScan(c.anchor, n))
-				if d, w := distances(got, 50), distances(Closest(all, 50, n), 50); !reflect.DeepEqual(d, w) {
+				if d, w := distances(got, 50), distances(matcher.Closest(all, 50, n), 50); !reflect.DeepEqual(d, w) {
 					t.Errorf("around %s: distances %v, want %v", c.anchor.TicketID, d, w)
 				}
 				if !within(got, c.lo, c.hi) {
@@ -387,7 +388,7 @@ func TestBatches(t *testing.T) {
 			// An anchor not in the pool, or not at the skill asked, reads
 			// as NearestScan.
 			plain := ids(read(NearestScan(50, n)))
-			for _, a := range []Entry{entry("elsewhere", 50, 0, time.Hour), {TicketID: "t100", Skill: 50.5}} {
+			for _, a := range []matcher.Entry{entry("elsewhere", 50, 0, time.Hour), {TicketID: "t100", Skill: 50.5}} {
 				want := plain
 				if a.Skill != 50 {
 					want = ids(read(NearestScan(a.Skill, n)))
@@ -464,7 +465,7 @@ func TestBatchScriptFallback(t *testing.T) {
 	if err := rdb.ScriptFlush(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	claims, _, err := p.ClaimMany(ctx, "fb:eu", 0, []ClaimRequest{{MatchID: "m", Entries: []Entry{entry("a", 1, 0, time.Hour), entry("b", 2, 0, time.Hour)}}})
+	claims, _, err := p.ClaimMany(ctx, "fb:eu", 0, []ClaimRequest{{MatchID: "m", Entries: []matcher.Entry{entry("a", 1, 0, time.Hour), entry("b", 2, 0, time.Hour)}}})
 	if err != nil || claims[0].Err != nil || !claims[0].OK {
 		t.Fatalf("claim after flush = %+v, %v", claims, err)
 	}
@@ -501,7 +502,7 @@ func (c *pipelineCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) re
 
 func nan() float64 { return math.NaN() }
 
-func distances(es []Entry, skill float64) []float64 {
+func distances(es []matcher.Entry, skill float64) []float64 {
 	out := make([]float64, len(es))
 	for i, e := range es {
 		out[i] = math.Abs(e.Skill - skill)
@@ -516,17 +517,17 @@ func TestClosestFuncIsTheSortedPrefix(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 11))
 	t0 := time.Unix(1_700_000_000, 0)
 	for round := range 2000 {
-		es := make([]Entry, rng.IntN(40))
+		es := make([]matcher.Entry, rng.IntN(40))
 		for i := range es {
-			es[i] = Entry{
+			es[i] = matcher.Entry{
 				TicketID: fmt.Sprintf("t%03d", rng.IntN(1000)),
 				Skill:    float64(rng.IntN(12) * 10),
 				Enqueue:  t0.Add(time.Duration(rng.IntN(4)) * time.Second),
 			}
 		}
 		skill, n := float64(rng.IntN(130)), rng.IntN(8)
-		keep := func(e Entry) bool { return e.TicketID[len(e.TicketID)-1] != '7' }
-		var want []Entry
+		keep := func(e matcher.Entry) bool { return e.TicketID[len(e.TicketID)-1] != '7' }
+		var want []matcher.Entry
 		for _, e := range es {
 			if keep(e) {
 				want = append(want, e)
@@ -543,7 +544,7 @@ func TestClosestFuncIsTheSortedPrefix(t *testing.T) {
 			return want[i].TicketID < want[j].TicketID
 		})
 		want = want[:min(n, len(want))]
-		got := ClosestFunc(es, skill, n, keep)
+		got := matcher.ClosestFunc(es, skill, n, keep)
 		if len(got) != len(want) || (len(want) > 0 && !reflect.DeepEqual(got, want)) {
 			t.Fatalf("round %d: ClosestFunc(%v, %v, %d) = %v, want %v", round, es, skill, n, got, want)
 		}

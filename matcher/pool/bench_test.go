@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/matchgate/matchgate/internal/redistest"
+	"github.com/matchgate/matchgate/matcher"
 )
 
 // The scan benchmarks share one preloaded partition: loading 100k tickets for
@@ -68,8 +69,8 @@ func bigPool(b *testing.B) *Pool {
 		}
 		rng := rand.New(rand.NewPCG(1, 2))
 		// No heartbeat timeout: watched at their deadlines.
-		big.err = preload(p, bigPart, 0, bigSize, 0, func(i int) Entry {
-			return Entry{
+		big.err = preload(p, bigPart, 0, bigSize, 0, func(i int) matcher.Entry {
+			return matcher.Entry{
 				TicketID: "b" + strconv.Itoa(i),
 				UserID:   "u" + strconv.Itoa(i),
 				Skill:    rng.Float64() * bigSkill,
@@ -89,7 +90,7 @@ func bigPool(b *testing.B) *Pool {
 
 // preload enqueues entries from..to-1 through a pipeline, 1000 at a time,
 // with the heartbeat timeout given.
-func preload(p *Pool, partition string, from, to int, timeout time.Duration, mk func(i int) Entry) error {
+func preload(p *Pool, partition string, from, to int, timeout time.Duration, mk func(i int) matcher.Entry) error {
 	ctx := context.Background()
 	for lo := from; lo < to; lo += 1000 {
 		pipe := p.rdb.Pipeline()
@@ -106,7 +107,7 @@ func preload(p *Pool, partition string, from, to int, timeout time.Duration, mk 
 	return nil
 }
 
-func simple(i int) Entry {
+func simple(i int) matcher.Entry {
 	return entry("t"+strconv.Itoa(i), float64(i%3000), time.Duration(i)*time.Millisecond, time.Hour)
 }
 
@@ -143,7 +144,7 @@ func BenchmarkClaim_K4(b *testing.B) {
 	if err := p.rdb.Set(ctx, p.FenceKey("bench:eu"), 1, 0).Err(); err != nil {
 		b.Fatal(err)
 	}
-	group := make([]Entry, k)
+	group := make([]matcher.Entry, k)
 	b.ResetTimer()
 	for i := range b.N {
 		for j := range k {
@@ -162,7 +163,7 @@ func BenchmarkClaim_K4_Missing(b *testing.B) {
 	if err := preload(p, "bench:eu", 0, 3, hbTimeout, simple); err != nil {
 		b.Fatal(err)
 	}
-	group := []Entry{simple(0), simple(1), simple(2), entry("gone", 0, 0, time.Hour)}
+	group := []matcher.Entry{simple(0), simple(1), simple(2), entry("gone", 0, 0, time.Hour)}
 	for b.Loop() {
 		if res, err := p.Claim(ctx, "bench:eu", 0, "m", group); err != nil || res.OK {
 			b.Fatalf("claim %+v %v", res, err)
@@ -187,7 +188,7 @@ func BenchmarkRemove(b *testing.B) {
 func BenchmarkRequeue_K4(b *testing.B) {
 	p := benchPool(b)
 	ctx := context.Background()
-	es := []Entry{simple(0), simple(1), simple(2), simple(3)}
+	es := []matcher.Entry{simple(0), simple(1), simple(2), simple(3)}
 	for b.Loop() {
 		b.StopTimer()
 		if res, err := p.Claim(ctx, "bench:eu", 0, "m", es); err != nil || (!res.OK && len(res.Missing) != 4) {
@@ -213,7 +214,7 @@ func BenchmarkHeartbeat(b *testing.B) {
 	}
 }
 
-func benchScan(b *testing.B, want int, scan func(p *Pool, rng *rand.Rand) ([]Entry, error)) {
+func benchScan(b *testing.B, want int, scan func(p *Pool, rng *rand.Rand) ([]matcher.Entry, error)) {
 	p := bigPool(b)
 	rng := rand.New(rand.NewPCG(3, 4))
 	got := 0
@@ -232,7 +233,7 @@ func benchScan(b *testing.B, want int, scan func(p *Pool, rng *rand.Rand) ([]Ent
 }
 
 func BenchmarkOldest_100k_n10(b *testing.B) {
-	benchScan(b, 10, func(p *Pool, _ *rand.Rand) ([]Entry, error) {
+	benchScan(b, 10, func(p *Pool, _ *rand.Rand) ([]matcher.Entry, error) {
 		return p.Oldest(context.Background(), bigPart, 10)
 	})
 }
@@ -240,7 +241,7 @@ func BenchmarkOldest_100k_n10(b *testing.B) {
 // BenchmarkWatched_100k_n10 reads the head of watch, a third of which is
 // due at t0+100s (the big pool has no heartbeat timeout).
 func BenchmarkWatched_100k_n10(b *testing.B) {
-	benchScan(b, 10, func(p *Pool, _ *rand.Rand) ([]Entry, error) {
+	benchScan(b, 10, func(p *Pool, _ *rand.Rand) ([]matcher.Entry, error) {
 		return p.Watched(context.Background(), bigPart, t0.Add(100*time.Second), 10)
 	})
 }
@@ -248,21 +249,21 @@ func BenchmarkWatched_100k_n10(b *testing.B) {
 // BenchmarkWindow_100k is the anchor scan: ±15 around a random skill holds
 // ~1000 players, of which the first 100 come back.
 func BenchmarkWindow_100k(b *testing.B) {
-	benchScan(b, 100, func(p *Pool, rng *rand.Rand) ([]Entry, error) {
+	benchScan(b, 100, func(p *Pool, rng *rand.Rand) ([]matcher.Entry, error) {
 		x := 15 + rng.Float64()*(bigSkill-30)
 		return p.Window(context.Background(), bigPart, x-15, x+15, 100)
 	})
 }
 
 func BenchmarkWindow_100k_n1000(b *testing.B) {
-	benchScan(b, 900, func(p *Pool, rng *rand.Rand) ([]Entry, error) {
+	benchScan(b, 900, func(p *Pool, rng *rand.Rand) ([]matcher.Entry, error) {
 		x := 15 + rng.Float64()*(bigSkill-30)
 		return p.Window(context.Background(), bigPart, x-15, x+15, 1000)
 	})
 }
 
 func BenchmarkNearest_100k_n8(b *testing.B) {
-	benchScan(b, 8, func(p *Pool, rng *rand.Rand) ([]Entry, error) {
+	benchScan(b, 8, func(p *Pool, rng *rand.Rand) ([]matcher.Entry, error) {
 		return p.Nearest(context.Background(), bigPart, rng.Float64()*bigSkill, 8)
 	})
 }
@@ -290,8 +291,8 @@ func BenchmarkMembers_100k(b *testing.B) {
 // anchors and the 4 candidates of each (a pairs queue's scanLimit), in one
 // call. Its entries/op counts the anchors and the candidates.
 func BenchmarkAnchors_100k_n160(b *testing.B) {
-	benchScan(b, 160*5, func(p *Pool, _ *rand.Rand) ([]Entry, error) {
-		var near [][]Entry
+	benchScan(b, 160*5, func(p *Pool, _ *rand.Rand) ([]matcher.Entry, error) {
+		var near [][]matcher.Entry
 		got, err := p.ScanMany(context.Background(), bigPart, []Scan{AnchorsScan(160, 4, &near)})
 		if err != nil {
 			return nil, err
@@ -320,12 +321,12 @@ func BenchmarkWatchDrops_100k_n512(b *testing.B) {
 	next := bigSize
 	for b.Loop() {
 		b.StopTimer()
-		group := make([]Entry, n)
+		group := make([]matcher.Entry, n)
 		for j := range group {
 			group[j] = entry("t"+strconv.Itoa(next), float64(next%3000), -time.Hour, time.Hour)
 			next++
 		}
-		if err := preload(p, part, 0, n, hbTimeout, func(j int) Entry { return group[j] }); err != nil {
+		if err := preload(p, part, 0, n, hbTimeout, func(j int) matcher.Entry { return group[j] }); err != nil {
 			b.Fatal(err)
 		}
 		if res, err := p.Claim(ctx, part, 0, "m"+strconv.Itoa(next), group); err != nil || !res.OK {

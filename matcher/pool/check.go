@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/matchgate/matchgate/matcher"
 )
 
 // The argument checks both pools make, so that Pool and Memory refuse the
@@ -25,7 +27,7 @@ func checkScans(partition string, scans []Scan) error {
 }
 
 // scanOne runs one scan by itself through a pool's ScanMany.
-func scanOne(ctx context.Context, many func(context.Context, string, []Scan) ([][]Entry, error), partition string, s Scan) ([]Entry, error) {
+func scanOne(ctx context.Context, many func(context.Context, string, []Scan) ([][]matcher.Entry, error), partition string, s Scan) ([]matcher.Entry, error) {
 	if err := checkPartition(partition); err != nil {
 		return nil, fmt.Errorf("scan %s of %s: %w", s.mode, partition, err)
 	}

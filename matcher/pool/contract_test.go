@@ -11,30 +11,31 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/matchgate/matchgate/internal/redistest"
+	"github.com/matchgate/matchgate/matcher"
 )
 
-// contract is the live pool's contract as matcher uses it (matcher.Pool),
+// contract is the live pool's contract as matcher uses it (engine.Pool),
 // which the Redis pool and the memory pool both keep.
 type contract interface {
-	Enqueue(ctx context.Context, partition string, e Entry, ttl, timeout time.Duration) (bool, error)
-	RemoveEntry(ctx context.Context, partitions []string, e Entry) (RemoveResult, error)
+	Enqueue(ctx context.Context, partition string, e matcher.Entry, ttl, timeout time.Duration) (bool, error)
+	RemoveEntry(ctx context.Context, partitions []string, e matcher.Entry) (RemoveResult, error)
 	Heartbeat(ctx context.Context, partition, ticketID string, at time.Time, timeout time.Duration) (bool, error)
-	ScanMany(ctx context.Context, partition string, scans []Scan) ([][]Entry, error)
-	Oldest(ctx context.Context, partition string, n int) ([]Entry, error)
-	Nearest(ctx context.Context, partition string, skill float64, n int) ([]Entry, error)
-	Window(ctx context.Context, partition string, lo, hi float64, n int) ([]Entry, error)
-	ClaimMany(ctx context.Context, partition string, fence int64, reqs []ClaimRequest, then ...Scan) ([]Claimed, [][]Entry, error)
-	Claim(ctx context.Context, partition string, fence int64, matchID string, entries []Entry) (ClaimResult, error)
-	Requeue(ctx context.Context, partition string, entries []Entry, ttl time.Duration, lost time.Time, timeout time.Duration) (int, error)
-	RequeueGuarded(ctx context.Context, partition string, siblings []string, entries []Entry, ttl time.Duration, lost time.Time, timeout time.Duration) (int, error)
-	RequeueMissing(ctx context.Context, partition string, siblings []string, entries []Entry, ttl time.Duration, lost time.Time, timeout time.Duration) (int, error)
-	Members(ctx context.Context, partition string) ([]Entry, error)
+	ScanMany(ctx context.Context, partition string, scans []Scan) ([][]matcher.Entry, error)
+	Oldest(ctx context.Context, partition string, n int) ([]matcher.Entry, error)
+	Nearest(ctx context.Context, partition string, skill float64, n int) ([]matcher.Entry, error)
+	Window(ctx context.Context, partition string, lo, hi float64, n int) ([]matcher.Entry, error)
+	ClaimMany(ctx context.Context, partition string, fence int64, reqs []ClaimRequest, then ...Scan) ([]Claimed, [][]matcher.Entry, error)
+	Claim(ctx context.Context, partition string, fence int64, matchID string, entries []matcher.Entry) (ClaimResult, error)
+	Requeue(ctx context.Context, partition string, entries []matcher.Entry, ttl time.Duration, lost time.Time, timeout time.Duration) (int, error)
+	RequeueGuarded(ctx context.Context, partition string, siblings []string, entries []matcher.Entry, ttl time.Duration, lost time.Time, timeout time.Duration) (int, error)
+	RequeueMissing(ctx context.Context, partition string, siblings []string, entries []matcher.Entry, ttl time.Duration, lost time.Time, timeout time.Duration) (int, error)
+	Members(ctx context.Context, partition string) ([]matcher.Entry, error)
 	Size(ctx context.Context, partition string) (int64, error)
 	Sizes(ctx context.Context, partitions []string) ([]int64, error)
-	Locate(ctx context.Context, partitions []string, ticketID string) (string, Entry, bool, error)
+	Locate(ctx context.Context, partitions []string, ticketID string) (string, matcher.Entry, bool, error)
 	Promote(ctx context.Context, from, to string, cutoff time.Time, n int) ([]string, error)
-	Offer(ctx context.Context, to, home string, entries []Entry, now, expiry time.Time) (int, error)
-	Offers(ctx context.Context, partition string, now time.Time, n int) ([]Entry, error)
+	Offer(ctx context.Context, to, home string, entries []matcher.Entry, now, expiry time.Time) (int, error)
+	Offers(ctx context.Context, partition string, now time.Time, n int) ([]matcher.Entry, error)
 	WithdrawOffers(ctx context.Context, partition string, ticketIDs ...string) error
 	AddPending(ctx context.Context, partition string, ms ...Pending) error
 	RemovePending(ctx context.Context, partition string, matchIDs ...string) error
@@ -73,7 +74,7 @@ func TestContractMemory(t *testing.T) {
 func testContract(t *testing.T, newPoolAt func(t *testing.T, clock func() time.Time, claimTTL time.Duration) contract) {
 	ctx := context.Background()
 	newPool := func(t *testing.T) contract { return newPoolAt(t, nil, 0) }
-	enq := func(t *testing.T, p contract, part string, es ...Entry) {
+	enq := func(t *testing.T, p contract, part string, es ...matcher.Entry) {
 		t.Helper()
 		for _, e := range es {
 			if added, err := p.Enqueue(ctx, part, e, hashTTL, hbTimeout); err != nil || !added {
@@ -108,17 +109,17 @@ func testContract(t *testing.T, newPoolAt func(t *testing.T, clock func() time.T
 		if err != nil || tok <= 0 {
 			t.Fatalf("acquire = %d, %v", tok, err)
 		}
-		if _, err := p.Claim(ctx, "cc:eu", tok+1, "mx", []Entry{a}); !errors.Is(err, ErrStaleFence) {
+		if _, err := p.Claim(ctx, "cc:eu", tok+1, "mx", []matcher.Entry{a}); !errors.Is(err, ErrStaleFence) {
 			t.Fatalf("claim with a stale token = %v", err)
 		}
 		if res, err := p.RemoveEntry(ctx, []string{"cc:eu"}, c); err != nil || !res.Removed {
 			t.Fatalf("cancel c = %+v, %v", res, err)
 		}
-		var anchors [][]Entry
+		var anchors [][]matcher.Entry
 		cs, read, err := p.ClaimMany(ctx, "cc:eu", tok, []ClaimRequest{
-			{MatchID: "m-ac", Entries: []Entry{a, c}}, // c is gone: nothing claimed
-			{MatchID: "m-ab", Entries: []Entry{a, b}},
-			{MatchID: "m-b", Entries: []Entry{b}}, // b went to the group before
+			{MatchID: "m-ac", Entries: []matcher.Entry{a, c}}, // c is gone: nothing claimed
+			{MatchID: "m-ab", Entries: []matcher.Entry{a, b}},
+			{MatchID: "m-b", Entries: []matcher.Entry{b}}, // b went to the group before
 		}, OldestScan(5), AnchorsScan(5, 3, &anchors))
 		if err != nil || len(cs) != 3 {
 			t.Fatal(cs, err)
@@ -137,7 +138,7 @@ func testContract(t *testing.T, newPoolAt func(t *testing.T, clock func() time.T
 			t.Fatalf("heartbeat of a claimed ticket = %v, %v", ok, err)
 		}
 		// A claim's own owner puts them back where they were.
-		if n, err := p.Requeue(ctx, "cc:eu", []Entry{b, a}, hashTTL, t0, hbTimeout); err != nil || n != 2 {
+		if n, err := p.Requeue(ctx, "cc:eu", []matcher.Entry{b, a}, hashTTL, t0, hbTimeout); err != nil || n != 2 {
 			t.Fatalf("requeue = %d, %v", n, err)
 		}
 		if es, err := p.Oldest(ctx, "cc:eu", 5); err != nil || !slices.Equal(ids(es), []string{"a", "b"}) {
@@ -150,10 +151,10 @@ func testContract(t *testing.T, newPoolAt func(t *testing.T, clock func() time.T
 		a, b := entry("a", 100, 0, time.Minute), entry("b", 200, 0, time.Minute)
 		enq(t, p, "cr:eu", a, b)
 		tok, _ := p.AcquireLease(ctx, "cr:eu", "m1", t0, time.Minute, 0)
-		if res, err := p.Claim(ctx, "cr:eu", tok, "m-a", []Entry{a}); err != nil || !res.OK {
+		if res, err := p.Claim(ctx, "cr:eu", tok, "m-a", []matcher.Entry{a}); err != nil || !res.OK {
 			t.Fatal(res, err)
 		}
-		if n, err := p.RequeueMissing(ctx, "cr:eu", nil, []Entry{a}, hashTTL, t0, hbTimeout); err != nil || n != 0 {
+		if n, err := p.RequeueMissing(ctx, "cr:eu", nil, []matcher.Entry{a}, hashTTL, t0, hbTimeout); err != nil || n != 0 {
 			t.Fatalf("requeue of a live claim = %d, %v", n, err)
 		}
 		// The owner loses the lease; a new owner's token kills the claim.
@@ -164,19 +165,19 @@ func testContract(t *testing.T, newPoolAt func(t *testing.T, clock func() time.T
 		if err != nil || tok2 != tok+6 {
 			t.Fatalf("acquire over a floor = %d, %v", tok2, err)
 		}
-		if n, err := p.RequeueMissing(ctx, "cr:eu", nil, []Entry{a}, hashTTL, t0, hbTimeout); err != nil || n != 1 {
+		if n, err := p.RequeueMissing(ctx, "cr:eu", nil, []matcher.Entry{a}, hashTTL, t0, hbTimeout); err != nil || n != 1 {
 			t.Fatalf("requeue of a dead claim = %d, %v", n, err)
 		}
 		// Guarded: never into a second pool.
 		enq(t, p, "cr:eu/s0", entry("c", 300, 0, time.Minute))
-		if n, err := p.RequeueGuarded(ctx, "cr:eu/ov", []string{"cr:eu/s0"}, []Entry{entry("c", 300, 0, time.Minute)}, hashTTL, t0, hbTimeout); err != nil || n != 0 {
+		if n, err := p.RequeueGuarded(ctx, "cr:eu/ov", []string{"cr:eu/s0"}, []matcher.Entry{entry("c", 300, 0, time.Minute)}, hashTTL, t0, hbTimeout); err != nil || n != 0 {
 			t.Fatalf("guarded requeue of a ticket waiting in a sibling = %d, %v", n, err)
 		}
 	})
 
 	t.Run("Scans", func(t *testing.T) {
 		p := newPool(t)
-		es := []Entry{
+		es := []matcher.Entry{
 			entry("a", 100, 0, 10*time.Minute), entry("b", 150, time.Second, 10*time.Minute),
 			entry("c", 200, 2*time.Second, 10*time.Minute), entry("d", 300, 3*time.Second, 10*time.Minute),
 			entry("e", 150, 4*time.Second, 20*time.Second),
@@ -202,7 +203,7 @@ func testContract(t *testing.T, newPoolAt func(t *testing.T, clock func() time.T
 		if !got[1][1].Heartbeat.Equal(es[0].Enqueue) {
 			t.Fatalf("a silent ticket's heartbeat reads as its enqueue: %v", got[1][1].Heartbeat)
 		}
-		var near [][]Entry
+		var near [][]matcher.Entry
 		if _, err := p.ScanMany(ctx, "cs:eu", []Scan{AnchorsScan(2, 2, &near)}); err != nil || len(near) != 2 ||
 			!slices.Equal(ids(near[0]), []string{"a", "b"}) || !slices.Equal(ids(near[1]), []string{"b", "e"}) {
 			t.Fatalf("anchors' candidates = %v, %v", near, err)
@@ -222,7 +223,7 @@ func testContract(t *testing.T, newPoolAt func(t *testing.T, clock func() time.T
 			t.Fatalf("sizes after promote = %v", sz)
 		}
 		o := entry("o", 5, 0, time.Minute)
-		if n, err := p.Offer(ctx, "cp:us", "cp:eu", []Entry{o}, t0, t0.Add(10*time.Second)); err != nil || n != 1 {
+		if n, err := p.Offer(ctx, "cp:us", "cp:eu", []matcher.Entry{o}, t0, t0.Add(10*time.Second)); err != nil || n != 1 {
 			t.Fatal(n, err)
 		}
 		if got, err := p.Offers(ctx, "cp:us", t0.Add(10*time.Second), 5); err != nil || len(got) != 1 || got[0].Home != "cp:eu" {
@@ -338,7 +339,7 @@ func testContract(t *testing.T, newPoolAt func(t *testing.T, clock func() time.T
 		part := []string{"ch:eu"}
 		a := entry("a", 1, 0, time.Hour)
 		enq(t, p, "ch:eu", a)
-		if r, err := p.Claim(ctx, "ch:eu", 0, "m", []Entry{a}); err != nil || !r.OK {
+		if r, err := p.Claim(ctx, "ch:eu", 0, "m", []matcher.Entry{a}); err != nil || !r.OK {
 			t.Fatalf("claim = %+v, %v", r, err)
 		}
 		now = t0.Add(4999 * time.Millisecond)
@@ -359,11 +360,11 @@ func testContract(t *testing.T, newPoolAt func(t *testing.T, clock func() time.T
 			t.Fatalf("cancel of the ticket enqueued again = %+v", r)
 		}
 		b := entry("b", 1, 0, time.Hour)
-		if r, _ := p.Claim(ctx, "ch:eu", 0, "m", []Entry{b}); r.OK {
+		if r, _ := p.Claim(ctx, "ch:eu", 0, "m", []matcher.Entry{b}); r.OK {
 			t.Fatal("claimed a ticket never enqueued")
 		}
 		enq(t, p, "ch:eu", b)
-		if _, err := p.Claim(ctx, "ch:eu", 0, "mb", []Entry{b}); err != nil {
+		if _, err := p.Claim(ctx, "ch:eu", 0, "mb", []matcher.Entry{b}); err != nil {
 			t.Fatal(err)
 		}
 		now = t0.Add(10 * time.Second)
@@ -407,15 +408,15 @@ func testContract(t *testing.T, newPoolAt func(t *testing.T, clock func() time.T
 		d := entry("d", 3, 0, time.Hour)
 		enq(t, p, "ch:eu", d)
 		tok, _ := p.AcquireLease(ctx, "ch:eu", "m1", now, time.Hour, 0)
-		if r, err := p.Claim(ctx, "ch:eu", tok, "md", []Entry{d}); err != nil || !r.OK {
+		if r, err := p.Claim(ctx, "ch:eu", tok, "md", []matcher.Entry{d}); err != nil || !r.OK {
 			t.Fatalf("claim d = %+v, %v", r, err)
 		}
 		now = now.Add(4 * time.Second)
-		if n, _ := p.RequeueMissing(ctx, "ch:eu", nil, []Entry{d}, hashTTL, now, hbTimeout); n != 0 {
+		if n, _ := p.RequeueMissing(ctx, "ch:eu", nil, []matcher.Entry{d}, hashTTL, now, hbTimeout); n != 0 {
 			t.Fatalf("requeued a live claim: %d", n)
 		}
 		now = now.Add(time.Second)
-		if n, err := p.RequeueMissing(ctx, "ch:eu", nil, []Entry{d}, hashTTL, now, hbTimeout); err != nil || n != 1 {
+		if n, err := p.RequeueMissing(ctx, "ch:eu", nil, []matcher.Entry{d}, hashTTL, now, hbTimeout); err != nil || n != 1 {
 			t.Fatalf("requeue once the claim's mark ended = %d, %v", n, err)
 		}
 	})
@@ -430,7 +431,7 @@ func testContract(t *testing.T, newPoolAt func(t *testing.T, clock func() time.T
 			var wg sync.WaitGroup
 			var claimed, removed bool
 			wg.Add(2)
-			go func() { defer wg.Done(); r, _ := p.Claim(ctx, part, 0, "m", []Entry{e}); claimed = r.OK }()
+			go func() { defer wg.Done(); r, _ := p.Claim(ctx, part, 0, "m", []matcher.Entry{e}); claimed = r.OK }()
 			go func() { defer wg.Done(); r, _ := p.RemoveEntry(ctx, []string{part}, e); removed = r.Removed }()
 			wg.Wait()
 			if claimed == removed {

@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/matchgate/matchgate/internal/redistest"
+	"github.com/matchgate/matchgate/matcher"
 )
 
 // TestEndsByTheClockNotTheKey: what Redis holds past the end a clock gave
@@ -32,7 +33,7 @@ func TestEndsByTheClockNotTheKey(t *testing.T) {
 
 		a := entry("a", 1, 0, time.Hour)
 		mustEnqueue(t, p, part, a)
-		if r, err := p.Claim(ctx, part, 0, "m", []Entry{a}); err != nil || !r.OK {
+		if r, err := p.Claim(ctx, part, 0, "m", []matcher.Entry{a}); err != nil || !r.OK {
 			t.Fatalf("claim = %+v, %v", r, err)
 		}
 		if d := keyTTL(p.ticketKey(part, "a")); d <= 5*time.Second || d > 5*time.Second+expirySlack {
@@ -86,7 +87,7 @@ func TestEndsByTheClockNotTheKey(t *testing.T) {
 		d := entry("d", 1, 0, time.Hour)
 		now = t0
 		mustEnqueue(t, p, part, d)
-		if r, err := p.Claim(ctx, part, 0, "m-d", []Entry{d}); err != nil || !r.OK {
+		if r, err := p.Claim(ctx, part, 0, "m-d", []matcher.Entry{d}); err != nil || !r.OK {
 			t.Fatalf("claim d = %+v, %v", r, err)
 		}
 		if err := rdb.HSet(ctx, p.ticketKey(part, "d"), "state", "waiting").Err(); err != nil {
@@ -109,7 +110,7 @@ func TestEndsByTheClockNotTheKey(t *testing.T) {
 		// An offer lives by its score; its hash a little longer.
 		now = t0
 		o := entry("o", 5, 0, time.Minute)
-		if _, err := p.Offer(ctx, "end:us", part, []Entry{o}, t0, t0.Add(10*time.Second)); err != nil {
+		if _, err := p.Offer(ctx, "end:us", part, []matcher.Entry{o}, t0, t0.Add(10*time.Second)); err != nil {
 			t.Fatal(err)
 		}
 		if d := keyTTL(p.Key("end:us", "o:o")); d <= 10*time.Second || d > 10*time.Second+expirySlack {

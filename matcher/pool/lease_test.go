@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/matchgate/matchgate/internal/redistest"
+	"github.com/matchgate/matchgate/matcher"
 )
 
 func TestLease(t *testing.T) {
@@ -43,7 +44,7 @@ func TestLease(t *testing.T) {
 		if ok, _ := p.RenewLease(ctx, part, "a", tokA, t0, time.Minute); ok {
 			t.Fatal("stale owner renewed")
 		}
-		xy := []Entry{entry("x", 10, 0, time.Minute), entry("y", 10, time.Second, time.Minute)}
+		xy := []matcher.Entry{entry("x", 10, 0, time.Minute), entry("y", 10, time.Second, time.Minute)}
 		mustEnqueue(t, p, part, xy...)
 		if _, err := p.Claim(ctx, part, tokA, "m1", xy); !errors.Is(err, ErrStaleFence) {
 			t.Fatalf("claim with the stale token: %v", err)
@@ -217,13 +218,13 @@ func TestWatchedSilent(t *testing.T) {
 		if got, err := p.Watched(ctx, part, silent, 10); err != nil || len(got) != 1 || got[0].TicketID != "b" {
 			t.Fatalf("after a's heartbeat: %+v, %v; want b", got, err)
 		}
-		if _, err := p.Claim(ctx, part, 0, "m", []Entry{b, c}); err != nil {
+		if _, err := p.Claim(ctx, part, 0, "m", []matcher.Entry{b, c}); err != nil {
 			t.Fatal(err)
 		}
 		if got, _ := p.Watched(ctx, part, t0.Add(time.Hour), 10); len(got) != 1 || got[0].TicketID != "a" || !got[0].Heartbeat.Equal(t0.Add(4*time.Second)) {
 			t.Fatalf("after heartbeat and claim: %+v", got)
 		}
-		if _, err := p.Requeue(ctx, part, []Entry{b}, hashTTL, time.Time{}, hbTimeout); err != nil {
+		if _, err := p.Requeue(ctx, part, []matcher.Entry{b}, hashTTL, time.Time{}, hbTimeout); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := p.Remove(ctx, part, "a"); err != nil {

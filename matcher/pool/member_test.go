@@ -11,13 +11,14 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/matchgate/matchgate/internal/redistest"
+	"github.com/matchgate/matchgate/matcher"
 )
 
 // A member is the entry: parseMember reads back every field member wrote,
 // whatever the user id holds, and formatting what it read gives the member
 // back, so that the entries a scan read name their members in a claim.
 func TestMemberRoundTrip(t *testing.T) {
-	doc := Entry{TicketID: "t1", UserID: "u1", Skill: 1500, Activity: 0.5, Enqueue: t0, Deadline: t0.Add(5 * time.Minute)}
+	doc := matcher.Entry{TicketID: "t1", UserID: "u1", Skill: 1500, Activity: 0.5, Enqueue: t0, Deadline: t0.Add(5 * time.Minute)}
 	if got, want := member(doc), "t1|1500|1700000000000|1700000300000|0|0.5|u1"; got != want {
 		t.Fatalf("member = %q, want %q", got, want)
 	}
@@ -30,7 +31,7 @@ func TestMemberRoundTrip(t *testing.T) {
 		t.Fatalf("member = %q, want %q", got, want)
 	}
 
-	cases := []Entry{doc, bars}
+	cases := []matcher.Entry{doc, bars}
 	for _, c := range []struct {
 		user      string
 		skill     float64
@@ -196,17 +197,17 @@ func testMemberLayout(t *testing.T, p *Pool) {
 		a.Estimated = true
 		mustEnqueue(t, p, part, a, b)
 		before := contents(t, p, part, "a", "b")
-		for name, change := range map[string]func(e *Entry){
-			"skill":     func(e *Entry) { e.Skill = 11 },
-			"user":      func(e *Entry) { e.UserID = "u-b" },
-			"activity":  func(e *Entry) { e.Activity = 0.75 },
-			"estimated": func(e *Entry) { e.Estimated = false },
-			"enqueue":   func(e *Entry) { e.Enqueue = e.Enqueue.Add(time.Millisecond) },
-			"deadline":  func(e *Entry) { e.Deadline = e.Deadline.Add(time.Second) },
+		for name, change := range map[string]func(e *matcher.Entry){
+			"skill":     func(e *matcher.Entry) { e.Skill = 11 },
+			"user":      func(e *matcher.Entry) { e.UserID = "u-b" },
+			"activity":  func(e *matcher.Entry) { e.Activity = 0.75 },
+			"estimated": func(e *matcher.Entry) { e.Estimated = false },
+			"enqueue":   func(e *matcher.Entry) { e.Enqueue = e.Enqueue.Add(time.Millisecond) },
+			"deadline":  func(e *matcher.Entry) { e.Deadline = e.Deadline.Add(time.Second) },
 		} {
 			other := a
 			change(&other)
-			res, err := p.Claim(ctx, part, 0, "m-"+name, []Entry{b, other})
+			res, err := p.Claim(ctx, part, 0, "m-"+name, []matcher.Entry{b, other})
 			if err != nil || res.OK || !reflect.DeepEqual(res.Missing, []string{"a"}) {
 				t.Fatalf("claim with another %s = %+v, %v; want a missing", name, res, err)
 			}
@@ -222,8 +223,8 @@ func testMemberLayout(t *testing.T, p *Pool) {
 		withHB := a
 		withHB.Heartbeat = t0.Add(time.Hour)
 		got, _, err := p.ClaimMany(ctx, part, 0, []ClaimRequest{
-			{MatchID: "m1", Entries: []Entry{other, b}},
-			{MatchID: "m2", Entries: []Entry{withHB, b}},
+			{MatchID: "m1", Entries: []matcher.Entry{other, b}},
+			{MatchID: "m2", Entries: []matcher.Entry{withHB, b}},
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -234,7 +235,7 @@ func testMemberLayout(t *testing.T, p *Pool) {
 		if got[1].Err != nil || !got[1].OK {
 			t.Fatalf("claim of the pool's entries = %+v", got[1])
 		}
-		for id, e := range map[string]Entry{"a": a, "b": b} {
+		for id, e := range map[string]matcher.Entry{"a": a, "b": b} {
 			if h := hash(t, p, part, id); h["state"] != "claimed" || h["match"] != "m2" {
 				t.Fatalf("hash of %s = %v, want claimed by m2", id, h)
 			}
@@ -284,7 +285,7 @@ func testMemberLayout(t *testing.T, p *Pool) {
 		// A claimed one says who won, and keeps its hash.
 		c := entry("c", 30, 0, time.Hour)
 		mustEnqueue(t, p, part, c)
-		if res, err := p.Claim(ctx, part, 0, "m-c", []Entry{c}); err != nil || !res.OK {
+		if res, err := p.Claim(ctx, part, 0, "m-c", []matcher.Entry{c}); err != nil || !res.OK {
 			t.Fatalf("claim = %+v, %v", res, err)
 		}
 		if rr, err := p.RemoveEntry(ctx, []string{part}, c); err != nil || rr != (RemoveResult{ClaimedBy: "m-c"}) {
@@ -327,7 +328,7 @@ func testMemberLayout(t *testing.T, p *Pool) {
 		// names the old member.
 		a2 := a
 		a2.Deadline = t0.Add(2 * time.Hour)
-		n, err := p.Requeue(ctx, part, []Entry{a2}, hashTTL, time.Time{}, hbTimeout)
+		n, err := p.Requeue(ctx, part, []matcher.Entry{a2}, hashTTL, time.Time{}, hbTimeout)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -344,7 +345,7 @@ func testMemberLayout(t *testing.T, p *Pool) {
 		if h := hash(t, p, part, "a"); h["m"] != member(a2) || h["state"] != "waiting" || h["hb"] != msTime(t0.Add(time.Minute)) {
 			t.Fatalf("hash %v", h)
 		}
-		if got, err := p.Oldest(ctx, part, 10); err != nil || !reflect.DeepEqual(got, []Entry{a2}) {
+		if got, err := p.Oldest(ctx, part, 10); err != nil || !reflect.DeepEqual(got, []matcher.Entry{a2}) {
 			t.Fatalf("oldest = %+v, %v; want a2 alone", got, err)
 		}
 		if n, _ := p.Size(ctx, part); n != 1 {
@@ -352,7 +353,7 @@ func testMemberLayout(t *testing.T, p *Pool) {
 		}
 		// Requeued again as it is, nothing changes and nothing is added.
 		before := contents(t, p, part, "a")
-		if n, err := p.Requeue(ctx, part, []Entry{a2}, hashTTL, time.Time{}, hbTimeout); err != nil || n != 0 {
+		if n, err := p.Requeue(ctx, part, []matcher.Entry{a2}, hashTTL, time.Time{}, hbTimeout); err != nil || n != 0 {
 			t.Fatalf("second requeue = %d, %v; want 0", n, err)
 		}
 		if after := contents(t, p, part, "a"); !reflect.DeepEqual(before, after) {
@@ -360,13 +361,13 @@ func testMemberLayout(t *testing.T, p *Pool) {
 		}
 		// A claimed ticket's old member is left in watch alone; requeue
 		// with other fields removes it from there too, and leaves one.
-		if res, err := p.Claim(ctx, part, 0, "m1", []Entry{a2}); err != nil || !res.OK {
+		if res, err := p.Claim(ctx, part, 0, "m1", []matcher.Entry{a2}); err != nil || !res.OK {
 			t.Fatalf("claim = %+v, %v", res, err)
 		}
 		claimedOnly(t, p, part, "a", member(a2))
 		a3 := a2
 		a3.Skill = 11
-		if _, err := p.Requeue(ctx, part, []Entry{a3}, hashTTL, time.Time{}, hbTimeout); err != nil {
+		if _, err := p.Requeue(ctx, part, []matcher.Entry{a3}, hashTTL, time.Time{}, hbTimeout); err != nil {
 			t.Fatal(err)
 		}
 		only(t, p, part, "a", member(a3))
@@ -380,11 +381,11 @@ func testMemberLayout(t *testing.T, p *Pool) {
 		a := entry("a", 10, 0, time.Hour)
 		// A ticket of a layout without the fields: a bare id and no hash.
 		zadd(t, p, part, "a", [3]float64{a.Skill, ms64(a.Enqueue), ms64(a.Deadline)})
-		if got, err := p.Members(ctx, part); err != nil || !reflect.DeepEqual(got, []Entry{{TicketID: "a"}}) {
+		if got, err := p.Members(ctx, part); err != nil || !reflect.DeepEqual(got, []matcher.Entry{{TicketID: "a"}}) {
 			t.Fatalf("members = %+v, %v; want the bare id", got, err)
 		}
 		now := t0.Add(10 * time.Minute)
-		n, err := p.Requeue(ctx, part, []Entry{a}, hashTTL, now, hbTimeout)
+		n, err := p.Requeue(ctx, part, []matcher.Entry{a}, hashTTL, now, hbTimeout)
 		if err != nil || n != 1 {
 			t.Fatalf("requeue = %d, %v; want 1 (a bare id is no entry)", n, err)
 		}
@@ -411,7 +412,7 @@ func testMemberLayout(t *testing.T, p *Pool) {
 		zadd(t, p, part, "b", [3]float64{b.Skill, ms64(b.Enqueue), ms64(b.Deadline)})
 		b2 := b
 		b2.UserID = "u-b2"
-		if _, err := p.Requeue(ctx, part, []Entry{b2}, hashTTL, time.Time{}, hbTimeout); err != nil {
+		if _, err := p.Requeue(ctx, part, []matcher.Entry{b2}, hashTTL, time.Time{}, hbTimeout); err != nil {
 			t.Fatal(err)
 		}
 		only(t, p, part, "b", member(b2))
@@ -433,7 +434,7 @@ func testMemberLayout(t *testing.T, p *Pool) {
 		}
 		only(t, p, part, "a", "a")
 		read, err := p.Oldest(ctx, part, 10)
-		if err != nil || len(read) != 2 || read[0] != (Entry{TicketID: "a"}) {
+		if err != nil || len(read) != 2 || read[0] != (matcher.Entry{TicketID: "a"}) {
 			t.Fatalf("oldest = %+v, %v", read, err)
 		}
 		if rr, err := p.RemoveEntry(ctx, []string{part}, read[0]); err != nil || rr != (RemoveResult{Removed: true}) {
@@ -443,7 +444,7 @@ func testMemberLayout(t *testing.T, p *Pool) {
 		only(t, p, part, "b", member(b))
 		// With a hash naming its member, the bare id goes the same way.
 		zadd(t, p, part, "b", [3]float64{20, ms64(b.Enqueue), ms64(b.Deadline)})
-		if rr, err := p.RemoveEntry(ctx, []string{part}, Entry{TicketID: "b"}); err != nil || !rr.Removed {
+		if rr, err := p.RemoveEntry(ctx, []string{part}, matcher.Entry{TicketID: "b"}); err != nil || !rr.Removed {
 			t.Fatalf("remove entry of b's bare id = %+v, %v", rr, err)
 		}
 		if got := membersOf(t, p, part, "pool", "b"); len(got) > 1 {
@@ -457,7 +458,7 @@ func testMemberLayout(t *testing.T, p *Pool) {
 		mustEnqueue(t, p, part, b)
 		// Watched at t0+30m, after b (its enqueue plus hbTimeout).
 		zadd(t, p, part, "a", [3]float64{10, ms64(t0), ms64(t0.Add(30 * time.Minute))})
-		bare := Entry{TicketID: "a"}
+		bare := matcher.Entry{TicketID: "a"}
 		bHB := b
 		bHB.Heartbeat = b.Enqueue
 
@@ -470,7 +471,7 @@ func testMemberLayout(t *testing.T, p *Pool) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i, want := range [][]Entry{
+		for i, want := range [][]matcher.Entry{
 			{bare, b},   // wait order
 			{bHB, bare}, // watch order; a bare id has no heartbeat
 			{bHB},       // a not watched yet
@@ -484,13 +485,13 @@ func testMemberLayout(t *testing.T, p *Pool) {
 			t.Fatalf("a bare id read with a user: %+v / %+v", got[0][0], got[1][1])
 		}
 		// The single calls too.
-		if es, err := p.Oldest(ctx, part, 10); err != nil || !reflect.DeepEqual(es, []Entry{bare, b}) {
+		if es, err := p.Oldest(ctx, part, 10); err != nil || !reflect.DeepEqual(es, []matcher.Entry{bare, b}) {
 			t.Fatalf("oldest = %+v, %v", es, err)
 		}
-		if es, err := p.Watched(ctx, part, t0.Add(time.Hour), 10); err != nil || !reflect.DeepEqual(es, []Entry{bHB, bare}) {
+		if es, err := p.Watched(ctx, part, t0.Add(time.Hour), 10); err != nil || !reflect.DeepEqual(es, []matcher.Entry{bHB, bare}) {
 			t.Fatalf("watched = %+v, %v", es, err)
 		}
-		if es, err := p.Window(ctx, part, 0, 100, 10); err != nil || !reflect.DeepEqual(es, []Entry{bare, b}) {
+		if es, err := p.Window(ctx, part, 0, 100, 10); err != nil || !reflect.DeepEqual(es, []matcher.Entry{bare, b}) {
 			t.Fatalf("window = %+v, %v", es, err)
 		}
 		if es, err := p.Members(ctx, part); err != nil || !reflect.DeepEqual(byID(es...), byID(bare, b)) || len(es) != 2 {
@@ -540,7 +541,7 @@ func testMemberLayout(t *testing.T, p *Pool) {
 
 		// Refused once claimed: neither the hash nor the member the claim
 		// left in watch changes.
-		if res, err := p.Claim(ctx, part, 0, "m1", []Entry{a}); err != nil || !res.OK {
+		if res, err := p.Claim(ctx, part, 0, "m1", []matcher.Entry{a}); err != nil || !res.OK {
 			t.Fatalf("claim = %+v, %v", res, err)
 		}
 		if ok, err := p.Heartbeat(ctx, part, "a", t0.Add(time.Minute), hbTimeout); err != nil || ok {
@@ -561,10 +562,10 @@ func testMemberLayout(t *testing.T, p *Pool) {
 		for name, err := range map[string]error{
 			"enqueue": func() error { _, err := p.Enqueue(ctx, part, bad, hashTTL, hbTimeout); return err }(),
 			"requeue": func() error {
-				_, err := p.Requeue(ctx, part, []Entry{bad}, hashTTL, time.Time{}, hbTimeout)
+				_, err := p.Requeue(ctx, part, []matcher.Entry{bad}, hashTTL, time.Time{}, hbTimeout)
 				return err
 			}(),
-			"claim": func() error { _, err := p.Claim(ctx, part, 0, "m", []Entry{bad}); return err }(),
+			"claim": func() error { _, err := p.Claim(ctx, part, 0, "m", []matcher.Entry{bad}); return err }(),
 		} {
 			if err == nil {
 				t.Errorf("%s of ticket id %q: no error", name, bad.TicketID)
@@ -575,7 +576,10 @@ func testMemberLayout(t *testing.T, p *Pool) {
 		other := entry("a", 1, 0, time.Hour)
 		mustEnqueue(t, p, part, other)
 		for name, err := range map[string]error{
-			"remove entry": func() error { _, err := p.RemoveEntry(ctx, []string{part}, Entry{TicketID: member(other)}); return err }(),
+			"remove entry": func() error {
+				_, err := p.RemoveEntry(ctx, []string{part}, matcher.Entry{TicketID: member(other)})
+				return err
+			}(),
 		} {
 			if err == nil {
 				t.Errorf("%s of ticket id %q: no error", name, bad.TicketID)
@@ -598,7 +602,7 @@ func TestClosestMembersIsClosest(t *testing.T) {
 	for round := range 2000 {
 		size := 1 + rng.IntN(40)
 		var members []any
-		var all []Entry
+		var all []matcher.Entry
 		for i := range size {
 			// Few distinct skills and enqueue times: ties everywhere.
 			e := entry(fmt.Sprintf("t%02d", i), float64(rng.IntN(6))*0.5, time.Duration(rng.IntN(3))*time.Millisecond, time.Hour)
@@ -611,7 +615,7 @@ func TestClosestMembersIsClosest(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := Closest(all, skill, n); !reflect.DeepEqual(got, want) {
+		if want := matcher.Closest(all, skill, n); !reflect.DeepEqual(got, want) {
 			t.Fatalf("round %d, %d closest to %v: got %v, want %v", round, n, skill, ids(got), ids(want))
 		}
 	}

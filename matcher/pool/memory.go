@@ -9,10 +9,12 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/matchgate/matchgate/matcher"
 )
 
 // Memory is the live pool in memory, in pure Go: the contract of the Redis
-// Pool (the operations matcher.Pool lists) with the same semantics as its
+// Pool (the operations engine.Pool lists) with the same semantics as its
 // scripts, for tests and runs on a virtual clock. It lives beside the Redis
 // pool, as the memory ledger beside the PostgreSQL one, because both speak
 // the same types (Entry, Scan, ClaimRequest…) and share their validation,
@@ -160,8 +162,8 @@ func byScore[S int64 | float64](set map[string]S) []string {
 	return ms
 }
 
-func parsed(ms []string) ([]Entry, error) {
-	out := make([]Entry, 0, len(ms))
+func parsed(ms []string) ([]matcher.Entry, error) {
+	out := make([]matcher.Entry, 0, len(ms))
 	for _, m := range ms {
 		e, err := parseMember(m)
 		if err != nil {
@@ -206,7 +208,7 @@ func watchMS(last, enq, dl int64, timeout time.Duration) int64 {
 }
 
 // Enqueue is Pool.Enqueue.
-func (p *Memory) Enqueue(_ context.Context, partition string, e Entry, ttl, timeout time.Duration) (added bool, err error) {
+func (p *Memory) Enqueue(_ context.Context, partition string, e matcher.Entry, ttl, timeout time.Duration) (added bool, err error) {
 	defer wrap(&err, "enqueue %s in %s", e.TicketID, partition)
 	if err := checkPartition(partition); err != nil {
 		return false, err
@@ -229,7 +231,7 @@ func (p *Memory) Enqueue(_ context.Context, partition string, e Entry, ttl, time
 }
 
 // Claim is Pool.Claim.
-func (p *Memory) Claim(ctx context.Context, partition string, fence int64, matchID string, entries []Entry) (res ClaimResult, err error) {
+func (p *Memory) Claim(ctx context.Context, partition string, fence int64, matchID string, entries []matcher.Entry) (res ClaimResult, err error) {
 	defer wrap(&err, "claim %s in %s", matchID, partition)
 	if err := checkPartition(partition); err != nil {
 		return ClaimResult{}, err
@@ -248,7 +250,7 @@ func (p *Memory) Claim(ctx context.Context, partition string, fence int64, match
 }
 
 // ClaimMany is Pool.ClaimMany.
-func (p *Memory) ClaimMany(_ context.Context, partition string, fence int64, reqs []ClaimRequest, then ...Scan) ([]Claimed, [][]Entry, error) {
+func (p *Memory) ClaimMany(_ context.Context, partition string, fence int64, reqs []ClaimRequest, then ...Scan) ([]Claimed, [][]matcher.Entry, error) {
 	if err := checkPartition(partition); err != nil {
 		return nil, nil, fmt.Errorf("claim in %s: %w", partition, err)
 	}
@@ -273,7 +275,7 @@ func (p *Memory) ClaimMany(_ context.Context, partition string, fence int64, req
 			}
 		}
 	}
-	read := make([][]Entry, len(then))
+	read := make([][]matcher.Entry, len(then))
 	if len(then) > 0 {
 		if got, err := p.scanMany(partition, then); err == nil {
 			read = got
@@ -298,7 +300,7 @@ func checkClaims(fence int64, reqs []ClaimRequest) error {
 			if err := checkEntry(e); err != nil {
 				return fmt.Errorf("match %s: %w", r.MatchID, err)
 			}
-			if slices.ContainsFunc(r.Entries[:i], func(o Entry) bool { return o.TicketID == e.TicketID }) {
+			if slices.ContainsFunc(r.Entries[:i], func(o matcher.Entry) bool { return o.TicketID == e.TicketID }) {
 				return fmt.Errorf("match %s: ticket %s listed twice", r.MatchID, e.TicketID)
 			}
 		}
@@ -348,7 +350,7 @@ func (p *Memory) claim(partition string, fence int64, reqs []ClaimRequest) ([]Cl
 }
 
 // RemoveEntry is Pool.RemoveEntry (cancel.lua).
-func (p *Memory) RemoveEntry(_ context.Context, partitions []string, e Entry) (res RemoveResult, err error) {
+func (p *Memory) RemoveEntry(_ context.Context, partitions []string, e matcher.Entry) (res RemoveResult, err error) {
 	defer wrap(&err, "remove %s from %v", e.TicketID, partitions)
 	hint := e.TicketID
 	if checkEntry(e) == nil {
@@ -394,22 +396,22 @@ func hasMember[S any](set map[string]S, m string) bool {
 }
 
 // Requeue is Pool.Requeue.
-func (p *Memory) Requeue(ctx context.Context, partition string, entries []Entry, ttl time.Duration, lost time.Time, timeout time.Duration) (int, error) {
+func (p *Memory) Requeue(ctx context.Context, partition string, entries []matcher.Entry, ttl time.Duration, lost time.Time, timeout time.Duration) (int, error) {
 	return p.requeue(partition, nil, false, entries, ttl, lost, timeout)
 }
 
 // RequeueGuarded is Pool.RequeueGuarded.
-func (p *Memory) RequeueGuarded(ctx context.Context, partition string, siblings []string, entries []Entry, ttl time.Duration, lost time.Time, timeout time.Duration) (int, error) {
+func (p *Memory) RequeueGuarded(ctx context.Context, partition string, siblings []string, entries []matcher.Entry, ttl time.Duration, lost time.Time, timeout time.Duration) (int, error) {
 	return p.requeue(partition, siblings, false, entries, ttl, lost, timeout)
 }
 
 // RequeueMissing is Pool.RequeueMissing.
-func (p *Memory) RequeueMissing(ctx context.Context, partition string, siblings []string, entries []Entry, ttl time.Duration, lost time.Time, timeout time.Duration) (int, error) {
+func (p *Memory) RequeueMissing(ctx context.Context, partition string, siblings []string, entries []matcher.Entry, ttl time.Duration, lost time.Time, timeout time.Duration) (int, error) {
 	return p.requeue(partition, siblings, true, entries, ttl, lost, timeout)
 }
 
 // requeue is requeue.lua.
-func (p *Memory) requeue(partition string, siblings []string, deadOnly bool, entries []Entry, ttl time.Duration, lost time.Time, timeout time.Duration) (n int, err error) {
+func (p *Memory) requeue(partition string, siblings []string, deadOnly bool, entries []matcher.Entry, ttl time.Duration, lost time.Time, timeout time.Duration) (n int, err error) {
 	defer wrap(&err, "requeue %d tickets in %s", len(entries), partition)
 	siblings, err = checkRequeue(partition, siblings, ttl)
 	if err != nil || len(entries) == 0 {
@@ -514,7 +516,7 @@ func (p *Memory) HeartbeatAny(_ context.Context, partitions []string, ticketID s
 }
 
 // ScanMany is Pool.ScanMany.
-func (p *Memory) ScanMany(_ context.Context, partition string, scans []Scan) (out [][]Entry, err error) {
+func (p *Memory) ScanMany(_ context.Context, partition string, scans []Scan) (out [][]matcher.Entry, err error) {
 	defer wrap(&err, "scan %s", partition)
 	if err := checkScans(partition, scans); err != nil || len(scans) == 0 {
 		return nil, err
@@ -525,7 +527,7 @@ func (p *Memory) ScanMany(_ context.Context, partition string, scans []Scan) (ou
 }
 
 // scanMany is scan.lua, its reply read as scanResults reads it.
-func (p *Memory) scanMany(partition string, scans []Scan) (_ [][]Entry, err error) {
+func (p *Memory) scanMany(partition string, scans []Scan) (_ [][]matcher.Entry, err error) {
 	for _, s := range scans {
 		if s.near != nil {
 			*s.near = nil
@@ -554,7 +556,7 @@ func (p *Memory) scanMany(partition string, scans []Scan) (_ [][]Entry, err erro
 		}
 		return anys(bySkill[lo:hi])
 	}
-	out := make([][]Entry, len(scans))
+	out := make([][]matcher.Entry, len(scans))
 	for i, s := range scans {
 		if s.n <= 0 {
 			continue
@@ -568,9 +570,9 @@ func (p *Memory) scanMany(partition string, scans []Scan) (_ [][]Entry, err erro
 			}
 			if s.mode == "anchors" && len(ms) == s.n {
 				skillOrder()
-				near := make([][]Entry, len(ms))
+				near := make([][]matcher.Entry, len(ms))
 				for j, m := range ms {
-					near[j] = []Entry{}
+					near[j] = []matcher.Entry{}
 					if r, in := ranks[m]; in {
 						if near[j], err = closestMembers(around(s.limit, r+1), out[i][j].Skill, s.limit); err != nil {
 							return nil, err
@@ -584,7 +586,7 @@ func (p *Memory) scanMany(partition string, scans []Scan) (_ [][]Entry, err erro
 			if err != nil {
 				return nil, err
 			}
-			var es []Entry
+			var es []matcher.Entry
 			for _, m := range byScore(pt.watch) {
 				if pt.watch[m] > now || len(es) == s.n {
 					break
@@ -596,7 +598,7 @@ func (p *Memory) scanMany(partition string, scans []Scan) (_ [][]Entry, err erro
 				if h := tg.tickets[e.TicketID]; h != nil && h.m == m && p.clock().Before(h.until) {
 					e.Heartbeat = timeOf(h.hb)
 				} else {
-					e = Entry{TicketID: e.TicketID}
+					e = matcher.Entry{TicketID: e.TicketID}
 				}
 				if e.Heartbeat.IsZero() {
 					e.Heartbeat = e.Enqueue
@@ -608,7 +610,7 @@ func (p *Memory) scanMany(partition string, scans []Scan) (_ [][]Entry, err erro
 			lo, _ := strconv.ParseFloat(s.params[0], 64)
 			hi, _ := strconv.ParseFloat(s.params[1], 64)
 			skillOrder()
-			es := []Entry{}
+			es := []matcher.Entry{}
 			for _, m := range bySkill {
 				if sk := pt.pool[m]; sk >= lo && sk <= hi && len(es) < s.n {
 					e, err := parseMember(m)
@@ -646,12 +648,12 @@ func (p *Memory) scanMany(partition string, scans []Scan) (_ [][]Entry, err erro
 }
 
 // Oldest is Pool.Oldest.
-func (p *Memory) Oldest(ctx context.Context, partition string, n int) ([]Entry, error) {
+func (p *Memory) Oldest(ctx context.Context, partition string, n int) ([]matcher.Entry, error) {
 	return p.scan(ctx, partition, OldestScan(n))
 }
 
 // Nearest is Pool.Nearest.
-func (p *Memory) Nearest(ctx context.Context, partition string, skill float64, n int) ([]Entry, error) {
+func (p *Memory) Nearest(ctx context.Context, partition string, skill float64, n int) ([]matcher.Entry, error) {
 	if math.IsNaN(skill) || math.IsInf(skill, 0) {
 		return nil, fmt.Errorf("scan nearest of %s: skill %v not finite", partition, skill)
 	}
@@ -659,14 +661,14 @@ func (p *Memory) Nearest(ctx context.Context, partition string, skill float64, n
 }
 
 // Window is Pool.Window.
-func (p *Memory) Window(ctx context.Context, partition string, lo, hi float64, n int) ([]Entry, error) {
+func (p *Memory) Window(ctx context.Context, partition string, lo, hi float64, n int) ([]matcher.Entry, error) {
 	if math.IsNaN(lo) || math.IsNaN(hi) {
 		return nil, fmt.Errorf("scan window of %s: NaN bound", partition)
 	}
 	return p.scan(ctx, partition, Scan{mode: "window", n: n, params: []string{score(lo), score(hi)}})
 }
 
-func (p *Memory) scan(ctx context.Context, partition string, s Scan) ([]Entry, error) {
+func (p *Memory) scan(ctx context.Context, partition string, s Scan) ([]matcher.Entry, error) {
 	return scanOne(ctx, p.ScanMany, partition, s)
 }
 
@@ -700,7 +702,7 @@ func (p *Memory) Sizes(ctx context.Context, partitions []string) ([]int64, error
 }
 
 // Members is Pool.Members.
-func (p *Memory) Members(_ context.Context, partition string) ([]Entry, error) {
+func (p *Memory) Members(_ context.Context, partition string) ([]matcher.Entry, error) {
 	if err := checkPartition(partition); err != nil {
 		return nil, fmt.Errorf("members of %s: %w", partition, err)
 	}
@@ -710,7 +712,7 @@ func (p *Memory) Members(_ context.Context, partition string) ([]Entry, error) {
 }
 
 // Rewatch is Pool.Rewatch.
-func (p *Memory) Rewatch(_ context.Context, partition string, es []Entry, timeout time.Duration) (n int, err error) {
+func (p *Memory) Rewatch(_ context.Context, partition string, es []matcher.Entry, timeout time.Duration) (n int, err error) {
 	if err := checkPartition(partition); err != nil {
 		return 0, fmt.Errorf("rewatch %s: %w", partition, err)
 	}
@@ -738,27 +740,27 @@ func (p *Memory) DropLegacy(_ context.Context, partition string) error {
 }
 
 // Locate is Pool.Locate.
-func (p *Memory) Locate(_ context.Context, partitions []string, ticketID string) (string, Entry, bool, error) {
+func (p *Memory) Locate(_ context.Context, partitions []string, ticketID string) (string, matcher.Entry, bool, error) {
 	if err := checkSiblings(partitions); err != nil {
-		return "", Entry{}, false, fmt.Errorf("locate %s: %w", ticketID, err)
+		return "", matcher.Entry{}, false, fmt.Errorf("locate %s: %w", ticketID, err)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	h := p.ticket(partitions[0], ticketID)
 	if h == nil || h.m == "" {
-		return "", Entry{}, false, nil
+		return "", matcher.Entry{}, false, nil
 	}
 	for _, part := range partitions {
 		if hasMember(p.part(part).pool, h.m) {
 			e, err := parseMember(h.m)
 			if err != nil {
-				return "", Entry{}, false, fmt.Errorf("locate %s: %w", ticketID, err)
+				return "", matcher.Entry{}, false, fmt.Errorf("locate %s: %w", ticketID, err)
 			}
 			e.Heartbeat = timeOf(h.hb)
 			return part, e, true, nil
 		}
 	}
-	return "", Entry{}, false, nil
+	return "", matcher.Entry{}, false, nil
 }
 
 // Promote is Pool.Promote (promote.lua).
@@ -783,7 +785,7 @@ func (p *Memory) Promote(_ context.Context, from, to string, cutoff time.Time, n
 }
 
 // Offer is Pool.Offer (offer.lua).
-func (p *Memory) Offer(_ context.Context, to, home string, entries []Entry, now, expiry time.Time) (n int, err error) {
+func (p *Memory) Offer(_ context.Context, to, home string, entries []matcher.Entry, now, expiry time.Time) (n int, err error) {
 	defer wrap(&err, "offer %d tickets of %s to %s", len(entries), home, to)
 	if err := checkOffer(to, home, now, expiry); err != nil || len(entries) == 0 {
 		return 0, err
@@ -813,7 +815,7 @@ func (p *Memory) Offer(_ context.Context, to, home string, entries []Entry, now,
 }
 
 // Offers is Pool.Offers.
-func (p *Memory) Offers(_ context.Context, partition string, now time.Time, n int) ([]Entry, error) {
+func (p *Memory) Offers(_ context.Context, partition string, now time.Time, n int) ([]matcher.Entry, error) {
 	if err := checkPartition(partition); err != nil {
 		return nil, fmt.Errorf("offers of %s: %w", partition, err)
 	}
@@ -829,7 +831,7 @@ func (p *Memory) Offers(_ context.Context, partition string, now time.Time, n in
 			exp[id] = o.expiry
 		}
 	}
-	var es []Entry
+	var es []matcher.Entry
 	for _, id := range byScore(exp)[:min(n, len(exp))] {
 		o := pt.offers[id]
 		e, err := parseMember(o.m)

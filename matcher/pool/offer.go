@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/matchgate/matchgate/matcher"
 )
 
 // offerFields is the number of strings offers.lua returns per offer.
@@ -16,7 +18,7 @@ const offerFields = 3
 // and its hash a few seconds longer, which only frees the memory. The
 // entries stay where they are; see offer.lua. It returns the number
 // written.
-func (p *Pool) Offer(ctx context.Context, to, home string, entries []Entry, now, expiry time.Time) (n int, err error) {
+func (p *Pool) Offer(ctx context.Context, to, home string, entries []matcher.Entry, now, expiry time.Time) (n int, err error) {
 	defer wrap(&err, "offer %d tickets of %s to %s", len(entries), home, to)
 	if err := checkOffer(to, home, now, expiry); err != nil || len(entries) == 0 {
 		return 0, err
@@ -44,7 +46,7 @@ func (p *Pool) Offer(ctx context.Context, to, home string, entries []Entry, now,
 // Offers returns up to n live offers the partition has received (expiring
 // at or after now), soonest expiry first; each entry's Home names the
 // partition it waits in.
-func (p *Pool) Offers(ctx context.Context, partition string, now time.Time, n int) (es []Entry, err error) {
+func (p *Pool) Offers(ctx context.Context, partition string, now time.Time, n int) (es []matcher.Entry, err error) {
 	defer wrap(&err, "offers of %s", partition)
 	if err := checkPartition(partition); err != nil {
 		return nil, err

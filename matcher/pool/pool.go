@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/matchgate/matchgate/internal/group"
+	"github.com/matchgate/matchgate/matcher"
 )
 
 var (
@@ -200,27 +201,6 @@ func (p *Pool) setKeys(partition string) []string {
 	return []string{p.Key(partition, "pool"), p.Key(partition, "enq"), p.Key(partition, "watch")}
 }
 
-// Entry is one waiting ticket as the pool sees it. An entry read from a
-// member that is a bare ticket id (the layout before members carried the
-// fields) has its TicketID alone, an empty UserID: the caller restores it
-// from the record.
-type Entry struct {
-	TicketID  string
-	UserID    string
-	Skill     float64
-	Activity  float64
-	Estimated bool
-	Enqueue   time.Time // effective enqueue time (wait-order clock), ms precision
-	Deadline  time.Time // ms precision
-	// Heartbeat is the last sign of life, zero when there was none. Only
-	// the reads that need it fill it (the watch scan, which gives the
-	// enqueue time for none, Offers and Locate); the others leave it zero.
-	Heartbeat time.Time
-	// Home is, for an entry read from another partition's offers, the
-	// partition the ticket waits in; "" for the partition's own entries.
-	Home string
-}
-
 // ClaimResult is the outcome of a Claim that was not refused for its fence.
 type ClaimResult struct {
 	OK      bool
@@ -241,7 +221,7 @@ type RemoveResult struct {
 // when a pass is to look at the ticket (see Watched).
 // Concurrent calls share a round trip: a call returns once its batch has run,
 // whatever ctx does, within enqueueTimeout.
-func (p *Pool) Enqueue(ctx context.Context, partition string, e Entry, ttl, timeout time.Duration) (added bool, err error) {
+func (p *Pool) Enqueue(ctx context.Context, partition string, e matcher.Entry, ttl, timeout time.Duration) (added bool, err error) {
 	defer wrap(&err, "enqueue %s in %s", e.TicketID, partition)
 	if err := checkPartition(partition); err != nil {
 		return false, err
@@ -262,7 +242,7 @@ func (p *Pool) Enqueue(ctx context.Context, partition string, e Entry, ttl, time
 
 // enqueueArgs is one ticket's arguments to enqueue.lua: its hash ends ttl
 // from now by the pool's clock.
-func (p *Pool) enqueueArgs(e Entry, ttl, timeout time.Duration) []any {
+func (p *Pool) enqueueArgs(e matcher.Entry, ttl, timeout time.Duration) []any {
 	now := p.now()
 	return []any{member(e), score(e.Skill), msTime(e.Enqueue), msTime(watchAt(e, timeout)), heartbeatArg(e),
 		msTime(now), msTime(now.Add(ttl)), ms(ttl + expirySlack)}
@@ -337,7 +317,7 @@ func (p *Pool) enqueueBatch(ctx context.Context, calls []enqueueCall) []enqueueR
 // ErrStaleFence before anything is touched. When a ticket is gone
 // (cancelled, claimed by someone else) the result lists its id in Missing
 // and the others stay in the pool.
-func (p *Pool) Claim(ctx context.Context, partition string, fence int64, matchID string, entries []Entry) (res ClaimResult, err error) {
+func (p *Pool) Claim(ctx context.Context, partition string, fence int64, matchID string, entries []matcher.Entry) (res ClaimResult, err error) {
 	defer wrap(&err, "claim %s in %s", matchID, partition)
 	if err := checkPartition(partition); err != nil {
 		return ClaimResult{}, err
@@ -381,7 +361,7 @@ func (p *Pool) claimCall(partition string, fence int64, reqs []ClaimRequest) ([]
 			}
 			// A duplicate would pass the membership check twice and claim
 			// a group one player short.
-			if slices.ContainsFunc(r.Entries[:i], func(o Entry) bool { return o.TicketID == e.TicketID }) {
+			if slices.ContainsFunc(r.Entries[:i], func(o matcher.Entry) bool { return o.TicketID == e.TicketID }) {
 				return nil, nil, fmt.Errorf("match %s: ticket %s listed twice", r.MatchID, e.TicketID)
 			}
 			keys = append(keys, p.ticketKey(partition, e.TicketID))
@@ -448,7 +428,7 @@ func (p *Pool) RemoveAny(ctx context.Context, partitions []string, ticketID stri
 // the record): it is found by its member even when the ticket's hash is
 // gone. An entry read without its fields (a member that is a bare ticket
 // id) is removed by that id.
-func (p *Pool) RemoveEntry(ctx context.Context, partitions []string, e Entry) (res RemoveResult, err error) {
+func (p *Pool) RemoveEntry(ctx context.Context, partitions []string, e matcher.Entry) (res RemoveResult, err error) {
 	hint := e.TicketID
 	if checkEntry(e) == nil {
 		hint = member(e)
@@ -496,7 +476,7 @@ func (p *Pool) remove(ctx context.Context, partitions []string, ticketID, hint s
 // of its heartbeat and lost; a zero lost keeps its own. timeout is the
 // queue's heartbeat timeout, as for Enqueue. It returns how many entries were
 // not in the pool.
-func (p *Pool) Requeue(ctx context.Context, partition string, entries []Entry, ttl time.Duration, lost time.Time, timeout time.Duration) (n int, err error) {
+func (p *Pool) Requeue(ctx context.Context, partition string, entries []matcher.Entry, ttl time.Duration, lost time.Time, timeout time.Duration) (n int, err error) {
 	return p.requeue(ctx, partition, nil, false, entries, ttl, lost, timeout)
 }
 
@@ -505,7 +485,7 @@ func (p *Pool) Requeue(ctx context.Context, partition string, entries []Entry, t
 // (other pools of the same (queue, region)), or whose hash says it was
 // claimed from a pool other than partition, is left alone, in the same
 // script, so that no ticket is ever in two pools. No siblings is Requeue.
-func (p *Pool) RequeueGuarded(ctx context.Context, partition string, siblings []string, entries []Entry, ttl time.Duration, lost time.Time, timeout time.Duration) (n int, err error) {
+func (p *Pool) RequeueGuarded(ctx context.Context, partition string, siblings []string, entries []matcher.Entry, ttl time.Duration, lost time.Time, timeout time.Duration) (n int, err error) {
 	return p.requeue(ctx, partition, siblings, false, entries, ttl, lost, timeout)
 }
 
@@ -516,7 +496,7 @@ func (p *Pool) RequeueGuarded(ctx context.Context, partition string, siblings []
 // refuses its commit); a live claim is left to its owner, who commits it
 // or puts it back. Unfenced claims (token 0: tools, and a neighbour's claim
 // of offered players) count as dead once the partition is leased.
-func (p *Pool) RequeueMissing(ctx context.Context, partition string, siblings []string, entries []Entry, ttl time.Duration, lost time.Time, timeout time.Duration) (n int, err error) {
+func (p *Pool) RequeueMissing(ctx context.Context, partition string, siblings []string, entries []matcher.Entry, ttl time.Duration, lost time.Time, timeout time.Duration) (n int, err error) {
 	return p.requeue(ctx, partition, siblings, true, entries, ttl, lost, timeout)
 }
 
@@ -538,7 +518,7 @@ func checkRequeue(partition string, siblings []string, ttl time.Duration) ([]str
 	return siblings, nil
 }
 
-func (p *Pool) requeue(ctx context.Context, partition string, siblings []string, deadOnly bool, entries []Entry, ttl time.Duration, lost time.Time, timeout time.Duration) (n int, err error) {
+func (p *Pool) requeue(ctx context.Context, partition string, siblings []string, deadOnly bool, entries []matcher.Entry, ttl time.Duration, lost time.Time, timeout time.Duration) (n int, err error) {
 	defer wrap(&err, "requeue %d tickets in %s", len(entries), partition)
 	siblings, err = checkRequeue(partition, siblings, ttl)
 	if err != nil || len(entries) == 0 {
@@ -648,13 +628,13 @@ func (p *Pool) Sizes(ctx context.Context, partitions []string) ([]int64, error) 
 // call is listed, one added or removed meanwhile may or may not be. Order is
 // unspecified. A member that is not an entry (a bare ticket id) is listed
 // with its TicketID alone.
-func (p *Pool) Members(ctx context.Context, partition string) ([]Entry, error) {
+func (p *Pool) Members(ctx context.Context, partition string) ([]matcher.Entry, error) {
 	if err := checkPartition(partition); err != nil {
 		return nil, fmt.Errorf("members of %s: %w", partition, err)
 	}
 	key := p.Key(partition, "pool")
 	seen := make(map[string]struct{})
-	var out []Entry
+	var out []matcher.Entry
 	var cursor uint64
 	for {
 		kv, next, err := p.rdb.ZScan(ctx, key, cursor, "", 1000).Result()
@@ -667,7 +647,7 @@ func (p *Pool) Members(ctx context.Context, partition string) ([]Entry, error) {
 				seen[kv[i]] = struct{}{}
 				e, err := parseMember(kv[i])
 				if err != nil {
-					e = Entry{TicketID: memberID(kv[i])}
+					e = matcher.Entry{TicketID: memberID(kv[i])}
 				}
 				out = append(out, e)
 			}
@@ -685,12 +665,12 @@ func (p *Pool) Members(ctx context.Context, partition string) ([]Entry, error) {
 // returns how many it put back. Entries read without their fields are
 // skipped. A member is checked and added in one script, so that one
 // claimed since es was read stays out.
-func (p *Pool) Rewatch(ctx context.Context, partition string, es []Entry, timeout time.Duration) (n int, err error) {
+func (p *Pool) Rewatch(ctx context.Context, partition string, es []matcher.Entry, timeout time.Duration) (n int, err error) {
 	defer wrap(&err, "rewatch %s", partition)
 	if err := checkPartition(partition); err != nil {
 		return 0, err
 	}
-	var full []Entry
+	var full []matcher.Entry
 	for _, e := range es {
 		if e.UserID != "" && checkEntry(e) == nil {
 			full = append(full, e)
@@ -758,7 +738,7 @@ func checkSiblings(partitions []string) error {
 	return nil
 }
 
-func checkEntry(e Entry) error {
+func checkEntry(e matcher.Entry) error {
 	switch {
 	case e.TicketID == "":
 		return errors.New("empty ticket id")
@@ -779,7 +759,7 @@ func checkEntry(e Entry) error {
 // watchAt is when a pass is to look at e: the sooner of its deadline and its
 // last sign of life (its heartbeat, else its enqueue) plus timeout, the
 // queue's heartbeat timeout (0 for none).
-func watchAt(e Entry, timeout time.Duration) time.Time {
+func watchAt(e matcher.Entry, timeout time.Duration) time.Time {
 	// The scripts take the timeout in whole ms, "0" for none.
 	if timeout < time.Millisecond {
 		return e.Deadline
@@ -795,7 +775,7 @@ func watchAt(e Entry, timeout time.Duration) time.Time {
 }
 
 // heartbeatArg is e's heartbeat for a script, "0" for none.
-func heartbeatArg(e Entry) string {
+func heartbeatArg(e matcher.Entry) string {
 	if e.Heartbeat.IsZero() {
 		return "0"
 	}
@@ -815,7 +795,7 @@ const memberSep = '|'
 // ticket waits (the heartbeat, which does, is in the hash), and formatting
 // the fields parsed from a member gives the member back, so the entries a
 // pass read name their members.
-func member(e Entry) string {
+func member(e matcher.Entry) string {
 	est := "0"
 	if e.Estimated {
 		est = "1"
@@ -825,22 +805,22 @@ func member(e Entry) string {
 }
 
 // parseMember reads a member written by member.
-func parseMember(m string) (Entry, error) {
+func parseMember(m string) (matcher.Entry, error) {
 	var f [6]string
 	rest := m
 	for i := range f {
 		var ok bool
 		if f[i], rest, ok = strings.Cut(rest, "|"); !ok {
-			return Entry{}, fmt.Errorf("member %q: %d fields, want 7", m, i+1)
+			return matcher.Entry{}, fmt.Errorf("member %q: %d fields, want 7", m, i+1)
 		}
 	}
-	e := Entry{TicketID: f[0], UserID: rest, Estimated: f[4] == "1"}
+	e := matcher.Entry{TicketID: f[0], UserID: rest, Estimated: f[4] == "1"}
 	skill, err1 := strconv.ParseFloat(f[1], 64)
 	enq, err2 := strconv.ParseInt(f[2], 10, 64)
 	dl, err3 := strconv.ParseInt(f[3], 10, 64)
 	act, err4 := strconv.ParseFloat(f[5], 64)
 	if err := errors.Join(err1, err2, err3, err4); err != nil {
-		return Entry{}, fmt.Errorf("member %q: %w", m, err)
+		return matcher.Entry{}, fmt.Errorf("member %q: %w", m, err)
 	}
 	e.Skill, e.Activity = skill, act
 	// As parseMs reads them: 0 is no time.

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/matchgate/matchgate/internal/redistest"
+	"github.com/matchgate/matchgate/matcher"
 )
 
 var t0 = time.UnixMilli(1_700_000_000_000)
@@ -31,8 +32,8 @@ const hbTimeout = 30 * time.Second
 
 // entry builds a waiting ticket whose enqueue time and deadline are offsets
 // from t0.
-func entry(id string, skill float64, enq, dl time.Duration) Entry {
-	return Entry{
+func entry(id string, skill float64, enq, dl time.Duration) matcher.Entry {
+	return matcher.Entry{
 		TicketID: id,
 		UserID:   "u-" + id,
 		Skill:    skill,
@@ -43,14 +44,14 @@ func entry(id string, skill float64, enq, dl time.Duration) Entry {
 }
 
 // mustEnqueue enqueues es with the heartbeat timeout hbTimeout.
-func mustEnqueue(tb testing.TB, p *Pool, partition string, es ...Entry) {
+func mustEnqueue(tb testing.TB, p *Pool, partition string, es ...matcher.Entry) {
 	tb.Helper()
 	mustEnqueueWith(tb, p, partition, hbTimeout, es...)
 }
 
 // mustEnqueueWith enqueues es with the heartbeat timeout given (0: watched
 // at their deadlines alone).
-func mustEnqueueWith(tb testing.TB, p *Pool, partition string, timeout time.Duration, es ...Entry) {
+func mustEnqueueWith(tb testing.TB, p *Pool, partition string, timeout time.Duration, es ...matcher.Entry) {
 	tb.Helper()
 	for _, e := range es {
 		added, err := p.Enqueue(context.Background(), partition, e, hashTTL, timeout)
@@ -63,7 +64,7 @@ func mustEnqueueWith(tb testing.TB, p *Pool, partition string, timeout time.Dura
 	}
 }
 
-func ids(es []Entry) []string {
+func ids(es []matcher.Entry) []string {
 	out := make([]string, len(es))
 	for i, e := range es {
 		out[i] = e.TicketID
@@ -155,7 +156,7 @@ func zscore(tb testing.TB, p *Pool, partition, set, m string) (sc float64, ok bo
 }
 
 // watchOf is the watch score of e's member: when a pass is to look at it.
-func watchOf(tb testing.TB, p *Pool, partition string, e Entry) time.Time {
+func watchOf(tb testing.TB, p *Pool, partition string, e matcher.Entry) time.Time {
 	tb.Helper()
 	sc, ok := zscore(tb, p, partition, "watch", member(e))
 	if !ok {
@@ -166,15 +167,15 @@ func watchOf(tb testing.TB, p *Pool, partition string, e Entry) time.Time {
 
 // seenAt is e with its last sign of life at: the entry whose watchAt is
 // the watch score a heartbeat at at gives it.
-func seenAt(e Entry, at time.Time) Entry {
+func seenAt(e matcher.Entry, at time.Time) matcher.Entry {
 	e.Heartbeat = at
 	return e
 }
 
 // scanned is e as a scan other than "watch" reads it: every field but the
 // heartbeat, which is in the hash and not part of the member.
-func scanned(es ...Entry) []Entry {
-	out := make([]Entry, len(es))
+func scanned(es ...matcher.Entry) []matcher.Entry {
+	out := make([]matcher.Entry, len(es))
 	for i, e := range es {
 		e.Heartbeat = time.Time{}
 		out[i] = e
@@ -183,8 +184,8 @@ func scanned(es ...Entry) []Entry {
 }
 
 // byID indexes entries by ticket id.
-func byID(es ...Entry) map[string]Entry {
-	m := make(map[string]Entry, len(es))
+func byID(es ...matcher.Entry) map[string]matcher.Entry {
+	m := make(map[string]matcher.Entry, len(es))
 	for _, e := range es {
 		m[e.TicketID] = e
 	}
@@ -193,8 +194,8 @@ func byID(es ...Entry) map[string]Entry {
 
 // pick is the entries of ticketIDs, in order; an id m does not hold is an
 // entry by that id that was never enqueued.
-func pick(m map[string]Entry, ticketIDs ...string) []Entry {
-	out := make([]Entry, len(ticketIDs))
+func pick(m map[string]matcher.Entry, ticketIDs ...string) []matcher.Entry {
+	out := make([]matcher.Entry, len(ticketIDs))
 	for i, id := range ticketIDs {
 		e, ok := m[id]
 		if !ok {
@@ -241,7 +242,7 @@ func testPool(t *testing.T, p *Pool) {
 			t.Fatalf("after retry got %+v, want %+v", got, want)
 		}
 		// The heartbeat is the hash's, read by a watch scan.
-		if got, err := p.Watched(ctx, part, t0.Add(time.Hour), 10); err != nil || !reflect.DeepEqual(got, []Entry{first}) {
+		if got, err := p.Watched(ctx, part, t0.Add(time.Hour), 10); err != nil || !reflect.DeepEqual(got, []matcher.Entry{first}) {
 			t.Fatalf("watched after retry got %+v, %v; want %+v", got, err, first)
 		}
 		if h := hash(t, p, part, "a"); h["state"] != "waiting" || h["m"] != member(first) || h["hb"] != msTime(first.Heartbeat) {
@@ -418,7 +419,7 @@ func testPool(t *testing.T, p *Pool) {
 		}
 		bHB, cHB := b, c
 		bHB.Heartbeat, cHB.Heartbeat = b.Enqueue, c.Enqueue
-		if !reflect.DeepEqual(staleBefore, []Entry{bHB, cHB, a}) {
+		if !reflect.DeepEqual(staleBefore, []matcher.Entry{bHB, cHB, a}) {
 			t.Fatalf("watched before = %+v", staleBefore)
 		}
 		// The claim names the entries as read from the pool.
@@ -470,7 +471,7 @@ func testPool(t *testing.T, p *Pool) {
 		}
 		stale := a
 		stale.Heartbeat = t0.Add(time.Second)
-		if _, err := p.Requeue(ctx, part, []Entry{stale}, hashTTL, time.Time{}, hbTimeout); err != nil {
+		if _, err := p.Requeue(ctx, part, []matcher.Entry{stale}, hashTTL, time.Time{}, hbTimeout); err != nil {
 			t.Fatal(err)
 		}
 		got, _ := p.Watched(ctx, part, t0.Add(time.Hour), 10)
@@ -489,7 +490,7 @@ func testPool(t *testing.T, p *Pool) {
 		const part = "rqlost:eu"
 		a, b := entry("a", 10, 0, time.Hour), entry("b", 11, time.Second, time.Hour)
 		mustEnqueue(t, p, part, a, b)
-		if res, err := p.Claim(ctx, part, 0, "m1", []Entry{a, b}); err != nil || !res.OK {
+		if res, err := p.Claim(ctx, part, 0, "m1", []matcher.Entry{a, b}); err != nil || !res.OK {
 			t.Fatalf("claim = %+v, %v", res, err)
 		}
 		// Redis loses a's keys while it is claimed; b's claimed hash stays.
@@ -497,7 +498,7 @@ func testPool(t *testing.T, p *Pool) {
 			t.Fatal(err)
 		}
 		now := t0.Add(10 * time.Minute)
-		if _, err := p.Requeue(ctx, part, []Entry{a, b}, hashTTL, now, hbTimeout); err != nil {
+		if _, err := p.Requeue(ctx, part, []matcher.Entry{a, b}, hashTTL, now, hbTimeout); err != nil {
 			t.Fatal(err)
 		}
 		if got, err := p.Oldest(ctx, part, 10); err != nil || !reflect.DeepEqual(got, scanned(a, b)) {
@@ -509,20 +510,20 @@ func testPool(t *testing.T, p *Pool) {
 			t.Fatalf("after requeue a watched at %v, b at %v; want a at %v (lost), b at %v (its own)",
 				wa, wb, now.Add(hbTimeout), b.Enqueue.Add(hbTimeout))
 		}
-		if got, err := p.Watched(ctx, part, t0.Add(time.Hour), 10); err != nil || !reflect.DeepEqual(got, []Entry{seenAt(b, b.Enqueue), seenAt(a, now)}) {
+		if got, err := p.Watched(ctx, part, t0.Add(time.Hour), 10); err != nil || !reflect.DeepEqual(got, []matcher.Entry{seenAt(b, b.Enqueue), seenAt(a, now)}) {
 			t.Fatalf("watched after requeue %+v, %v; want b seen at its enqueue, a at %v", got, err, now)
 		}
 		if ha, hb := hash(t, p, part, "a")["hb"], hash(t, p, part, "b")["hb"]; ha != msTime(now) || hb != "" {
 			t.Fatalf("hash heartbeats a=%q b=%q; want a=%q, b none", ha, hb, msTime(now))
 		}
 		// Without a time given, a lost ticket keeps the heartbeat it carries.
-		if res, err := p.Claim(ctx, part, 0, "m2", []Entry{a}); err != nil || !res.OK {
+		if res, err := p.Claim(ctx, part, 0, "m2", []matcher.Entry{a}); err != nil || !res.OK {
 			t.Fatalf("claim = %+v, %v", res, err)
 		}
 		if err := p.rdb.Del(ctx, p.ticketKey(part, "a")).Err(); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := p.Requeue(ctx, part, []Entry{a}, hashTTL, time.Time{}, hbTimeout); err != nil {
+		if _, err := p.Requeue(ctx, part, []matcher.Entry{a}, hashTTL, time.Time{}, hbTimeout); err != nil {
 			t.Fatal(err)
 		}
 		// a carries none: its last sign of life is its enqueue.
@@ -556,7 +557,7 @@ func testPool(t *testing.T, p *Pool) {
 		if n := p.rdb.Exists(ctx, p.ticketKey(part, "ghost")).Val(); n != 0 {
 			t.Fatal("heartbeat created a hash for an unknown ticket")
 		}
-		if res, err := p.Claim(ctx, part, 0, "m1", []Entry{a}); err != nil || !res.OK {
+		if res, err := p.Claim(ctx, part, 0, "m1", []matcher.Entry{a}); err != nil || !res.OK {
 			t.Fatalf("claim %+v %v", res, err)
 		}
 		if ok, err := p.Heartbeat(ctx, part, "a", t0.Add(time.Minute), hbTimeout); err != nil || ok {
@@ -588,11 +589,11 @@ func testPool(t *testing.T, p *Pool) {
 			}
 		}
 		ends(hashTTL, "")
-		if res, err := p.Claim(ctx, part, 0, "m1", []Entry{entry("a", 10, 0, time.Hour)}); err != nil || !res.OK {
+		if res, err := p.Claim(ctx, part, 0, "m1", []matcher.Entry{entry("a", 10, 0, time.Hour)}); err != nil || !res.OK {
 			t.Fatalf("claim %+v %v", res, err)
 		}
 		ends(90*time.Second, "m1")
-		if _, err := p.Requeue(ctx, part, []Entry{entry("a", 10, 0, time.Hour)}, 20*time.Minute, time.Time{}, hbTimeout); err != nil {
+		if _, err := p.Requeue(ctx, part, []matcher.Entry{entry("a", 10, 0, time.Hour)}, 20*time.Minute, time.Time{}, hbTimeout); err != nil {
 			t.Fatal(err)
 		}
 		ends(20*time.Minute, "")
@@ -602,7 +603,7 @@ func testPool(t *testing.T, p *Pool) {
 		const part = "old:eu"
 		// Priority head starts make the effective enqueue order differ from
 		// the insertion order.
-		es := []Entry{
+		es := []matcher.Entry{
 			entry("late", 50, 3*time.Second, time.Hour),
 			entry("first", 40, -time.Minute, time.Hour),
 			entry("mid", 10, time.Second, time.Hour),
@@ -613,7 +614,7 @@ func testPool(t *testing.T, p *Pool) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := []Entry{es[1], es[3], es[2]}; !reflect.DeepEqual(got, want) {
+		if want := []matcher.Entry{es[1], es[3], es[2]}; !reflect.DeepEqual(got, want) {
 			t.Fatalf("oldest\n got  %+v\n want %+v", got, want)
 		}
 		if got, _ := p.Oldest(ctx, "empty:eu", 3); len(got) != 0 {
@@ -737,11 +738,11 @@ func testPool(t *testing.T, p *Pool) {
 		// with the hash gone it reads the bare id, for the caller to
 		// restore from the record.
 		want := entry("a", 12.5, 0, time.Minute)
-		for name, scan := range map[string]func() ([]Entry, error){
-			"oldest":  func() ([]Entry, error) { return p.Oldest(ctx, part, 5) },
-			"watched": func() ([]Entry, error) { return p.Watched(ctx, part, t0.Add(time.Hour), 5) },
-			"window":  func() ([]Entry, error) { return p.Window(ctx, part, 0, 100, 5) },
-			"nearest": func() ([]Entry, error) { return p.Nearest(ctx, part, 0, 5) },
+		for name, scan := range map[string]func() ([]matcher.Entry, error){
+			"oldest":  func() ([]matcher.Entry, error) { return p.Oldest(ctx, part, 5) },
+			"watched": func() ([]matcher.Entry, error) { return p.Watched(ctx, part, t0.Add(time.Hour), 5) },
+			"window":  func() ([]matcher.Entry, error) { return p.Window(ctx, part, 0, 100, 5) },
+			"nearest": func() ([]matcher.Entry, error) { return p.Nearest(ctx, part, 0, 5) },
 		} {
 			got, err := scan()
 			if err != nil {
@@ -749,7 +750,7 @@ func testPool(t *testing.T, p *Pool) {
 			}
 			w := want
 			if name == "watched" {
-				w = Entry{TicketID: "a"}
+				w = matcher.Entry{TicketID: "a"}
 			}
 			if len(got) != 1 || !reflect.DeepEqual(got[0], w) {
 				t.Errorf("%s: got %+v, want %+v", name, got, w)
@@ -777,7 +778,7 @@ func testPool(t *testing.T, p *Pool) {
 		// Pipelined scripts need Load (done above): EVALSHA cannot fall back
 		// to EVAL inside a pipeline.
 		pipe := p.rdb.Pipeline()
-		want := map[string]Entry{}
+		want := map[string]matcher.Entry{}
 		for i := range total {
 			e := entry("m"+strconv.Itoa(i), float64(i%300), time.Duration(i)*time.Millisecond, time.Hour)
 			want[e.TicketID] = e
@@ -821,14 +822,14 @@ func testPool(t *testing.T, p *Pool) {
 			"zero ttl":        func() error { _, err := p.Enqueue(ctx, "x:eu", good, 0, hbTimeout); return err }(),
 			"nan skill":       func() error { _, err := p.Enqueue(ctx, "x:eu", nan, hashTTL, hbTimeout); return err }(),
 			"no deadline": func() error {
-				_, err := p.Requeue(ctx, "x:eu", []Entry{noDeadline}, hashTTL, time.Time{}, hbTimeout)
+				_, err := p.Requeue(ctx, "x:eu", []matcher.Entry{noDeadline}, hashTTL, time.Time{}, hbTimeout)
 				return err
 			}(),
 			"no tickets":      func() error { _, err := p.Claim(ctx, "x:eu", 0, "m", nil); return err }(),
-			"duplicate":       func() error { _, err := p.Claim(ctx, "x:eu", 0, "m", []Entry{good, good}); return err }(),
-			"no match id":     func() error { _, err := p.Claim(ctx, "x:eu", 0, "", []Entry{good}); return err }(),
+			"duplicate":       func() error { _, err := p.Claim(ctx, "x:eu", 0, "m", []matcher.Entry{good, good}); return err }(),
+			"no match id":     func() error { _, err := p.Claim(ctx, "x:eu", 0, "", []matcher.Entry{good}); return err }(),
 			"bar in id":       func() error { _, err := p.Enqueue(ctx, "x:eu", bar, hashTTL, hbTimeout); return err }(),
-			"claim bar in id": func() error { _, err := p.Claim(ctx, "x:eu", 0, "m", []Entry{bar}); return err }(),
+			"claim bar in id": func() error { _, err := p.Claim(ctx, "x:eu", 0, "m", []matcher.Entry{bar}); return err }(),
 			"nan window":      func() error { _, err := p.Window(ctx, "x:eu", math.NaN(), 1, 1); return err }(),
 		} {
 			if err == nil {
@@ -844,7 +845,7 @@ func testPool(t *testing.T, p *Pool) {
 		if err := p.rdb.Set(ctx, p.FenceKey("ctx:eu"), 2, 0).Err(); err != nil {
 			t.Fatal(err)
 		}
-		_, err := p.Claim(ctx, "ctx:eu", 1, "m-9", []Entry{entry("a", 1, 0, time.Hour)})
+		_, err := p.Claim(ctx, "ctx:eu", 1, "m-9", []matcher.Entry{entry("a", 1, 0, time.Hour)})
 		if want := "claim m-9 in ctx:eu: stale fence token"; err == nil || err.Error() != want {
 			t.Fatalf("err = %v, want %q", err, want)
 		}
@@ -892,7 +893,7 @@ func TestScriptFallback(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustEnqueue(t, p, "fb:eu", entry("a", 1, 0, time.Hour))
-	if res, err := p.Claim(ctx, "fb:eu", 0, "m", []Entry{entry("a", 1, 0, time.Hour)}); err != nil || !res.OK {
+	if res, err := p.Claim(ctx, "fb:eu", 0, "m", []matcher.Entry{entry("a", 1, 0, time.Hour)}); err != nil || !res.OK {
 		t.Fatalf("claim %+v %v", res, err)
 	}
 }

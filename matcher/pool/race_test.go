@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/matchgate/matchgate/internal/redistest"
+	"github.com/matchgate/matchgate/matcher"
 )
 
 // TestClaimRemoveRace lets overlapping claims and cancels fight over the same
@@ -43,7 +44,7 @@ func testClaimRemoveRace(t *testing.T, p *Pool, rounds int) {
 	)
 	for r := range rounds {
 		id := func(i int) string { return fmt.Sprintf("r%d-t%d", r, i) }
-		es := make([]Entry, tickets)
+		es := make([]matcher.Entry, tickets)
 		for i := range tickets {
 			es[i] = entry(id(i), float64(i), time.Duration(i)*time.Millisecond, time.Hour)
 			mustEnqueue(t, p, part, es[i])
@@ -57,7 +58,7 @@ func testClaimRemoveRace(t *testing.T, p *Pool, rounds int) {
 		var wg sync.WaitGroup
 		for g, group := range groups {
 			wg.Go(func() {
-				entries := make([]Entry, len(group))
+				entries := make([]matcher.Entry, len(group))
 				for k, i := range group {
 					entries[k] = es[i]
 				}

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/matchgate/matchgate/internal/redistest"
+	"github.com/matchgate/matchgate/matcher"
 )
 
 // A guarded requeue into a sub-pool leaves a ticket waiting in a sibling
@@ -26,10 +27,10 @@ func TestRequeueGuarded(t *testing.T) {
 		gone := entry("gone", 40, 3*time.Second, 5*time.Minute)
 		mustEnqueue(t, p, ov, promoted, claimedOv)
 		mustEnqueue(t, p, s1, claimedHere)
-		if res, err := p.Claim(ctx, ov, 0, "m-ov", []Entry{claimedOv}); err != nil || !res.OK {
+		if res, err := p.Claim(ctx, ov, 0, "m-ov", []matcher.Entry{claimedOv}); err != nil || !res.OK {
 			t.Fatalf("claim from ov = %+v, %v", res, err)
 		}
-		if res, err := p.Claim(ctx, s1, 0, "m-s1", []Entry{claimedHere}); err != nil || !res.OK {
+		if res, err := p.Claim(ctx, s1, 0, "m-s1", []matcher.Entry{claimedHere}); err != nil || !res.OK {
 			t.Fatalf("claim from s1 = %+v, %v", res, err)
 		}
 		if h := hash(t, p, s1, claimedHere.TicketID); h["from"] != p.Key(s1, "pool") || h["match"] != "m-s1" {
@@ -37,12 +38,12 @@ func TestRequeueGuarded(t *testing.T) {
 		}
 		// The guard's pools: this one (ignored) and every sibling.
 		all := []string{s1, s2, ov}
-		n, err := p.RequeueGuarded(ctx, s1, all, []Entry{promoted, claimedOv, claimedHere, gone}, hashTTL, t0, hbTimeout)
+		n, err := p.RequeueGuarded(ctx, s1, all, []matcher.Entry{promoted, claimedOv, claimedHere, gone}, hashTTL, t0, hbTimeout)
 		if err != nil || n != 2 {
 			t.Fatalf("guarded requeue = %d, %v; want claimed-here and gone put back", n, err)
 		}
 		for _, c := range []struct {
-			e        Entry
+			e        matcher.Entry
 			s1, ov   [3]bool
 			state    string
 			fromPool string
@@ -68,11 +69,11 @@ func TestRequeueGuarded(t *testing.T) {
 		}
 		// Unguarded, the requeue puts back whatever it is given (the
 		// dissolve of a match does, into the player's own sub-pool).
-		if n, err := p.Requeue(ctx, s1, []Entry{claimedOv}, hashTTL, time.Time{}, hbTimeout); err != nil || n != 1 {
+		if n, err := p.Requeue(ctx, s1, []matcher.Entry{claimedOv}, hashTTL, time.Time{}, hbTimeout); err != nil || n != 1 {
 			t.Fatalf("requeue = %d, %v", n, err)
 		}
 		if err := func() error {
-			_, err := p.RequeueGuarded(ctx, s1, []string{"g:na/ov"}, []Entry{gone}, hashTTL, t0, hbTimeout)
+			_, err := p.RequeueGuarded(ctx, s1, []string{"g:na/ov"}, []matcher.Entry{gone}, hashTTL, t0, hbTimeout)
 			return err
 		}(); err == nil {
 			t.Fatal("a guard of another region's pool was accepted")
@@ -96,16 +97,16 @@ func TestRequeueMissing(t *testing.T) {
 		inOv := entry("in-ov", 50, 4*time.Second, 5*time.Minute)
 		mustEnqueue(t, p, s1, dead, live, unfenced)
 		mustEnqueue(t, p, ov, fromOv, inOv)
-		claim := func(part string, fence int64, e Entry) {
+		claim := func(part string, fence int64, e matcher.Entry) {
 			t.Helper()
-			if res, err := p.Claim(ctx, part, fence, "m-"+e.TicketID, []Entry{e}); err != nil || !res.OK {
+			if res, err := p.Claim(ctx, part, fence, "m-"+e.TicketID, []matcher.Entry{e}); err != nil || !res.OK {
 				t.Fatalf("claim %s = %+v, %v", e.TicketID, res, err)
 			}
 		}
 		// Before any lease, an unfenced claim is no older than the pool's
 		// (absent) token: left alone.
 		claim(s1, 0, unfenced)
-		if n, err := p.RequeueMissing(ctx, s1, []string{ov}, []Entry{unfenced}, hashTTL, t0, hbTimeout); err != nil || n != 0 {
+		if n, err := p.RequeueMissing(ctx, s1, []string{ov}, []matcher.Entry{unfenced}, hashTTL, t0, hbTimeout); err != nil || n != 0 {
 			t.Fatalf("requeue of an unfenced claim of an unleased pool = %d, %v", n, err)
 		}
 		tok1, err := p.AcquireLease(ctx, s1, "a", t0, time.Minute, 0)
@@ -126,7 +127,7 @@ func TestRequeueMissing(t *testing.T) {
 		if h["fence"] != fmt.Sprint(tok2) {
 			t.Fatalf("claimed hash %v does not name its fence token %d", h, tok2)
 		}
-		n, err := p.RequeueMissing(ctx, s1, []string{ov}, []Entry{dead, live, unfenced, fromOv, inOv}, hashTTL, t0, hbTimeout)
+		n, err := p.RequeueMissing(ctx, s1, []string{ov}, []matcher.Entry{dead, live, unfenced, fromOv, inOv}, hashTTL, t0, hbTimeout)
 		if err != nil || n != 2 {
 			t.Fatalf("requeue = %d, %v; want dead and unfenced back", n, err)
 		}

@@ -7,11 +7,13 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/matchgate/matchgate/matcher"
 )
 
 // Oldest returns up to n entries in wait order (effective enqueue time), the
 // anchors of a tick.
-func (p *Pool) Oldest(ctx context.Context, partition string, n int) ([]Entry, error) {
+func (p *Pool) Oldest(ctx context.Context, partition string, n int) ([]matcher.Entry, error) {
 	return p.scan(ctx, partition, OldestScan(n))
 }
 
@@ -22,13 +24,13 @@ func (p *Pool) Oldest(ctx context.Context, partition string, n int) ([]Entry, er
 // Each has its Heartbeat (its Enqueue when it sent none), for the caller to
 // judge which it is. It also drops, up to a bound, the members a claim left
 // behind (see claim.lua).
-func (p *Pool) Watched(ctx context.Context, partition string, now time.Time, n int) ([]Entry, error) {
+func (p *Pool) Watched(ctx context.Context, partition string, now time.Time, n int) ([]matcher.Entry, error) {
 	return p.scan(ctx, partition, WatchScan(now, n))
 }
 
 // Window returns up to n entries with lo <= skill <= hi in ascending skill.
 // Infinite bounds are allowed (an unbounded window near the deadline).
-func (p *Pool) Window(ctx context.Context, partition string, lo, hi float64, n int) ([]Entry, error) {
+func (p *Pool) Window(ctx context.Context, partition string, lo, hi float64, n int) ([]matcher.Entry, error) {
 	if math.IsNaN(lo) || math.IsNaN(hi) {
 		return nil, fmt.Errorf("scan window of %s: NaN bound", partition)
 	}
@@ -42,7 +44,7 @@ func (p *Pool) Window(ctx context.Context, partition string, lo, hi float64, n i
 // exactly equal skill at the boundary, which of them are candidates is
 // decided by Redis's member order, not by wait order (NearestToScan reads
 // those next to an anchor instead).
-func (p *Pool) Nearest(ctx context.Context, partition string, skill float64, n int) ([]Entry, error) {
+func (p *Pool) Nearest(ctx context.Context, partition string, skill float64, n int) ([]matcher.Entry, error) {
 	if math.IsNaN(skill) || math.IsInf(skill, 0) {
 		return nil, fmt.Errorf("scan nearest of %s: skill %v not finite", partition, skill)
 	}
@@ -51,13 +53,13 @@ func (p *Pool) Nearest(ctx context.Context, partition string, skill float64, n i
 
 // scan runs one scan by itself (EVALSHA, falling back to EVAL when Redis
 // lost the script).
-func (p *Pool) scan(ctx context.Context, partition string, s Scan) ([]Entry, error) {
+func (p *Pool) scan(ctx context.Context, partition string, s Scan) ([]matcher.Entry, error) {
 	return scanOne(ctx, p.ScanMany, partition, s)
 }
 
 // parseScanned reads a scan's reply: members, and for a "watch" scan
 // member, heartbeat pairs.
-func parseScanned(vals []any, mode string) ([]Entry, error) {
+func parseScanned(vals []any, mode string) ([]matcher.Entry, error) {
 	step := 1
 	if mode == "watch" {
 		step = 2
@@ -65,7 +67,7 @@ func parseScanned(vals []any, mode string) ([]Entry, error) {
 	if len(vals)%step != 0 {
 		return nil, fmt.Errorf("reply of %d values is not pairs", len(vals))
 	}
-	out := make([]Entry, 0, len(vals)/step)
+	out := make([]matcher.Entry, 0, len(vals)/step)
 	for i := 0; i < len(vals); i += step {
 		m := str(vals[i])
 		e, err := parseMember(m)
@@ -75,7 +77,7 @@ func parseScanned(vals []any, mode string) ([]Entry, error) {
 			if strings.IndexByte(m, memberSep) >= 0 || m == "" {
 				return nil, err
 			}
-			e = Entry{TicketID: m}
+			e = matcher.Entry{TicketID: m}
 		}
 		if step == 2 {
 			if e.Heartbeat, err = parseMs(str(vals[i+1])); err != nil {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/matchgate/matchgate/matcher"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -36,18 +37,18 @@ func (p *Pool) Promote(ctx context.Context, from, to string, cutoff time.Time, n
 // of one (queue, region)) holds it, and returns that pool and its entry;
 // found is false when none does (claimed, resolved or not yet added), or
 // when its hash has ended by the pool's clock.
-func (p *Pool) Locate(ctx context.Context, partitions []string, ticketID string) (partition string, e Entry, found bool, err error) {
+func (p *Pool) Locate(ctx context.Context, partitions []string, ticketID string) (partition string, e matcher.Entry, found bool, err error) {
 	defer wrap(&err, "locate %s", ticketID)
 	if err := checkSiblings(partitions); err != nil {
-		return "", Entry{}, false, err
+		return "", matcher.Entry{}, false, err
 	}
 	f, err := p.rdb.HMGet(ctx, p.ticketKey(partitions[0], ticketID), "m", "hb", "state", "match", "exp").Result()
 	if err != nil {
-		return "", Entry{}, false, err
+		return "", matcher.Entry{}, false, err
 	}
 	m := str(f[0])
 	if m == "" || ended(str(f[2]), str(f[3]), str(f[4]), p.now()) {
-		return "", Entry{}, false, nil
+		return "", matcher.Entry{}, false, nil
 	}
 	pipe := p.rdb.Pipeline()
 	scores := make([]*redis.FloatCmd, len(partitions))
@@ -62,13 +63,13 @@ func (p *Pool) Locate(ctx context.Context, partitions []string, ticketID string)
 		}
 	}
 	if partition == "" {
-		return "", Entry{}, false, nil
+		return "", matcher.Entry{}, false, nil
 	}
 	if e, err = parseMember(m); err != nil {
-		return "", Entry{}, false, err
+		return "", matcher.Entry{}, false, err
 	}
 	if e.Heartbeat, err = parseMs(str(f[1])); err != nil {
-		return "", Entry{}, false, fmt.Errorf("ticket %s: heartbeat: %w", ticketID, err)
+		return "", matcher.Entry{}, false, fmt.Errorf("ticket %s: heartbeat: %w", ticketID, err)
 	}
 	return partition, e, true, nil
 }

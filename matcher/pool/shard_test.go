@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/matchgate/matchgate/internal/redistest"
+	"github.com/matchgate/matchgate/matcher"
 )
 
 // TestSubPools covers the sub-pool layout, the promotion script, the
@@ -139,7 +140,7 @@ func testSubPools(t *testing.T, p *Pool) {
 		// and in no other set.
 		s0, ov := "race:eu/s0", "race:eu/ov"
 		const n = 300
-		es := make([]Entry, n)
+		es := make([]matcher.Entry, n)
 		for i := range n {
 			es[i] = entry(fmt.Sprint("r", i), float64(i), time.Duration(i)*time.Millisecond, time.Hour)
 			mustEnqueue(t, p, s0, es[i])
@@ -157,7 +158,7 @@ func testSubPools(t *testing.T, p *Pool) {
 				if a == b {
 					continue
 				}
-				res, err := p.Claim(ctx, part, 0, fmt.Sprint("m-", seed, a, b), []Entry{ea, eb})
+				res, err := p.Claim(ctx, part, 0, fmt.Sprint("m-", seed, a, b), []matcher.Entry{ea, eb})
 				if err != nil {
 					t.Error(err)
 					return
@@ -213,7 +214,7 @@ func testSubPools(t *testing.T, p *Pool) {
 		a, b := entry("oa", 10, 0, time.Hour), entry("ob", 20, time.Second, time.Hour)
 		a.Activity = 0.25
 		mustEnqueue(t, p, home, a, b)
-		if n, err := p.Offer(ctx, to, home, []Entry{a, b}, t0, t0.Add(2*time.Second)); err != nil || n != 2 {
+		if n, err := p.Offer(ctx, to, home, []matcher.Entry{a, b}, t0, t0.Add(2*time.Second)); err != nil || n != 2 {
 			t.Fatalf("offer = %d, %v", n, err)
 		}
 		got, err := p.Offers(ctx, to, t0.Add(time.Second), 10)
@@ -239,7 +240,7 @@ func testSubPools(t *testing.T, p *Pool) {
 		if got, _ := p.Offers(ctx, to, t0.Add(3*time.Second), 10); len(got) != 0 {
 			t.Fatalf("expired offers read: %+v", got)
 		}
-		if _, err := p.Offer(ctx, to, home, []Entry{a}, t0.Add(3*time.Second), t0.Add(5*time.Second)); err != nil {
+		if _, err := p.Offer(ctx, to, home, []matcher.Entry{a}, t0.Add(3*time.Second), t0.Add(5*time.Second)); err != nil {
 			t.Fatal(err)
 		}
 		if n, _ := p.rdb.ZCard(ctx, p.Key(to, "offers")).Result(); n != 1 {
@@ -251,7 +252,7 @@ func testSubPools(t *testing.T, p *Pool) {
 		if got, _ := p.Offers(ctx, to, t0.Add(3*time.Second), 10); len(got) != 0 {
 			t.Fatalf("withdrawn offer read: %+v", got)
 		}
-		if _, err := p.Offer(ctx, to, home, []Entry{a}, t0, t0); err == nil {
+		if _, err := p.Offer(ctx, to, home, []matcher.Entry{a}, t0, t0); err == nil {
 			t.Fatal("an offer expiring at once accepted")
 		}
 	})

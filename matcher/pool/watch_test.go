@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/matchgate/matchgate/internal/redistest"
+	"github.com/matchgate/matchgate/matcher"
 )
 
 // TestWatch covers the watch set: one score per ticket, the sooner of its
@@ -57,7 +58,7 @@ func testWatch(t *testing.T, p *Pool) {
 		mustEnqueueWith(t, p, part, 0, untimed)
 
 		want := []struct {
-			e  Entry
+			e  matcher.Entry
 			at time.Duration
 		}{
 			{near, 10 * time.Second},
@@ -102,7 +103,7 @@ func testWatch(t *testing.T, p *Pool) {
 		gone := entry("gone", 1, 0, time.Hour)           // watched at t0+30s
 		live := entry("live", 2, time.Second, time.Hour) // at t0+31s
 		mustEnqueue(t, p, part, gone, live)
-		if res, err := p.Claim(ctx, part, 0, "m1", []Entry{gone}); err != nil || !res.OK {
+		if res, err := p.Claim(ctx, part, 0, "m1", []matcher.Entry{gone}); err != nil || !res.OK {
 			t.Fatalf("claim = %+v, %v", res, err)
 		}
 		// The claim leaves the member in watch, at its score.
@@ -121,7 +122,7 @@ func testWatch(t *testing.T, p *Pool) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := []Entry{seenAt(live, live.Enqueue)}; !reflect.DeepEqual(got, want) {
+		if want := []matcher.Entry{seenAt(live, live.Enqueue)}; !reflect.DeepEqual(got, want) {
 			t.Fatalf("watched = %+v, want %+v", got, want)
 		}
 		if s := inSets(t, p, part, "gone"); s != [3]bool{} {
@@ -141,7 +142,7 @@ func testWatch(t *testing.T, p *Pool) {
 	// pile enqueues garbage tickets (watched at t0+30s+i ms) and a live
 	// one behind them all (at t0+40s), and claims the garbage ones,
 	// fence 0, four a match.
-	pile := func(t *testing.T, part string, garbage int) (claimed []Entry, live Entry) {
+	pile := func(t *testing.T, part string, garbage int) (claimed []matcher.Entry, live matcher.Entry) {
 		t.Helper()
 		var calls []enqueueCall
 		for i := range garbage {
@@ -210,7 +211,7 @@ func testWatch(t *testing.T, p *Pool) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := []Entry{seenAt(live, live.Enqueue)}; !reflect.DeepEqual(got, want) {
+		if want := []matcher.Entry{seenAt(live, live.Enqueue)}; !reflect.DeepEqual(got, want) {
 			t.Fatalf("second watch scan = %+v, want %+v", got, want)
 		}
 		if c := watchCard(t, p, part); c != 1 {
@@ -228,7 +229,7 @@ func testWatch(t *testing.T, p *Pool) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := []Entry{seenAt(live, live.Enqueue)}; !reflect.DeepEqual(got, want) {
+		if want := []matcher.Entry{seenAt(live, live.Enqueue)}; !reflect.DeepEqual(got, want) {
 			t.Fatalf("watch scan = %+v, want %+v", got, want)
 		}
 		if c := watchCard(t, p, part); c != 1 {
@@ -245,16 +246,16 @@ func testWatch(t *testing.T, p *Pool) {
 		if ok, err := p.Heartbeat(ctx, part, "a", t0.Add(10*time.Second), hbTimeout); err != nil || !ok {
 			t.Fatalf("heartbeat = %v, %v", ok, err)
 		}
-		if res, err := p.Claim(ctx, part, 0, "m1", []Entry{a, b, c}); err != nil || !res.OK {
+		if res, err := p.Claim(ctx, part, 0, "m1", []matcher.Entry{a, b, c}); err != nil || !res.OK {
 			t.Fatalf("claim = %+v, %v", res, err)
 		}
-		for _, e := range []Entry{a, b, c} {
+		for _, e := range []matcher.Entry{a, b, c} {
 			claimedOnly(t, p, part, e.TicketID, member(e))
 		}
 		// a, its claimed member still in watch (at t0+40s), requeued as
 		// read (without its heartbeat) with a longer timeout: the score is
 		// recomputed from the heartbeat its hash kept.
-		if n, err := p.Requeue(ctx, part, []Entry{a}, hashTTL, time.Time{}, 2*hbTimeout); err != nil || n != 1 {
+		if n, err := p.Requeue(ctx, part, []matcher.Entry{a}, hashTTL, time.Time{}, 2*hbTimeout); err != nil || n != 1 {
 			t.Fatalf("requeue of a = %d, %v", n, err)
 		}
 		only(t, p, part, "a", member(a))
@@ -273,14 +274,14 @@ func testWatch(t *testing.T, p *Pool) {
 		}
 		// Requeued, they are watched again: b a timeout after its enqueue
 		// (it never sent a heartbeat), c at its deadline (no timeout).
-		if n, err := p.Requeue(ctx, part, []Entry{b}, hashTTL, time.Time{}, hbTimeout); err != nil || n != 1 {
+		if n, err := p.Requeue(ctx, part, []matcher.Entry{b}, hashTTL, time.Time{}, hbTimeout); err != nil || n != 1 {
 			t.Fatalf("requeue of b = %d, %v", n, err)
 		}
-		if n, err := p.Requeue(ctx, part, []Entry{c}, hashTTL, time.Time{}, 0); err != nil || n != 1 {
+		if n, err := p.Requeue(ctx, part, []matcher.Entry{c}, hashTTL, time.Time{}, 0); err != nil || n != 1 {
 			t.Fatalf("requeue of c = %d, %v", n, err)
 		}
 		for _, x := range []struct {
-			e  Entry
+			e  matcher.Entry
 			at time.Time
 		}{{b, b.Enqueue.Add(hbTimeout)}, {c, c.Deadline}} {
 			only(t, p, part, x.e.TicketID, member(x.e))
@@ -288,7 +289,7 @@ func testWatch(t *testing.T, p *Pool) {
 				t.Fatalf("%s watched at %v, want %v", x.e.TicketID, w, x.at)
 			}
 		}
-		want := []Entry{seenAt(b, b.Enqueue), seenAt(a, t0.Add(10*time.Second)), seenAt(c, c.Enqueue)}
+		want := []matcher.Entry{seenAt(b, b.Enqueue), seenAt(a, t0.Add(10*time.Second)), seenAt(c, c.Enqueue)}
 		for i, at := range []time.Time{t0.Add(time.Minute), t0.Add(10*time.Second + 2*hbTimeout), c.Deadline} {
 			if got, err := p.Watched(ctx, part, at, 10); err != nil || !reflect.DeepEqual(got, want[:i+1]) {
 				t.Fatalf("watched at %v = %+v, %v; want %+v", at, got, err, want[:i+1])
@@ -335,7 +336,7 @@ func testWatch(t *testing.T, p *Pool) {
 
 		// Claimed: refused, and the member the claim left in watch keeps
 		// its score.
-		if res, err := p.Claim(ctx, part, 0, "m1", []Entry{a}); err != nil || !res.OK {
+		if res, err := p.Claim(ctx, part, 0, "m1", []matcher.Entry{a}); err != nil || !res.OK {
 			t.Fatalf("claim = %+v, %v", res, err)
 		}
 		if ok, err := p.Heartbeat(ctx, part, "a", t0.Add(110*time.Second), hbTimeout); err != nil || ok {
@@ -376,8 +377,8 @@ func testWatch(t *testing.T, p *Pool) {
 		if err := p.rdb.ZRem(ctx, p.Key(part, "watch"), member(lost), member(taken)).Err(); err != nil {
 			t.Fatal(err)
 		}
-		read := []Entry{lost, taken, kept, {TicketID: "bare"}}
-		if res, err := p.Claim(ctx, part, 0, "m1", []Entry{taken}); err != nil || !res.OK {
+		read := []matcher.Entry{lost, taken, kept, {TicketID: "bare"}}
+		if res, err := p.Claim(ctx, part, 0, "m1", []matcher.Entry{taken}); err != nil || !res.OK {
 			t.Fatalf("claim = %+v, %v", res, err)
 		}
 		n, err := p.Rewatch(ctx, part, read, hbTimeout)
@@ -422,7 +423,7 @@ func testWatch(t *testing.T, p *Pool) {
 		if err := p.rdb.HSet(ctx, p.ticketKey(part, "other"), "m", member(moved)).Err(); err != nil {
 			t.Fatal(err)
 		}
-		want := []Entry{
+		want := []matcher.Entry{
 			seenAt(quiet, quiet.Enqueue), // none sent: its enqueue
 			sent,                         // the one it joined with
 			{TicketID: "lost"},           // bare, for the caller to restore
@@ -470,10 +471,10 @@ func testWatch(t *testing.T, p *Pool) {
 			t.Fatalf("old watched in the overflow pool at %v, want %v", w, t0.Add(5*time.Second+hbTimeout))
 		}
 		only(t, p, s0, "young", member(young))
-		if got, err := p.Watched(ctx, s0, t0.Add(time.Hour), 10); err != nil || !reflect.DeepEqual(got, []Entry{seenAt(young, young.Enqueue)}) {
+		if got, err := p.Watched(ctx, s0, t0.Add(time.Hour), 10); err != nil || !reflect.DeepEqual(got, []matcher.Entry{seenAt(young, young.Enqueue)}) {
 			t.Fatalf("watched in the sub-pool = %+v, %v; want young", got, err)
 		}
-		if got, err := p.Watched(ctx, ov, t0.Add(time.Hour), 10); err != nil || !reflect.DeepEqual(got, []Entry{seenAt(stray, stray.Enqueue), old}) {
+		if got, err := p.Watched(ctx, ov, t0.Add(time.Hour), 10); err != nil || !reflect.DeepEqual(got, []matcher.Entry{seenAt(stray, stray.Enqueue), old}) {
 			t.Fatalf("watched in the overflow pool = %+v, %v; want stray, old", got, err)
 		}
 
@@ -523,10 +524,10 @@ func testWatch(t *testing.T, p *Pool) {
 		s0, ov := "wleft:eu/s0", "wleft:eu/ov"
 		a := entry("a", 1, 0, time.Hour) // watched at t0+30s
 		mustEnqueue(t, p, s0, a)
-		if r, err := p.Claim(ctx, s0, 0, "m1", []Entry{a}); err != nil || !r.OK {
+		if r, err := p.Claim(ctx, s0, 0, "m1", []matcher.Entry{a}); err != nil || !r.OK {
 			t.Fatalf("claim = %+v, %v", r, err)
 		}
-		if _, err := p.Requeue(ctx, ov, []Entry{a}, hashTTL, time.Time{}, hbTimeout); err != nil {
+		if _, err := p.Requeue(ctx, ov, []matcher.Entry{a}, hashTTL, time.Time{}, hbTimeout); err != nil {
 			t.Fatal(err)
 		}
 		at := t0.Add(10 * time.Minute)
