@@ -62,8 +62,11 @@ func TestJoinRacingABanKeepsNoTicket(t *testing.T) {
 		listA, _ := NewBanList(BanListConfig{Store: e.store})
 		listB, _ := NewBanList(BanListConfig{Store: e.store})
 		service := func(list *BanList) *engine.Service {
-			svc, err := engine.NewService(engine.ServiceConfig{Queues: cfg, Pool: pool.New(e.rdb, e.prefix),
-				Ledger: slowJoins{e.led}, Banned: list.Banned})
+			svc, err := engine.NewService(engine.ServiceConfig{
+				Deps:   engine.Deps{Pool: pool.New(e.rdb, e.prefix), Ledger: slowJoins{e.led}},
+				Queues: cfg,
+				Banned: list.Banned,
+			})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -58,6 +58,8 @@ type deps struct {
 	health    *health
 	wakes     *lease.Wakes
 	svc       *engine.Service
+	// core are the dependencies the Service and the Runner share.
+	core engine.Deps
 
 	// runner is the matcher role's, nil without it. matcherRole sets it
 	// before anything runs; joins' wake-ups and queue changes reach it.
@@ -158,11 +160,17 @@ func newDeps(ctx context.Context, f serveFlags, stderr io.Writer) (_ *deps, err 
 		"record": d.led.Ping,
 	})
 	d.wakes = lease.NewWakes(d.rdb, f.prefix, log)
+	d.core = engine.Deps{
+		Pool: d.pool, Ledger: d.led, Allocator: d.alloc, Notifier: d.publisher, Presence: d.tracker,
+		Now: d.clk.Now, Logger: log, Metrics: d.mmetrics,
+	}
 	if d.svc, err = engine.NewService(engine.ServiceConfig{
-		Queues: d.queues, Pool: d.pool, Ledger: d.led, Notifier: d.publisher, Logger: log, Metrics: d.mmetrics,
-		Allocator: d.alloc, Skill: d.skills, Now: d.clk.Now,
-		Available: d.health.Err, Banned: d.sec.bans.Banned,
-		Wake: d.wake,
+		Deps:      d.core,
+		Queues:    d.queues,
+		Skill:     d.skills,
+		Available: d.health.Err,
+		Banned:    d.sec.bans.Banned,
+		Wake:      d.wake,
 	}); err != nil {
 		return nil, err
 	}

@@ -45,9 +45,12 @@ func buildRoles(ctx context.Context, d *deps) ([]task, *gateway.Server, error) {
 // and makes it the one the Service's wake-ups and the queue changes reach.
 func matcherRole(d *deps) ([]task, error) {
 	r, err := lease.NewRunner(lease.RunnerConfig{
-		Queues: d.queues, Pool: d.pool, Ledger: d.led, Notifier: d.publisher, Presence: d.tracker, Redis: d.rdb,
-		Prefix: d.f.prefix, Owner: d.node + "-" + rand.Text()[:8], LeaseTTL: d.f.leaseTTL, Logger: d.log, Metrics: d.mmetrics,
-		Allocator: d.alloc, Now: d.clk.Now,
+		Deps:     d.core,
+		Queues:   d.queues,
+		Redis:    d.rdb,
+		Prefix:   d.f.prefix,
+		Owner:    d.node + "-" + rand.Text()[:8],
+		LeaseTTL: d.f.leaseTTL,
 	})
 	if err != nil {
 		return nil, err

@@ -68,7 +68,7 @@ func normalized(t *testing.T, q matcher.QueueConfig) (matcher.Config, matcher.Qu
 
 func (w *world) service(t *testing.T, cfg matcher.Config, now func() time.Time) *engine.Service {
 	t.Helper()
-	svc, err := engine.NewService(engine.ServiceConfig{Queues: cfg, Pool: w.pool, Ledger: w.led, Now: now})
+	svc, err := engine.NewService(engine.ServiceConfig{Deps: engine.Deps{Pool: w.pool, Ledger: w.led, Now: now}, Queues: cfg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func (w *world) service(t *testing.T, cfg matcher.Config, now func() time.Time) 
 
 func (w *world) engine(t *testing.T, q matcher.QueueConfig, region string, seen engine.Presence, now func() time.Time) *engine.Engine {
 	t.Helper()
-	cfg := engine.EngineConfig{Queue: q, Region: region, Pool: w.pool, Ledger: w.led, Now: now}
+	cfg := engine.EngineConfig{Deps: engine.Deps{Pool: w.pool, Ledger: w.led, Now: now}, Queue: q, Region: region}
 	if seen != nil {
 		cfg.Presence = seen
 	}

@@ -30,8 +30,9 @@ import (
 
 // afterDissolve carries out those steps for a dissolution the record
 // committed, and returns the pools it put players back into.
-func afterDissolve(ctx context.Context, q *matcher.QueueConfig, p Pool, alloc Allocator, n Notifier,
-	log *slog.Logger, m *Metrics, d matcher.Dissolution, events []matcher.Event, reason string, now time.Time) []matcher.Partition {
+func (deps Deps) afterDissolve(ctx context.Context, log *slog.Logger, q *matcher.QueueConfig,
+	d matcher.Dissolution, events []matcher.Event, reason string, now time.Time) []matcher.Partition {
+	p, alloc, n, m := deps.Pool, deps.Allocator, deps.Notifier, deps.Metrics
 	byPool := map[matcher.Partition][]matcher.Entry{}
 	var order []matcher.Partition
 	for _, t := range d.Requeued {
@@ -145,7 +146,6 @@ func (p *pass) closeAcceptWindow(ctx context.Context, id string) (bool, error) {
 	case err != nil:
 		return false, fmt.Errorf("dissolve match %s: %w", id, err)
 	}
-	afterDissolve(ctx, p.e.q, p.e.cfg.Pool, p.e.cfg.Allocator, p.e.cfg.Notifier, p.e.log, p.e.cfg.Metrics,
-		d, events, matcher.ReasonAcceptTimeout, p.now)
+	p.e.cfg.afterDissolve(ctx, p.e.log, p.e.q, d, events, matcher.ReasonAcceptTimeout, p.now)
 	return true, nil
 }

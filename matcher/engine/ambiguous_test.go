@@ -126,9 +126,12 @@ func (a *ambiguous) Match(ctx context.Context, id string) (matcher.Match, error)
 func ambiguousEngine(t *testing.T, h *harness, led matcher.Ledger, alloc engine.Allocator) (*engine.Engine, *publisher) {
 	t.Helper()
 	pub := &publisher{led: led, found: map[string]int{}}
-	e, err := engine.NewEngine(engine.EngineConfig{Queue: h.q, Region: "global", Pool: h.pool, Ledger: led,
-		Allocator: alloc, Notifier: pub, Presence: h.seen, Now: h.clock,
-		CommitRetry: []time.Duration{time.Millisecond, time.Millisecond}})
+	e, err := engine.NewEngine(engine.EngineConfig{
+		Deps:        engine.Deps{Pool: h.pool, Ledger: led, Allocator: alloc, Notifier: pub, Presence: h.seen, Now: h.clock},
+		Queue:       h.q,
+		Region:      "global",
+		CommitRetry: []time.Duration{time.Millisecond, time.Millisecond},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,9 +322,13 @@ func TestUnreachableCommitOnPostgresSettledNextPass(t *testing.T) {
 	h := newHarnessWith(t, windowQueue(), redistest.Real(t), redistest.Prefix(t), led)
 	alloc := &fakeAllocator{}
 	pub := &publisher{led: led, found: map[string]int{}}
-	eng, err := engine.NewEngine(engine.EngineConfig{Queue: h.q, Region: "global", Pool: h.pool, Ledger: led,
-		Allocator: alloc, Notifier: pub, Presence: h.seen, Now: h.clock,
-		CommitTimeout: 200 * time.Millisecond, CommitRetry: []time.Duration{time.Millisecond, time.Millisecond}})
+	eng, err := engine.NewEngine(engine.EngineConfig{
+		Deps:          engine.Deps{Pool: h.pool, Ledger: led, Allocator: alloc, Notifier: pub, Presence: h.seen, Now: h.clock},
+		Queue:         h.q,
+		Region:        "global",
+		CommitTimeout: 200 * time.Millisecond,
+		CommitRetry:   []time.Duration{time.Millisecond, time.Millisecond},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

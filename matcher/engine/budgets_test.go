@@ -99,11 +99,15 @@ func TestPassPastItsBudgetPutsEveryoneBack(t *testing.T) {
 		q := matcher.QueueConfig{Name: "q", Players: 2, Tick: 20 * time.Millisecond}
 		h := newHarnessWith(t, q, rdb, prefix, mem)
 		alloc := &hangingAllocator{}
-		eng, err := engine.NewEngine(engine.EngineConfig{Queue: h.q, Region: "global", Pool: h.pool,
-			Ledger: refusingLedger{mem}, Allocator: alloc, Presence: h.seen, Now: h.clock,
+		eng, err := engine.NewEngine(engine.EngineConfig{
+			Deps:   engine.Deps{Pool: h.pool, Ledger: refusingLedger{mem}, Allocator: alloc, Presence: h.seen, Now: h.clock},
+			Queue:  h.q,
+			Region: "global",
 			// The allocations' budget outlasts the pass's, so that the
 			// pass's context dies while the allocations hang.
-			PassTimeout: 300 * time.Millisecond, AllocateTimeout: time.Second})
+			PassTimeout:     300 * time.Millisecond,
+			AllocateTimeout: time.Second,
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -153,9 +157,13 @@ func TestPassAllocationsShareOneBudget(t *testing.T) {
 		q := matcher.QueueConfig{Name: "q", Players: 2}
 		h := newHarnessWith(t, q, rdb, prefix, mem)
 		alloc := &hangingAllocator{calls: 1} // every call hangs
-		eng, err := engine.NewEngine(engine.EngineConfig{Queue: h.q, Region: "global", Pool: h.pool,
-			Ledger: mem, Allocator: alloc, Presence: h.seen, Now: h.clock,
-			AllocateTimeout: 50 * time.Millisecond, AllocateBackoff: []time.Duration{}})
+		eng, err := engine.NewEngine(engine.EngineConfig{
+			Deps:            engine.Deps{Pool: h.pool, Ledger: mem, Allocator: alloc, Presence: h.seen, Now: h.clock},
+			Queue:           h.q,
+			Region:          "global",
+			AllocateTimeout: 50 * time.Millisecond,
+			AllocateBackoff: []time.Duration{},
+		})
 		if err != nil {
 			t.Fatal(err)
 		}

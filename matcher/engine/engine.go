@@ -33,12 +33,8 @@ type EngineConfig struct {
 	Region string
 	// Shard is the sub-pool of a sharded queue this engine owns ("s0"…,
 	// or OverflowShard); "" for an unsharded queue.
-	Shard  string
-	Pool   Pool
-	Ledger matcher.Ledger
-	// Allocator hands out a server for every match before it is committed;
-	// nil forms matches without a server (tests and tools).
-	Allocator Allocator
+	Shard string
+	Deps
 	// AllocateBackoff are the waits between allocation attempts. Default
 	// DefaultAllocateBackoff (three attempts, 50 ms and 100 ms apart).
 	AllocateBackoff []time.Duration
@@ -66,21 +62,11 @@ type EngineConfig struct {
 	// failed as a whole (its outcome unknown: the reply may be all that
 	// was lost). Default DefaultCommitRetry (100 ms, 300 ms, 1 s).
 	CommitRetry []time.Duration
-	// Notifier publishes committed events at once; nil leaves them to the relay.
-	Notifier Notifier
 	// Fence returns the partition's lease fencing token, checked by the claim
 	// script and the commit. Nil runs unfenced (token 0): tests and tools.
 	// With a Fence, a pass while it returns 0 (the lease is not held, or its
 	// validity ran out) does nothing.
 	Fence func() int64
-	// Presence tells when users were last seen with a live socket; with it a
-	// ticket whose player has a socket is never evicted as a ghost. Nil: only
-	// heartbeats count.
-	Presence Presence
-	// Now is the clock; nil means time.Now.
-	Now     func() time.Time
-	Logger  *slog.Logger
-	Metrics *Metrics
 }
 
 // Engine forms the matches of one partition. Tick is one pass; Run calls it

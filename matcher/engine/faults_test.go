@@ -234,9 +234,13 @@ func TestShardedReconcileUnderConcurrentPasses(t *testing.T) {
 			continue
 		}
 		ls.takeOver(t, part)
-		fe, err := engine.NewEngine(engine.EngineConfig{Queue: h.q, Region: "global", Shard: e.Partition().Shard,
-			Pool: h.pool, Ledger: h.led, Presence: h.seen, Now: h.clock,
-			Fence: func() int64 { return ls.token(part) }})
+		fe, err := engine.NewEngine(engine.EngineConfig{
+			Deps:   engine.Deps{Pool: h.pool, Ledger: h.led, Presence: h.seen, Now: h.clock},
+			Queue:  h.q,
+			Region: "global",
+			Shard:  e.Partition().Shard,
+			Fence:  func() int64 { return ls.token(part) },
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -323,13 +327,19 @@ func TestTakeoverResolvesADeadClaimByItsDeadline(t *testing.T) {
 		}
 		led := ledger.NewMemory()
 		pl := pool.New(rdb, prefix)
-		svc, err := engine.NewService(engine.ServiceConfig{Queues: cfg, Pool: pl, Ledger: led})
+		svc, err := engine.NewService(engine.ServiceConfig{Deps: engine.Deps{Pool: pl, Ledger: led}, Queues: cfg})
 		if err != nil {
 			t.Fatal(err)
 		}
 		start := func(owner string) (*lease.Runner, func()) {
-			r, err := lease.NewRunner(lease.RunnerConfig{Queues: cfg, Pool: pl, Ledger: led, Redis: rdb,
-				Prefix: prefix, Owner: owner, LeaseTTL: time.Minute})
+			r, err := lease.NewRunner(lease.RunnerConfig{
+				Deps:     engine.Deps{Pool: pl, Ledger: led},
+				Queues:   cfg,
+				Redis:    rdb,
+				Prefix:   prefix,
+				Owner:    owner,
+				LeaseTTL: time.Minute,
+			})
 			if err != nil {
 				t.Fatal(err)
 			}

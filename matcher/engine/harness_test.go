@@ -127,8 +127,12 @@ func newHarnessWith(t *testing.T, q matcher.QueueConfig, rdb redis.UniversalClie
 		o(&h.opts)
 	}
 	h.seen = &presenceFake{h: h, away: map[string]time.Time{}}
-	svc, err := engine.NewService(engine.ServiceConfig{Queues: cfg, Pool: h.pool, Ledger: h.led, Notifier: h.pushed, Now: h.clock,
-		Allocator: h.opts.alloc, Skill: h.opts.skill, SkillTimeout: h.opts.skillTimeout})
+	svc, err := engine.NewService(engine.ServiceConfig{
+		Deps:         engine.Deps{Pool: h.pool, Ledger: h.led, Notifier: h.pushed, Now: h.clock, Allocator: h.opts.alloc},
+		Queues:       cfg,
+		Skill:        h.opts.skill,
+		SkillTimeout: h.opts.skillTimeout,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,11 +156,15 @@ func (h *harness) newEngine(region string) *engine.Engine {
 
 func (h *harness) newPoolEngine(region, shard string) *engine.Engine {
 	h.t.Helper()
-	cfg := engine.EngineConfig{Queue: h.q, Region: region, Shard: shard, Pool: h.pool, Ledger: h.led, Notifier: h.pushed,
-		Presence: h.seen, Now: h.clock, Allocator: h.opts.alloc,
+	cfg := engine.EngineConfig{
+		Deps:   engine.Deps{Pool: h.pool, Ledger: h.led, Notifier: h.pushed, Presence: h.seen, Now: h.clock, Allocator: h.opts.alloc},
+		Queue:  h.q,
+		Region: region,
+		Shard:  shard,
 		// A commit whose outcome is unknown is tried again without the
 		// default's real waits.
-		CommitRetry: []time.Duration{time.Millisecond, time.Millisecond}}
+		CommitRetry: []time.Duration{time.Millisecond, time.Millisecond},
+	}
 	if rec := h.opts.sleeps; rec != nil {
 		var mu sync.Mutex
 		cfg.Sleep = func(_ context.Context, d time.Duration) error {

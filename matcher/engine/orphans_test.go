@@ -66,8 +66,15 @@ func normalized(t *testing.T, qs ...matcher.QueueConfig) matcher.Config {
 // startRunner runs a Runner of c until the test ends.
 func startRunner(t *testing.T, b backend, c matcher.Config, clock func() time.Time) *lease.Runner {
 	t.Helper()
-	r, err := lease.NewRunner(lease.RunnerConfig{Queues: c, Pool: pool.New(b.rdb, b.prefix), Ledger: b.led,
-		Redis: b.rdb, Prefix: b.prefix, Owner: "m0", LeaseTTL: time.Second, ReconcileEvery: 100 * time.Millisecond, Now: clock})
+	r, err := lease.NewRunner(lease.RunnerConfig{
+		Deps:           engine.Deps{Pool: pool.New(b.rdb, b.prefix), Ledger: b.led, Now: clock},
+		Queues:         c,
+		Redis:          b.rdb,
+		Prefix:         b.prefix,
+		Owner:          "m0",
+		LeaseTTL:       time.Second,
+		ReconcileEvery: 100 * time.Millisecond,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +87,7 @@ func startRunner(t *testing.T, b backend, c matcher.Config, clock func() time.Ti
 
 func newService(t *testing.T, b backend, c matcher.Config, clock func() time.Time) *engine.Service {
 	t.Helper()
-	svc, err := engine.NewService(engine.ServiceConfig{Queues: c, Pool: pool.New(b.rdb, b.prefix), Ledger: b.led, Now: clock})
+	svc, err := engine.NewService(engine.ServiceConfig{Deps: engine.Deps{Pool: pool.New(b.rdb, b.prefix), Ledger: b.led, Now: clock}, Queues: c})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -58,8 +58,11 @@ func TestRunOverlapsCommitWithNextPass(t *testing.T) {
 		t.Fatal(err)
 	}
 	var overlapped atomic.Int64
-	e, err := engine.NewEngine(engine.EngineConfig{Queue: h.q, Region: "global", Pool: h.pool, Ledger: led,
-		Notifier: h.pushed, Presence: h.seen, Now: h.clock, Fence: func() int64 {
+	e, err := engine.NewEngine(engine.EngineConfig{
+		Deps:   engine.Deps{Pool: h.pool, Ledger: led, Notifier: h.pushed, Presence: h.seen, Now: h.clock},
+		Queue:  h.q,
+		Region: "global",
+		Fence: func() int64 {
 			waiting, err := mem.Waiting(ctx, part)
 			if err != nil {
 				t.Error(err)
@@ -72,7 +75,8 @@ func TestRunOverlapsCommitWithNextPass(t *testing.T) {
 				overlapped.Add(1)
 			}
 			return token
-		}})
+		},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -102,8 +102,12 @@ func TestLeaseStolenMidClaim(t *testing.T) {
 	if err := mem.SetLeaseEpoch(ctx, part, tokA); err != nil {
 		t.Fatal(err)
 	}
-	eng, err := engine.NewEngine(engine.EngineConfig{Queue: h.q, Region: "global", Pool: h.pool, Ledger: st,
-		Fence: func() int64 { return tokA }, Presence: h.seen, Now: h.clock})
+	eng, err := engine.NewEngine(engine.EngineConfig{
+		Deps:   engine.Deps{Pool: h.pool, Ledger: st, Presence: h.seen, Now: h.clock},
+		Queue:  h.q,
+		Region: "global",
+		Fence:  func() int64 { return tokA },
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,8 +163,14 @@ func startRunners(t *testing.T, n int, q matcher.QueueConfig, ttl time.Duration)
 	for i := range n {
 		// Each runner has its own client, so a crash can cut one off.
 		rdb := redis.NewClient(base.Options())
-		r, err := lease.NewRunner(lease.RunnerConfig{Queues: cfg, Pool: pool.New(rdb, prefix), Ledger: led,
-			Redis: rdb, Prefix: prefix, Owner: fmt.Sprint("m", i), LeaseTTL: ttl})
+		r, err := lease.NewRunner(lease.RunnerConfig{
+			Deps:     engine.Deps{Pool: pool.New(rdb, prefix), Ledger: led},
+			Queues:   cfg,
+			Redis:    rdb,
+			Prefix:   prefix,
+			Owner:    fmt.Sprint("m", i),
+			LeaseTTL: ttl,
+		})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -19,10 +19,7 @@ import (
 // ServiceConfig configures the Service.
 type ServiceConfig struct {
 	Queues matcher.Config // normalized
-	Pool   Pool
-	Ledger matcher.Ledger
-	// Notifier publishes committed events at once; nil leaves them to the relay.
-	Notifier Notifier
+	Deps
 	// Wake asks the partition's engine (in this process or another) for a
 	// pass now; nil waits for the next tick.
 	Wake func(matcher.Partition)
@@ -42,9 +39,6 @@ type ServiceConfig struct {
 	Skill SkillSource
 	// SkillTimeout bounds that question: slow counts as down. Default 300ms.
 	SkillTimeout time.Duration
-	// Allocator takes back the server of a match dissolved by a decline;
-	// nil when matches have no server.
-	Allocator Allocator
 	// Available, when set, is asked before a join writes anything: a
 	// non-nil answer (Redis or the record is unreachable) refuses the join at
 	// once with UNAVAILABLE instead of letting it hang or half-succeed.
@@ -55,10 +49,6 @@ type ServiceConfig struct {
 	// a ban survives neither this check nor the ban's sweep (see
 	// control.BanList).
 	Banned func(userID string) bool
-	// Now is the clock; nil means time.Now.
-	Now     func() time.Time
-	Logger  *slog.Logger
-	Metrics *Metrics
 }
 
 // Service joins, cancels and answers status. It talks to the ledger and the
@@ -423,8 +413,7 @@ func (s *Service) Decline(ctx context.Context, userID, matchID string) (matcher.
 	if !ok {
 		q = &matcher.QueueConfig{Name: d.Match.Queue}
 	}
-	for _, part := range afterDissolve(ctx, q, s.cfg.Pool, s.cfg.Allocator, s.cfg.Notifier, s.log, s.cfg.Metrics,
-		d, events, matcher.ReasonDeclined, now) {
+	for _, part := range s.cfg.afterDissolve(ctx, s.log, q, d, events, matcher.ReasonDeclined, now) {
 		s.cfg.Wake(part)
 	}
 	return d.Match, nil

@@ -139,15 +139,15 @@ func newTickPartition(b *testing.B, pl *pool.Pool, n int) *tickPartition {
 	// "now" = t0+15s nobody is stale (heartbeat timeout 30s) or due (5m).
 	var clock atomic.Int64
 	loader, err := engine.NewService(engine.ServiceConfig{
-		Queues: matcher.Config{Queues: []matcher.QueueConfig{q}}, Pool: pl, Ledger: t.led,
-		Now: func() time.Time { return t0.Add(time.Duration(clock.Add(1)%10_000) * time.Millisecond) },
+		Deps:   engine.Deps{Pool: pl, Ledger: t.led, Now: func() time.Time { return t0.Add(time.Duration(clock.Add(1)%10_000) * time.Millisecond) }},
+		Queues: matcher.Config{Queues: []matcher.QueueConfig{q}},
 	})
 	if err != nil {
 		b.Fatal(err)
 	}
 	t.svc, err = engine.NewService(engine.ServiceConfig{
-		Queues: matcher.Config{Queues: []matcher.QueueConfig{q}}, Pool: pl, Ledger: t.led,
-		Now: func() time.Time { return t.now },
+		Deps:   engine.Deps{Pool: pl, Ledger: t.led, Now: func() time.Time { return t.now }},
+		Queues: matcher.Config{Queues: []matcher.QueueConfig{q}},
 	})
 	if err != nil {
 		b.Fatal(err)
@@ -202,8 +202,11 @@ func (t *tickPartition) refill(b *testing.B, n int) {
 }
 
 func (t *tickPartition) bench(b *testing.B, k int) {
-	e, err := engine.NewEngine(engine.EngineConfig{Queue: tickQueue(b, k), Region: "global", Pool: t.pool, Ledger: t.led,
-		Now: func() time.Time { return t.now }})
+	e, err := engine.NewEngine(engine.EngineConfig{
+		Deps:   engine.Deps{Pool: t.pool, Ledger: t.led, Now: func() time.Time { return t.now }},
+		Queue:  tickQueue(b, k),
+		Region: "global",
+	})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -23,14 +23,9 @@ import (
 
 // RunnerConfig configures the matcher role of a process.
 type RunnerConfig struct {
-	Queues   matcher.Config // normalized
-	Pool     engine.Pool
-	Ledger   matcher.Ledger
-	Notifier engine.Notifier
-	Presence engine.Presence
-	// Allocator hands out the servers of the matches the engines form; nil
-	// forms matches without a server.
-	Allocator engine.Allocator
+	Queues matcher.Config // normalized
+	// Deps are the engines' (and the reconciler's).
+	engine.Deps
 	// Redis carries wake-ups between processes (a join on one gateway wakes
 	// the owner of the partition wherever it runs) and the registry of live
 	// matchers. Required.
@@ -47,9 +42,6 @@ type RunnerConfig struct {
 	LeaseTTL time.Duration
 	// ReconcileEvery is the period of the record↔pool repair. Default 10s.
 	ReconcileEvery time.Duration
-	Now            func() time.Time
-	Logger         *slog.Logger
-	Metrics        *engine.Metrics
 }
 
 // Runner is the matcher role of a process: it takes a fair share of the
@@ -166,10 +158,11 @@ func (r *Runner) build(c matcher.Config, old *topology) (t *topology, changed []
 					continue
 				}
 				e, err := engine.NewEngine(engine.EngineConfig{
-					Queue: q, Region: region, Shard: p.Shard, Pool: r.cfg.Pool, Ledger: r.cfg.Ledger,
-					Notifier: r.cfg.Notifier, Allocator: r.cfg.Allocator,
-					Presence: r.cfg.Presence, Fence: func() int64 { return r.fence(part) },
-					Now: r.cfg.Now, Logger: r.cfg.Logger, Metrics: r.cfg.Metrics,
+					Deps:   r.cfg.Deps,
+					Queue:  q,
+					Region: region,
+					Shard:  p.Shard,
+					Fence:  func() int64 { return r.fence(part) },
 				})
 				if err != nil {
 					return nil, nil, err
@@ -273,7 +266,7 @@ func (r *Runner) fence(part string) int64 {
 	r.mu.Lock()
 	h := r.held[part]
 	r.mu.Unlock()
-	if h == nil || time.Now().UnixMilli() >= h.validUntil.Load() {
+	if h == nil || r.cfg.Now().UnixMilli() >= h.validUntil.Load() {
 		return 0
 	}
 	return h.token
@@ -371,13 +364,13 @@ func (r *Runner) leaseRound(ctx context.Context) {
 	share := (len(topo.order) + live - 1) / live
 
 	for part, h := range r.renewable() {
-		start := time.Now()
-		ok, err := r.cfg.Pool.RenewLease(ctx, part, r.cfg.Owner, h.token, r.cfg.Now(), ttl)
+		start := r.cfg.Now()
+		ok, err := r.cfg.Pool.RenewLease(ctx, part, r.cfg.Owner, h.token, start, ttl)
 		switch {
 		case err != nil:
 			// Unknown: keep working until the lease would have expired;
 			// the fence refuses anything after.
-			if time.Now().UnixMilli() >= h.validUntil.Load() {
+			if r.cfg.Now().UnixMilli() >= h.validUntil.Load() {
 				r.drop(part, h, "lease unconfirmed past its expiry")
 			}
 		case !ok:
@@ -447,8 +440,8 @@ func (r *Runner) acquire(ctx context.Context, topo *topology, part string) {
 		r.log.Warn("read lease epoch", "partition", part, "err", err)
 		return
 	}
-	start := time.Now()
-	token, err := r.cfg.Pool.AcquireLease(ctx, part, r.cfg.Owner, r.cfg.Now(), r.cfg.LeaseTTL, floor)
+	start := r.cfg.Now()
+	token, err := r.cfg.Pool.AcquireLease(ctx, part, r.cfg.Owner, start, r.cfg.LeaseTTL, floor)
 	if err != nil || token == 0 {
 		if err != nil && ctx.Err() == nil {
 			r.log.Warn("acquire lease", "partition", part, "err", err)
