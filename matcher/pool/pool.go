@@ -18,6 +18,8 @@ import (
 )
 
 var (
+	//go:embed lua/ended.lua
+	endedSrc string
 	//go:embed lua/enqueue.lua
 	enqueueSrc string
 	//go:embed lua/claim.lua
@@ -47,12 +49,12 @@ var (
 )
 
 var (
-	enqueueScript   = redis.NewScript(enqueueSrc)
+	enqueueScript   = redis.NewScript(endedSrc + enqueueSrc)
 	claimScript     = redis.NewScript(claimSrc)
-	cancelScript    = redis.NewScript(cancelSrc)
-	requeueScript   = redis.NewScript(requeueSrc)
-	heartbeatScript = redis.NewScript(heartbeatSrc)
-	scanScript      = redis.NewScript(scanSrc)
+	cancelScript    = redis.NewScript(endedSrc + cancelSrc)
+	requeueScript   = redis.NewScript(endedSrc + requeueSrc)
+	heartbeatScript = redis.NewScript(endedSrc + heartbeatSrc)
+	scanScript      = redis.NewScript(endedSrc + scanSrc)
 	acquireScript   = redis.NewScript(leaseAcquireSrc)
 	renewScript     = redis.NewScript(leaseRenewSrc)
 	releaseScript   = redis.NewScript(leaseReleaseSrc)

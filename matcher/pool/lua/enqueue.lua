@@ -41,28 +41,7 @@
 -- and had not ended (the pool is left untouched for it, whatever state the
 -- hash is in; a ticket listed twice is added by the first).
 
--- ended reports whether a ticket hash, read as its state, match and exp,
--- has ended by now (see enqueue.lua).
-local function ended(state, match, exp, now)
-  local ms, of = nil, nil
-  if exp then
-    ms = exp:match('^%d+$')
-    if not ms then
-      ms, of = exp:match('^(%d+) (.+)$')
-    end
-  end
-  if not ms then
-    return false
-  end
-  if of then
-    if state ~= 'claimed' or of ~= match then
-      return false
-    end
-  elseif state ~= 'waiting' then
-    return false
-  end
-  return tonumber(ms) <= now
-end
+-- ended(state, match, exp, now) is ended.lua's, loaded before this script.
 
 local out = {}
 local adds = {{}, {}, {}} -- per sorted set: score, member, ...

@@ -25,28 +25,7 @@
 -- Returns 1 when the ticket is waiting (hb is now the later of its old value
 -- and ARGV[1]), 0 when it is claimed or unknown.
 
--- ended reports whether a ticket hash, read as its state, match and exp,
--- has ended by now (see enqueue.lua).
-local function ended(state, match, exp, now)
-  local ms, of = nil, nil
-  if exp then
-    ms = exp:match('^%d+$')
-    if not ms then
-      ms, of = exp:match('^(%d+) (.+)$')
-    end
-  end
-  if not ms then
-    return false
-  end
-  if of then
-    if state ~= 'claimed' or of ~= match then
-      return false
-    end
-  elseif state ~= 'waiting' then
-    return false
-  end
-  return tonumber(ms) <= now
-end
+-- ended(state, match, exp, now) is ended.lua's, loaded before this script.
 
 local f = redis.call('HMGET', KEYS[1], 'state', 'hb', 'm', 'exp', 'match')
 if f[1] ~= 'waiting' or ended(f[1], f[5], f[4], tonumber(ARGV[3])) then

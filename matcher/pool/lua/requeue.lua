@@ -56,28 +56,7 @@
 -- same member gets its original scores rewritten and is not counted; one
 -- the guard left alone is not counted either.
 
--- ended reports whether a ticket hash, read as its state, match and exp,
--- has ended by now (see enqueue.lua).
-local function ended(state, match, exp, now)
-  local ms, of = nil, nil
-  if exp then
-    ms = exp:match('^%d+$')
-    if not ms then
-      ms, of = exp:match('^(%d+) (.+)$')
-    end
-  end
-  if not ms then
-    return false
-  end
-  if of then
-    if state ~= 'claimed' or of ~= match then
-      return false
-    end
-  elseif state ~= 'waiting' then
-    return false
-  end
-  return tonumber(ms) <= now
-end
+-- ended(state, match, exp, now) is ended.lua's, loaded before this script.
 
 local added = 0
 local now = tonumber(ARGV[1])

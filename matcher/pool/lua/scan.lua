@@ -79,28 +79,7 @@ local function nearest(n, s, own)
   return around(n, redis.call('ZCOUNT', KEYS[1], '-inf', s))
 end
 
--- ended reports whether a ticket hash, read as its state, match and exp,
--- has ended by now (see enqueue.lua).
-local function ended(state, match, exp, now)
-  local ms, of = nil, nil
-  if exp then
-    ms = exp:match('^%d+$')
-    if not ms then
-      ms, of = exp:match('^(%d+) (.+)$')
-    end
-  end
-  if not ms then
-    return false
-  end
-  if of then
-    if state ~= 'claimed' or of ~= match then
-      return false
-    end
-  elseif state ~= 'waiting' then
-    return false
-  end
-  return tonumber(ms) <= now
-end
+-- ended(state, match, exp, now) is ended.lua's, loaded before this script.
 
 -- A claim leaves its members in watch, which come to the head within a
 -- heartbeat timeout (by their deadline without one): a watch scan drops at most this many a call beyond
