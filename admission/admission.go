@@ -121,6 +121,10 @@ type Record interface {
 	// SetEpoch records the admitter's lease epoch of queue; a lower one
 	// than recorded is refused with ErrStaleEpoch.
 	SetEpoch(ctx context.Context, queue string, epoch int64) error
+	// Epoch is the admitter epoch recorded for queue (0 before any): the
+	// floor of the next lease's token, so that a wiped Redis never issues
+	// an old one again.
+	Epoch(ctx context.Context, queue string) (int64, error)
 	// Admitted returns the places admitted since, oldest first, up to
 	// limit: the measured rate and the ETA's error come from them.
 	Admitted(ctx context.Context, queue string, since time.Time, limit int) ([]Place, error)

@@ -1,0 +1,305 @@
+package admission
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// AdmitterConfig configures the admitter of one queue.
+type AdmitterConfig struct {
+	Queue  Queue
+	Record Record
+	Line   Line
+	// Owner names this process in the lease.
+	Owner string
+	// LeaseTTL is the life of the admitter's lease, renewed every tenth of
+	// it; a dead admitter is replaced within about one. Default 4s.
+	LeaseTTL time.Duration
+	// Tick is the period of an admission pass. Default 100ms.
+	Tick time.Duration
+	// ProcessingGrace is how long a waiter taken into processing may wait
+	// for its token before a sweep decides from the record. Default 5s.
+	ProcessingGrace time.Duration
+	// Ready is told the places each pass admitted (pushes); nil: none.
+	Ready func(ctx context.Context, places []Place)
+	// Now is the clock of decisions; nil means time.Now.
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// Admitter admits the waiters of one queue, in order, at its rate, while it
+// holds the queue's lease: any number of processes may run one, one admits
+// (ARCHITECTURE.md §10).
+type Admitter struct {
+	cfg   AdmitterConfig
+	log   *slog.Logger
+	token int64     // the lease's fencing token; 0 when not held
+	until time.Time // the lease's validity by this process's clock
+	built bool      // the line was rebuilt from the record under this lease
+}
+
+// NewAdmitter checks the configuration; it starts nothing.
+func NewAdmitter(cfg AdmitterConfig) (*Admitter, error) {
+	if cfg.Record == nil || cfg.Line == nil {
+		return nil, errors.New("admitter: Record and Line are required")
+	}
+	if err := cfg.Queue.Normalize(); err != nil {
+		return nil, err
+	}
+	if cfg.Owner == "" {
+		cfg.Owner = "admitter-" + rand.Text()[:8]
+	}
+	cfg.LeaseTTL = cmp.Or(cfg.LeaseTTL, 4*time.Second)
+	cfg.Tick = cmp.Or(cfg.Tick, 100*time.Millisecond)
+	cfg.ProcessingGrace = cmp.Or(cfg.ProcessingGrace, 5*time.Second)
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Admitter{cfg: cfg, log: cfg.Logger.With("admission", cfg.Queue.Name)}, nil
+}
+
+// Run passes every Tick until ctx ends, then gives the lease up.
+func (a *Admitter) Run(ctx context.Context) error {
+	t := time.NewTicker(a.cfg.Tick)
+	defer t.Stop()
+	renewEvery := a.cfg.LeaseTTL / 10
+	var renewed time.Time
+	for {
+		now := a.cfg.Now()
+		if a.token != 0 && now.Sub(renewed) >= renewEvery {
+			a.renew(ctx, now)
+			renewed = now
+		}
+		if a.token == 0 {
+			a.acquire(ctx, now)
+			renewed = now
+		}
+		if a.token != 0 {
+			if _, err := a.Pass(ctx); err != nil && ctx.Err() == nil {
+				a.log.Warn("admission pass", "err", err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			if a.token != 0 {
+				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+				_, _ = a.cfg.Line.ReleaseLease(rctx, a.cfg.Queue.Name, a.cfg.Owner, a.token)
+				cancel()
+			}
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+func (a *Admitter) acquire(ctx context.Context, now time.Time) {
+	q := a.cfg.Queue.Name
+	floor, err := a.cfg.Record.Epoch(ctx, q)
+	if err != nil {
+		a.log.Warn("read the admitter epoch", "err", err)
+		return
+	}
+	token, err := a.cfg.Line.AcquireLease(ctx, q, a.cfg.Owner, now, a.cfg.LeaseTTL, floor)
+	if err != nil || token == 0 {
+		if err != nil {
+			a.log.Warn("acquire the admitter lease", "err", err)
+		}
+		return
+	}
+	if err := a.cfg.Record.SetEpoch(ctx, q, token); err != nil {
+		a.log.Warn("record the admitter epoch", "err", err)
+		_, _ = a.cfg.Line.ReleaseLease(ctx, q, a.cfg.Owner, token)
+		return
+	}
+	a.token, a.until, a.built = token, now.Add(a.cfg.LeaseTTL), false
+	a.log.Info("admitter lease acquired", "token", token)
+}
+
+func (a *Admitter) renew(ctx context.Context, now time.Time) {
+	ok, err := a.cfg.Line.RenewLease(ctx, a.cfg.Queue.Name, a.cfg.Owner, a.token, now, a.cfg.LeaseTTL)
+	switch {
+	case err != nil:
+		// Unknown: keep admitting until the lease would have ended; the
+		// fence refuses anything after.
+		if !now.Before(a.until) {
+			a.lost("lease unconfirmed past its expiry")
+		}
+	case !ok:
+		a.lost("lease lost")
+	default:
+		a.until = now.Add(a.cfg.LeaseTTL)
+	}
+}
+
+func (a *Admitter) lost(why string) {
+	a.log.Warn("admitter lease dropped", "why", why, "token", a.token)
+	a.token, a.built = 0, false
+}
+
+// PassResult counts what one pass did.
+type PassResult struct {
+	Admitted, Returned, Acked, Expired, Rebuilt int
+}
+
+// Pass is one admission pass under the lease: the line rebuilt from the
+// record once per lease, the waiters left in processing by a dead pass
+// settled from the record, tokens past their life expired, and up to the
+// rate's allowance of the first waiters admitted.
+func (a *Admitter) Pass(ctx context.Context) (PassResult, error) {
+	var res PassResult
+	if a.token == 0 {
+		return res, nil
+	}
+	now := a.cfg.Now()
+	if !now.Before(a.until) {
+		return res, nil // the lease's validity ran out: wait for the renewal
+	}
+	q := a.cfg.Queue
+	if !a.built {
+		n, err := a.rebuild(ctx)
+		if err != nil {
+			return res, err
+		}
+		res.Rebuilt, a.built = n, true
+	}
+	if err := a.settle(ctx, now, &res); err != nil {
+		return res, err
+	}
+	expired, err := a.cfg.Record.Expire(ctx, q.Name, now, 256)
+	if err != nil {
+		return res, fmt.Errorf("expire tokens: %w", err)
+	}
+	res.Expired = len(expired)
+	taken, err := a.cfg.Line.Take(ctx, q.Name, a.token, q.Rate, q.Rate, now)
+	if errors.Is(err, ErrFenced) {
+		a.lost("fenced")
+		return res, nil
+	}
+	if err != nil || len(taken) == 0 {
+		return res, err
+	}
+	admits := make([]Admit, len(taken))
+	for i, t := range taken {
+		admits[i] = Admit{UserID: t.UserID, Seq: t.Seq, Token: newToken()}
+	}
+	// Taken into processing, not yet acknowledged: if this process dies
+	// now, the next pass's settle finds them there and asks the record.
+	places, err := a.cfg.Record.Admit(ctx, q.Name, a.token, admits, now, q.TokenTTL)
+	if errors.Is(err, ErrStaleEpoch) {
+		a.lost("stale epoch")
+		return res, nil
+	}
+	if err != nil {
+		return res, fmt.Errorf("admit %d: %w", len(admits), err)
+	}
+	ready := a.ack(ctx, places, &res)
+	res.Admitted = len(ready)
+	if a.cfg.Ready != nil && len(ready) > 0 {
+		a.cfg.Ready(ctx, ready)
+	}
+	return res, nil
+}
+
+// ack acknowledges the places an admission settled (READY with a token, or
+// no longer waiting) and returns those admitted by the tokens given now.
+func (a *Admitter) ack(ctx context.Context, places []Place, res *PassResult) []Place {
+	var users []string
+	var ready []Place
+	for _, p := range places {
+		if p.Status == StatusWaiting {
+			continue // cannot be: Admit moves WAITING on; left to settle
+		}
+		users = append(users, p.UserID)
+		if p.Status == StatusReady {
+			ready = append(ready, p)
+		}
+	}
+	if len(users) == 0 {
+		return ready
+	}
+	if err := a.cfg.Line.Ack(ctx, a.cfg.Queue.Name, users); err != nil {
+		// Left in processing: settle acknowledges them from the record.
+		a.log.Warn("acknowledge admissions", "n", len(users), "err", err)
+		return ready
+	}
+	res.Acked += len(users)
+	return ready
+}
+
+// settle decides the waiters left in processing past the grace: still
+// WAITING in the record (no token was written) goes back to its place;
+// anything else is acknowledged. Nobody is lost between take and token,
+// and nobody gets a second token.
+func (a *Admitter) settle(ctx context.Context, now time.Time, res *PassResult) error {
+	q := a.cfg.Queue.Name
+	stale, err := a.cfg.Line.Stale(ctx, q, now.Add(-a.cfg.ProcessingGrace))
+	if err != nil || len(stale) == 0 {
+		return err
+	}
+	var back []Taken
+	var done []string
+	for _, t := range stale {
+		p, err := a.cfg.Record.Place(ctx, q, t.UserID)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			done = append(done, t.UserID)
+		case err != nil:
+			return fmt.Errorf("settle %s: %w", t.UserID, err)
+		case p.Status == StatusWaiting && p.Seq == t.Seq:
+			back = append(back, t)
+		default:
+			done = append(done, t.UserID)
+		}
+	}
+	if len(back) > 0 {
+		if err := a.cfg.Line.Return(ctx, q, back); err != nil {
+			return fmt.Errorf("return %d to the line: %w", len(back), err)
+		}
+		res.Returned += len(back)
+	}
+	if len(done) > 0 {
+		if err := a.cfg.Line.Ack(ctx, q, done); err != nil {
+			return fmt.Errorf("acknowledge %d settled: %w", len(done), err)
+		}
+		res.Acked += len(done)
+	}
+	return nil
+}
+
+// rebuild adds every WAITING place of the record to the line, in order:
+// after a loss of the line the waiters are back in their places.
+func (a *Admitter) rebuild(ctx context.Context) (int, error) {
+	q := a.cfg.Queue.Name
+	var after int64
+	n := 0
+	for {
+		page, err := a.cfg.Record.Waiting(ctx, q, after, 1000)
+		if err != nil {
+			return n, fmt.Errorf("rebuild the line: %w", err)
+		}
+		if len(page) == 0 {
+			return n, nil
+		}
+		if err := a.cfg.Line.Add(ctx, q, page); err != nil {
+			return n, fmt.Errorf("rebuild the line: %w", err)
+		}
+		n += len(page)
+		after = page[len(page)-1].Seq
+	}
+}
+
+// newToken is 128 random bits, hex.
+func newToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

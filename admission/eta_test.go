@@ -1,0 +1,84 @@
+package admission
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
+
+func every(from time.Time, n int, gap time.Duration) []time.Time {
+	out := make([]time.Time, n)
+	for i := range out {
+		out[i] = from.Add(time.Duration(i) * gap)
+	}
+	return out
+}
+
+func TestMeasureRatesFromAdmissionsNotTheConfiguredRate(t *testing.T) {
+	now := t0.Add(time.Hour)
+	// 20 a second for the whole window, configured 50.
+	r := MeasureRates(every(now.Add(-RateWindow), 1200, 50*time.Millisecond), now, 50)
+	if !r.Measured || math.Abs(r.Mean-20) > 0.5 {
+		t.Fatalf("rates %+v, want a measured 20/s", r)
+	}
+	if e := r.Predict(99); math.Abs(e.Seconds-5) > 0.2 {
+		t.Fatalf("eta %+v for rank 99 at 20/s, want 5 s", e)
+	}
+	// Nothing admitted yet: the configured rate stands in, said so.
+	r = MeasureRates(nil, now, 50)
+	if r.Measured || r.Mean != 50 {
+		t.Fatalf("rates %+v, want the configured 50 unmeasured", r)
+	}
+}
+
+func TestMeasureRatesWidensWhileTheRateChanges(t *testing.T) {
+	now := t0.Add(time.Hour)
+	// 10/s in the first half of the window, 40/s in the second.
+	at := append(every(now.Add(-RateWindow), 300, 100*time.Millisecond),
+		every(now.Add(-RateWindow/2), 1200, 25*time.Millisecond)...)
+	r := MeasureRates(at, now, 50)
+	if math.Abs(r.Low-10) > 0.5 || math.Abs(r.High-40) > 0.5 || r.Mean < r.Low || r.Mean > r.High {
+		t.Fatalf("rates %+v, want low 10 high 40 and the mean between", r)
+	}
+	e := r.Predict(399)
+	if !(e.Low < e.Seconds && e.Seconds < e.High) || math.Abs(e.Low-10) > 0.5 || math.Abs(e.High-40) > 1 {
+		t.Fatalf("eta %+v, want 10 s to 40 s around the mean", e)
+	}
+}
+
+func TestMeasureRatesOfAQueueThatJustStarted(t *testing.T) {
+	now := t0.Add(time.Hour)
+	// 5 s of admissions at 50/s: measured over those 5 s, not the minute.
+	r := MeasureRates(every(now.Add(-5*time.Second), 250, 20*time.Millisecond), now, 10)
+	if math.Abs(r.Mean-50) > 1.5 {
+		t.Fatalf("rates %+v, want about 50/s", r)
+	}
+}
+
+func TestETAErrors(t *testing.T) {
+	var ps []Place
+	for i := range 10 {
+		// Waited 100 s; predicted 10 s late for the first nine, 50 s for
+		// the tenth: errors 0.1 ×9 and 0.5.
+		miss := 10 * time.Second
+		if i == 9 {
+			miss = 50 * time.Second
+		}
+		ps = append(ps, Place{EnteredAt: t0, AdmittedAt: t0.Add(100 * time.Second), PredictedAt: t0.Add(100*time.Second + miss)})
+	}
+	ps = append(ps, Place{EnteredAt: t0}) // not admitted: not counted
+	st := ETAErrors(ps)
+	if st.N != 10 || math.Abs(st.P50-0.1) > 1e-9 || math.Abs(st.P90-0.1) > 1e-9 {
+		t.Fatalf("stats %+v, want n 10, p50 0.1, p90 0.1", st)
+	}
+	ps[0].PredictedAt = t0.Add(150 * time.Second)
+	ps[1].PredictedAt = t0.Add(150 * time.Second)
+	if st := ETAErrors(ps); math.Abs(st.P90-0.5) > 1e-9 {
+		t.Fatalf("p90 %v, want 0.5 once three of ten missed by half", st.P90)
+	}
+	if st := ETAErrors(nil); st.N != 0 {
+		t.Fatalf("stats of nothing %+v", st)
+	}
+}

@@ -1,0 +1,325 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"sync"
+	"time"
+)
+
+// Queue is one admission queue's configuration.
+type Queue struct {
+	Name string
+	// Rate is the admissions per second of the queue as a whole, however
+	// many processes run.
+	Rate int
+	// TokenTTL is a READY token's life.
+	TokenTTL time.Duration
+	// AbandonAfter: a waiter with no socket and no poll for this long
+	// loses the place.
+	AbandonAfter time.Duration
+}
+
+// Defaults of a Queue's zero fields.
+const (
+	DefaultTokenTTL     = 5 * time.Minute
+	DefaultAbandonAfter = 60 * time.Second
+)
+
+// Normalize fills the zero fields and checks the rest.
+func (q *Queue) Normalize() error {
+	if q.Name == "" {
+		return errors.New("admission queue: no name")
+	}
+	if q.Rate <= 0 {
+		return fmt.Errorf("admission queue %s: rate must be at least 1 a second", q.Name)
+	}
+	if q.TokenTTL == 0 {
+		q.TokenTTL = DefaultTokenTTL
+	}
+	if q.AbandonAfter == 0 {
+		q.AbandonAfter = DefaultAbandonAfter
+	}
+	if q.TokenTTL < time.Second || q.AbandonAfter < time.Second {
+		return fmt.Errorf("admission queue %s: tokenTTL and abandonAfter must be at least 1s", q.Name)
+	}
+	return nil
+}
+
+// ServiceConfig configures the admission Service.
+type ServiceConfig struct {
+	Queues []Queue
+	Record Record
+	Line   Line
+	// Now is the clock of decisions; nil means time.Now.
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// Service is the player's and the protected downstream's side of the
+// admission queues: enter, position, leave; claim, consume, release.
+type Service struct {
+	cfg    ServiceConfig
+	queues map[string]Queue
+	log    *slog.Logger
+
+	mu    sync.Mutex
+	measured map[string]cachedRates
+}
+
+type cachedRates struct {
+	at    time.Time
+	rates Rates
+}
+
+// NewService checks the configuration; it starts nothing.
+func NewService(cfg ServiceConfig) (*Service, error) {
+	if cfg.Record == nil || cfg.Line == nil {
+		return nil, errors.New("admission: Record and Line are required")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Service{cfg: cfg, queues: map[string]Queue{}, log: cfg.Logger, measured: map[string]cachedRates{}}
+	for _, q := range cfg.Queues {
+		if err := q.Normalize(); err != nil {
+			return nil, err
+		}
+		s.queues[q.Name] = q
+	}
+	return s, nil
+}
+
+// ErrUnknownQueue is the answer for a queue that is not an admission
+// queue.
+var ErrUnknownQueue = errors.New("admission: no such admission queue")
+
+func (s *Service) queue(name string) (Queue, error) {
+	q, ok := s.queues[name]
+	if !ok {
+		return Queue{}, fmt.Errorf("%w: %q", ErrUnknownQueue, name)
+	}
+	return q, nil
+}
+
+// Position is what a user is told of their place.
+type Position struct {
+	// Status is WAITING or READY; "" when the user holds no live place
+	// (NOT_ENTERED on the wire).
+	Status Status
+	// Rank is the number of waiters ahead, Total the line's length.
+	Rank, Total int64
+	ETA         ETA
+	// PollAfter is when a client without a socket should ask again.
+	PollAfter time.Duration
+	Token     string
+	ExpiresAt time.Time
+	Version   int64
+}
+
+// Enter takes a place for userID in queue, or returns the place the user
+// already holds (created false): a retry, a double click, a second tab.
+func (s *Service) Enter(ctx context.Context, queue, userID string) (Position, bool, error) {
+	q, err := s.queue(queue)
+	if err != nil {
+		return Position{}, false, err
+	}
+	if userID == "" {
+		return Position{}, false, errors.New("admission: no user")
+	}
+	now := s.cfg.Now()
+	total, err := s.cfg.Line.Size(ctx, q.Name)
+	if err != nil {
+		return Position{}, false, fmt.Errorf("line size of %s: %w", q.Name, err)
+	}
+	eta := s.rates(ctx, q, now).Predict(total)
+	predicted := now.Add(seconds(eta.Seconds))
+	p, created, err := s.cfg.Record.Enter(ctx, q.Name, userID, now, predicted)
+	if err != nil {
+		return Position{}, false, fmt.Errorf("enter %s: %w", q.Name, err)
+	}
+	if p.Status == StatusWaiting {
+		// Also for a repeat: the line is derived, and adding is idempotent,
+		// so a place the line lost (a wipe) is back at once.
+		if err := s.cfg.Line.Add(ctx, q.Name, []Place{p}); err != nil {
+			// The record holds the place; the admitter's rebuild adds it.
+			s.log.Warn("add to the line; left to the rebuild", "queue", q.Name, "user", userID, "err", err)
+		}
+	}
+	pos, err := s.position(ctx, q, p, now)
+	return pos, created, err
+}
+
+// Position returns the user's place in queue.
+func (s *Service) Position(ctx context.Context, queue, userID string) (Position, error) {
+	q, err := s.queue(queue)
+	if err != nil {
+		return Position{}, err
+	}
+	now := s.cfg.Now()
+	p, err := s.cfg.Record.Place(ctx, q.Name, userID)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return Position{}, nil
+	case err != nil:
+		return Position{}, fmt.Errorf("place in %s: %w", q.Name, err)
+	}
+	return s.position(ctx, q, p, now)
+}
+
+func (s *Service) position(ctx context.Context, q Queue, p Place, now time.Time) (Position, error) {
+	switch {
+	case p.Status == StatusWaiting:
+	case (p.Status == StatusReady || p.Status == StatusClaimed) && now.Before(p.ExpiresAt):
+		return Position{Status: StatusReady, Token: p.Token, ExpiresAt: p.ExpiresAt, Version: p.Version}, nil
+	default:
+		return Position{Version: p.Version}, nil
+	}
+	rank, total, ok, err := s.cfg.Line.Rank(ctx, q.Name, p.UserID)
+	if err != nil {
+		return Position{}, fmt.Errorf("rank in %s: %w", q.Name, err)
+	}
+	if !ok {
+		// Waiting in the record, not in the line: being admitted this very
+		// moment, or about to be added back by the rebuild.
+		rank, total = 0, max(total, 1)
+	}
+	eta := s.rates(ctx, q, now).Predict(rank)
+	return Position{
+		Status: StatusWaiting, Rank: rank, Total: total, ETA: eta,
+		PollAfter: pollAfter(eta), Version: p.Version,
+	}, nil
+}
+
+// pollAfter spaces a polling client's questions: often near the front,
+// every 20 s at most far back.
+func pollAfter(eta ETA) time.Duration {
+	d := seconds(eta.Low / 4)
+	return min(max(d, time.Second), 20*time.Second)
+}
+
+func seconds(s float64) time.Duration {
+	if math.IsInf(s, 0) || math.IsNaN(s) || s > 1e9 {
+		return time.Duration(math.MaxInt64)
+	}
+	return time.Duration(s * float64(time.Second))
+}
+
+// Leave gives the user's place up.
+func (s *Service) Leave(ctx context.Context, queue, userID string) error {
+	q, err := s.queue(queue)
+	if err != nil {
+		return err
+	}
+	if _, err := s.cfg.Record.Leave(ctx, q.Name, userID, s.cfg.Now()); err != nil {
+		return fmt.Errorf("leave %s: %w", q.Name, err)
+	}
+	if err := s.cfg.Line.Remove(ctx, q.Name, []string{userID}); err != nil {
+		// The admitter acknowledges a LEFT place it takes without a token.
+		s.log.Warn("remove from the line", "queue", q.Name, "user", userID, "err", err)
+	}
+	return nil
+}
+
+// Claim, Consume and Release are the protected downstream's: a token
+// authorizes one action (ARCHITECTURE.md §10).
+func (s *Service) Claim(ctx context.Context, queue, token string) (Place, error) {
+	return s.tokenCall(ctx, queue, token, s.cfg.Record.Claim)
+}
+
+// Consume ends a claimed token: the protected action happened.
+func (s *Service) Consume(ctx context.Context, queue, token string) (Place, error) {
+	return s.tokenCall(ctx, queue, token, s.cfg.Record.Consume)
+}
+
+// Release gives a claimed token back: the protected action was rolled back.
+func (s *Service) Release(ctx context.Context, queue, token string) (Place, error) {
+	return s.tokenCall(ctx, queue, token, s.cfg.Record.Release)
+}
+
+func (s *Service) tokenCall(ctx context.Context, queue, token string,
+	call func(context.Context, string, string, time.Time) (Place, error)) (Place, error) {
+	q, err := s.queue(queue)
+	if err != nil {
+		return Place{}, err
+	}
+	if token == "" {
+		return Place{}, ErrNotFound
+	}
+	return call(ctx, q.Name, token, s.cfg.Now())
+}
+
+// QueueStats are an admission queue's figures for GET /v1/queues.
+type QueueStats struct {
+	Waiting int64
+	Rates   Rates
+	// ETAError is the error of the predictions made at entry, over the
+	// admissions of the last ErrorWindow.
+	ETAError ErrorStats
+}
+
+// ErrorWindow is how far back the ETA's error is measured.
+const ErrorWindow = 10 * time.Minute
+
+// Stats returns the queue's figures.
+func (s *Service) Stats(ctx context.Context, queue string) (QueueStats, error) {
+	q, err := s.queue(queue)
+	if err != nil {
+		return QueueStats{}, err
+	}
+	now := s.cfg.Now()
+	n, err := s.cfg.Line.Size(ctx, q.Name)
+	if err != nil {
+		return QueueStats{}, err
+	}
+	admitted, err := s.cfg.Record.Admitted(ctx, q.Name, now.Add(-ErrorWindow), maxMeasured)
+	if err != nil {
+		return QueueStats{}, err
+	}
+	return QueueStats{Waiting: n, Rates: s.rates(ctx, q, now), ETAError: ETAErrors(admitted)}, nil
+}
+
+// maxMeasured bounds the admissions one measurement reads.
+const maxMeasured = 20000
+
+// rates measures q's admission rate, at most once a second per process; a
+// failed read keeps the last measure (or the configured rate).
+func (s *Service) rates(ctx context.Context, q Queue, now time.Time) Rates {
+	s.mu.Lock()
+	c, ok := s.measured[q.Name]
+	s.mu.Unlock()
+	if ok && now.Sub(c.at) < time.Second && !now.Before(c.at) {
+		return c.rates
+	}
+	configured := float64(q.Rate)
+	r := Rates{Mean: configured, Low: configured, High: configured}
+	if ok {
+		r = c.rates
+	}
+	// The newest admissions are the ones that matter: read back from the
+	// window's end in a fast queue.
+	since := now.Add(-RateWindow)
+	if float64(q.Rate)*RateWindow.Seconds() > maxMeasured {
+		since = now.Add(-time.Duration(float64(maxMeasured) / float64(q.Rate) * float64(time.Second)))
+	}
+	places, err := s.cfg.Record.Admitted(ctx, q.Name, since, maxMeasured)
+	if err != nil {
+		s.log.Warn("measure the admission rate", "queue", q.Name, "err", err)
+	} else {
+		at := make([]time.Time, 0, len(places))
+		for _, p := range places {
+			at = append(at, p.AdmittedAt)
+		}
+		r = MeasureRates(at, now, configured)
+	}
+	s.mu.Lock()
+	s.measured[q.Name] = cachedRates{at: now, rates: r}
+	s.mu.Unlock()
+	return r
+}
