@@ -136,6 +136,10 @@ func (r Reply) AppendJSON(b []byte) []byte {
 		b = append(b, `,"match":`...)
 		b = r.Match.AppendJSON(b)
 	}
+	if r.Position != nil {
+		b = append(b, `,"position":`...)
+		b = r.Position.AppendJSON(b)
+	}
 	if r.Error != nil {
 		e, _ := json.Marshal(r.Error)
 		b = append(append(b, `,"error":`...), e...)

@@ -76,9 +76,40 @@ type ClientFrame struct {
 	Tickets []ClientTicket `json:"tickets"`
 	Matches []ClientMatch  `json:"matches"`
 	Error   *ClientError   `json:"error"`
+	// Queue, Position, Token and ExpiresAt are the admission queue's:
+	// entered and position carry Position; admission.position Queue and
+	// Position; admission.ready Queue, Token and ExpiresAt.
+	Queue     string          `json:"queue"`
+	Position  *ClientPosition `json:"position"`
+	Token     string          `json:"token"`
+	ExpiresAt time.Time       `json:"expiresAt"`
 	// SentAt stamps the frames the load generator publishes itself in its
 	// push mode (unix ns).
 	SentAt int64 `json:"sentAt"`
+}
+
+// ClientPosition is a place in an admission queue (Status WAITING, READY
+// or NOT_ENTERED), as sent in entered, position and admission.position
+// frames, and by the admission REST routes.
+type ClientPosition struct {
+	Status string `json:"status"`
+	// Rank, Total, ETA and PollAfter (seconds) are a WAITING place's; ETA
+	// is nil when the server cannot predict the admission, its High nil
+	// when there is no upper bound.
+	Rank      int64      `json:"rank"`
+	Total     int64      `json:"total"`
+	ETA       *ClientETA `json:"eta"`
+	PollAfter float64    `json:"pollAfter"`
+	// Token and ExpiresAt are a READY place's.
+	Token     string    `json:"token"`
+	ExpiresAt time.Time `json:"expiresAt"`
+}
+
+// ClientETA is a waiter's predicted admission in seconds from now.
+type ClientETA struct {
+	Seconds float64  `json:"seconds"`
+	Low     float64  `json:"low"`
+	High    *float64 `json:"high"`
 }
 
 // ClientTicketView is the body of GET /v1/tickets/{id}: the ticket and, once it

@@ -2,9 +2,11 @@ package protocol_test
 
 import (
 	"encoding/json"
+	"math"
 	"testing"
 	"time"
 
+	"github.com/matchgate/matchgate/admission"
 	"github.com/matchgate/matchgate/matcher"
 	"github.com/matchgate/matchgate/protocol"
 )
@@ -60,5 +62,49 @@ func TestStatusesAreTheServers(t *testing.T) {
 		if got != string(want) {
 			t.Errorf("client status %q, server %q", got, want)
 		}
+	}
+}
+
+// The client's view reads the admission queue's frames: a reply's place,
+// a push's queue and place, an admission's token.
+func TestDecodesTheAdmissionFrames(t *testing.T) {
+	at := time.Date(2031, 3, 4, 5, 6, 7, 8_000_000, time.UTC)
+	waiting := protocol.PositionOf(admission.Position{Status: admission.StatusWaiting, Rank: 3, Total: 9,
+		ETA: admission.ETA{Seconds: 4, Low: 2, High: math.Inf(1)}, PollAfter: 2 * time.Second})
+	var f protocol.ClientFrame
+	if err := json.Unmarshal(protocol.Reply{Type: protocol.FrameEntered, Re: "r1", Position: &waiting}.AppendJSON(nil), &f); err != nil {
+		t.Fatal(err)
+	}
+	p := f.Position
+	if f.Type != protocol.FrameEntered || f.Re != "r1" || p == nil || p.Status != protocol.PositionWaiting || p.Rank != 3 ||
+		p.Total != 9 || p.PollAfter != 2 || p.ETA == nil || p.ETA.Seconds != 4 || p.ETA.Low != 2 || p.ETA.High != nil {
+		t.Fatalf("entered read as %+v (position %+v)", f, p)
+	}
+
+	f = protocol.ClientFrame{}
+	if err := json.Unmarshal(protocol.AppendAdmissionPosition(nil, "drop", waiting), &f); err != nil {
+		t.Fatal(err)
+	}
+	if f.Type != protocol.FrameAdmissionPosition || f.Queue != "drop" || f.Position == nil || f.Position.Rank != 3 {
+		t.Fatalf("admission.position read as %+v", f)
+	}
+
+	f = protocol.ClientFrame{}
+	if err := json.Unmarshal(protocol.AppendAdmissionReady(nil, "drop", "tok", at), &f); err != nil {
+		t.Fatal(err)
+	}
+	if f.Type != protocol.FrameAdmissionReady || f.Queue != "drop" || f.Token != "tok" || !f.ExpiresAt.Equal(at) {
+		t.Fatalf("admission.ready read as %+v", f)
+	}
+
+	ready := protocol.PositionOf(admission.Position{Status: admission.StatusReady, Token: "tok", ExpiresAt: at})
+	var body struct {
+		Position protocol.ClientPosition `json:"position"`
+	}
+	if err := json.Unmarshal(mustJSON(t, protocol.PositionBody{Position: ready}), &body); err != nil {
+		t.Fatal(err)
+	}
+	if body.Position.Status != protocol.PositionReady || body.Position.Token != "tok" || !body.Position.ExpiresAt.Equal(at) {
+		t.Fatalf("READY read as %+v", body.Position)
 	}
 }

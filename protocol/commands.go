@@ -3,7 +3,8 @@ package protocol
 // Command is a client→server frame (README "Protocol"): the envelope, type
 // and id, and the members of every command; each command carries only its
 // own (join: queue, region, attributes; cancel: ticketId; accept and
-// decline: matchId; status and ping: none). A client leaves out what its
+// decline: matchId; enter, position and leave, of an admission queue:
+// queue; status and ping: none). A client leaves out what its
 // command does not carry: omitzero drops an empty string and a nil map, but
 // keeps an empty map, so that what a decoder read encodes back to the same
 // frame.

@@ -12,4 +12,7 @@
 // alone, and the one table that turns kinds into codes is the one the
 // OpenAPI description is checked against. The alternative, matcher errors
 // holding the wire string, would have put the protocol back into the domain.
+// The admission queue's refusals are sentinel errors of package admission;
+// AdmissionCodeOf maps them the same way, and StatusOf gives any code's
+// status.
 package protocol

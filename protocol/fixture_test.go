@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"math"
 	"net/http"
 	"os"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/matchgate/matchgate/admission"
 	"github.com/matchgate/matchgate/matcher"
 	"github.com/matchgate/matchgate/protocol"
 )
@@ -126,6 +128,34 @@ func orNull(s string) any {
 	return s
 }
 
+// expectPosition is what a client reads of a place: a WAITING one's rank,
+// total, ETA (none without a rate, no high without an upper bound) and
+// pollAfter in seconds, a READY one's token and its end, nothing else.
+// The fixture's seconds are tenths already, as the wire writes them.
+func expectPosition(p admission.Position) map[string]any {
+	switch p.Status {
+	case admission.StatusWaiting:
+		e := map[string]any{"status": "WAITING", "rank": p.Rank, "total": p.Total, "pollAfter": p.PollAfter.Seconds()}
+		if !math.IsInf(p.ETA.Seconds, 0) {
+			var high any
+			if !math.IsInf(p.ETA.High, 0) {
+				high = p.ETA.High
+			}
+			e["eta"] = map[string]any{"seconds": p.ETA.Seconds, "low": p.ETA.Low, "high": high}
+		}
+		return e
+	case admission.StatusReady:
+		return map[string]any{"status": "READY", "token": p.Token, "expiresAt": wireTime(p.ExpiresAt)}
+	}
+	return map[string]any{"status": "NOT_ENTERED"}
+}
+
+// positionReply renders the entered or position reply holding p.
+func positionReply(typ string, p admission.Position) []byte {
+	w := protocol.PositionOf(p)
+	return protocol.Reply{Type: typ, Re: fixtureRe, Position: &w}.AppendJSON(nil)
+}
+
 func mustJSON(t *testing.T, v any) []byte {
 	t.Helper()
 	b, err := json.Marshal(v)
@@ -209,6 +239,34 @@ func serverExamples(t *testing.T) []serverExample {
 	dissolved.Accepted = []string{"u-<bob>"}
 	add("match.dissolved", protocol.Frame(matcher.MatchDissolvedEvent(dissolved, matcher.ReasonDeclined)),
 		map[string]any{"match": expectMatch(dissolved), "reason": matcher.ReasonDeclined})
+
+	// The admission queue: its replies and its pushes.
+	inf := math.Inf(1)
+	entered := admission.Position{Status: admission.StatusWaiting, Rank: 41, Total: 42,
+		ETA: admission.ETA{Seconds: 20.5, Low: 14, High: 41, Measured: true}, PollAfter: 3500 * time.Millisecond, Version: 1}
+	add("entered", positionReply(protocol.FrameEntered, entered), map[string]any{"position": expectPosition(entered)})
+	front := admission.Position{Status: admission.StatusWaiting, Rank: 0, Total: 42,
+		ETA: admission.ETA{Seconds: 0.5, Low: 0.3, High: 1.2, Measured: true}, PollAfter: time.Second, Version: 1}
+	unbounded := admission.Position{Status: admission.StatusWaiting, Rank: 7, Total: 42,
+		ETA: admission.ETA{Seconds: 8, Low: 4, High: inf, Measured: true}, PollAfter: time.Second, Version: 1}
+	unrated := admission.Position{Status: admission.StatusWaiting, Rank: 7, Total: 42,
+		ETA: admission.ETA{Seconds: inf, Low: inf, High: inf}, PollAfter: 20 * time.Second, Version: 1}
+	admitted := admission.Position{Status: admission.StatusReady, Token: "9f2c4e0b7a1d3c5e8f6a0b2d4c6e8a1f",
+		ExpiresAt: fixtureAt.Add(5 * time.Minute), Version: 2}
+	for _, c := range []struct {
+		name string
+		p    admission.Position
+	}{
+		{"WAITING", front}, {"WAITING without an upper bound", unbounded}, {"WAITING without a rate", unrated},
+		{"READY", admitted}, {"NOT_ENTERED", admission.Position{Version: 3}},
+	} {
+		add("position "+c.name, positionReply(protocol.FramePosition, c.p), map[string]any{"position": expectPosition(c.p)})
+	}
+	add("left", reply(protocol.FrameLeft, nil, nil), map[string]any{})
+	add("admission.position", protocol.AppendAdmissionPosition(nil, "drop", protocol.PositionOf(front)),
+		map[string]any{"queue": "drop", "position": expectPosition(front)})
+	add("admission.ready", protocol.AppendAdmissionReady(nil, "drop", admitted.Token, admitted.ExpiresAt),
+		map[string]any{"queue": "drop", "token": admitted.Token, "expiresAt": wireTime(admitted.ExpiresAt)})
 	return out
 }
 
@@ -237,14 +295,19 @@ func errorExamples(t *testing.T) []errorExample {
 }
 
 // statusOf is the HTTP status of a wire code: CodeOf's for the domain kind
-// it is the code of.
+// it is the code of, or AdmissionCodeOf's for the admission refusal.
 func statusOf(t *testing.T, code protocol.Code) int {
 	for _, k := range matcher.Codes() {
 		if c, status := protocol.CodeOf(k); c == code {
 			return status
 		}
 	}
-	t.Fatalf("no domain kind has the code %s", code)
+	for _, err := range []error{admission.ErrUnknownQueue, admission.ErrNotFound, admission.ErrAlreadyClaimed, admission.ErrNotClaimed} {
+		if c, status, ok := protocol.AdmissionCodeOf(err); ok && c == code {
+			return status
+		}
+	}
+	t.Fatalf("no domain kind or admission refusal has the code %s", code)
 	return 0
 }
 
@@ -261,6 +324,9 @@ func clientExamples(t *testing.T) []clientExample {
 		{"decline", protocol.Command{Type: protocol.FrameDecline, MatchID: "m1"}},
 		{"status", protocol.Command{Type: protocol.FrameStatus}},
 		{"ping", protocol.Command{Type: protocol.FramePing}},
+		{"enter", protocol.Command{Type: protocol.FrameEnter, Queue: "drop"}},
+		{"position", protocol.Command{Type: protocol.FramePosition, Queue: "drop"}},
+		{"leave", protocol.Command{Type: protocol.FrameLeave, Queue: "drop"}},
 	} {
 		c.cmd.ID = fixtureRe
 		out = append(out, clientExample{c.name, mustJSON(t, c.cmd)})

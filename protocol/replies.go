@@ -3,7 +3,8 @@ package protocol
 import "github.com/matchgate/matchgate/matcher"
 
 // Reply is the answer to a command: joined and cancelled (a ticket),
-// match.update (a match), pong (nothing) and error. Re is the id of the
+// match.update (a match), entered and position (a place in an admission
+// queue), pong and left (nothing) and error. Re is the id of the
 // command it answers, absent when that id could not be read. Every command
 // gets one, so it is written by AppendJSON, not json.Marshal.
 type Reply struct {
@@ -11,7 +12,9 @@ type Reply struct {
 	Re     string      `json:"re,omitempty"`
 	Ticket *WireTicket `json:"ticket,omitempty"`
 	Match  *WireMatch  `json:"match,omitempty"`
-	Error  *WireError  `json:"error,omitempty"`
+	// Position is the place of an entered or position reply.
+	Position *WirePosition `json:"position,omitempty"`
+	Error    *WireError    `json:"error,omitempty"`
 }
 
 // SizeHint is a capacity that holds r in one allocation without keeping
@@ -25,6 +28,8 @@ func (r Reply) SizeHint() int {
 		return matchJSONCap
 	case r.Ticket != nil:
 		return ticketJSONCap
+	case r.Position != nil:
+		return positionJSONCap
 	}
 	return 64 + len(r.Re)
 }

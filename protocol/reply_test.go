@@ -17,6 +17,10 @@ func genReply(r *rand.Rand) Reply {
 		m := genMatch(r)
 		f.Match = &m
 	}
+	if r.IntN(2) == 0 {
+		p := genPosition(r)
+		f.Position = &p
+	}
 	if r.IntN(4) == 0 {
 		f.Error = &WireError{Code: Code(genString(r)), Message: genString(r),
 			TicketID: genString(r), MatchID: genString(r), RetryAfter: r.IntN(3)}

@@ -131,6 +131,14 @@ const (
 	FrameMatchDissolved = "match.dissolved"
 )
 
+// Server→client frame types of the admission pushes (AppendAdmissionPosition,
+// AppendAdmissionReady): a waiter's new place, and its admission with the
+// entry token.
+const (
+	FrameAdmissionPosition = "admission.position"
+	FrameAdmissionReady    = "admission.ready"
+)
+
 // ticketJSONCap and matchJSONCap hold a ticket and a pair's match, frame
 // included, in one allocation (both are size classes of the allocator): with
 // UUIDs for ids a ticket.update is up to about 440 bytes, and a pair's match
@@ -181,6 +189,11 @@ const (
 	FrameDecline = "decline"
 	FrameStatus  = "status"
 	FramePing    = "ping"
+	// The admission queue's commands; position is also the type of its
+	// reply, as status is.
+	FrameEnter    = "enter"
+	FramePosition = "position"
+	FrameLeave    = "leave"
 )
 
 // Server→client frame types other than the pushes: the catch-up and the
@@ -192,14 +205,19 @@ const (
 	FrameMatchUpdate = "match.update"
 	FramePong        = "pong"
 	FrameError       = "error"
+	// FrameEntered answers enter with the place; FrameLeft answers leave.
+	FrameEntered = "entered"
+	FrameLeft    = "left"
 )
 
 // ClientFrameTypes are the frame types a client may send.
-var ClientFrameTypes = []string{FrameJoin, FrameCancel, FrameAccept, FrameDecline, FrameStatus, FramePing}
+var ClientFrameTypes = []string{FrameJoin, FrameCancel, FrameAccept, FrameDecline, FrameStatus, FramePing,
+	FrameEnter, FramePosition, FrameLeave}
 
 // ServerFrameTypes are the frame types the server sends: the replies, the
 // catch-up and the pushes.
 var ServerFrameTypes = []string{
 	FrameHello, FrameJoined, FrameCancelled, FrameMatchUpdate, FrameStatus, FramePong, FrameError,
 	FrameTicketUpdate, FrameMatchFound, FrameMatchReady, FrameMatchDissolved,
+	FrameEntered, FramePosition, FrameLeft, FrameAdmissionPosition, FrameAdmissionReady,
 }
