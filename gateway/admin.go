@@ -46,15 +46,7 @@ var adminActions = []string{"list_bans", "ban", "unban", "disconnect", "drain", 
 // error, and writes an audit line for every change.
 func (s *Server) withAdmin(action string, h func(w http.ResponseWriter, r *http.Request) error) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if len(s.adminKeys) == 0 {
-			s.writeError(w, r, errNoRoute)
-			return
-		}
-		if !s.isAdmin(bearer(r)) {
-			s.log.Warn("admin request refused: bad or missing admin token",
-				slog.String("request_id", requestID(r.Context())), slog.String("action", action),
-				slog.String("client", ipSubject(s.clientIP(r))))
-			s.writeError(w, r, matcher.Errorf(matcher.CodeUnauthorized, "missing or invalid admin token"))
+		if !s.adminAuthorized(w, r, action, errNoRoute) {
 			return
 		}
 		err := h(w, r)
@@ -73,6 +65,25 @@ func (s *Server) withAdmin(action string, h func(w http.ResponseWriter, r *http.
 			s.log.Info("admin action", attrs...)
 		}
 	}
+}
+
+// adminAuthorized checks the request's admin token and answers the request
+// itself when it fails: disabled (404) while no admin token is configured,
+// 401 UNAUTHORIZED, logged, for a missing or wrong one. The admin API and
+// the admission token routes (the service credential) share it.
+func (s *Server) adminAuthorized(w http.ResponseWriter, r *http.Request, action string, disabled error) bool {
+	if len(s.adminKeys) == 0 {
+		s.writeError(w, r, disabled)
+		return false
+	}
+	if !s.isAdmin(bearer(r)) {
+		s.log.Warn("admin request refused: bad or missing admin token",
+			slog.String("request_id", requestID(r.Context())), slog.String("action", action),
+			slog.String("client", ipSubject(s.clientIP(r))))
+		s.writeError(w, r, matcher.Errorf(matcher.CodeUnauthorized, "missing or invalid admin token"))
+		return false
+	}
+	return true
 }
 
 // isAdmin compares tok with every admin token in constant time (over

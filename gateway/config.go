@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/matchgate/matchgate/admission"
 	"github.com/matchgate/matchgate/control"
 	"github.com/matchgate/matchgate/matcher"
 	"github.com/matchgate/matchgate/ratelimit"
@@ -45,6 +46,28 @@ type Matchmaker interface {
 	TicketHistory(ctx context.Context, userID, before string, limit int) (matcher.UserState, error)
 	// Queues describes the configured queues.
 	Queues(ctx context.Context) ([]matcher.QueueInfo, error)
+}
+
+// Admissions is the admission Service (admission.Service) as seen from the
+// edge: the players' enter, position and leave, and the protected
+// downstream's claim, consume and release of an entry token. Its refusals
+// are admission's sentinel errors (mapped by protocol.AdmissionCodeOf);
+// anything else is internal, or UNAVAILABLE when transient.
+type Admissions interface {
+	// Enter takes the user's place in queue, or returns the live one the
+	// user holds (created false).
+	Enter(ctx context.Context, queue, userID string) (pos admission.Position, created bool, err error)
+	// Position is the user's place; Status "" when the user holds none.
+	Position(ctx context.Context, queue, userID string) (admission.Position, error)
+	// Leave gives the user's place up (ErrNotFound without one).
+	Leave(ctx context.Context, queue, userID string) error
+	// Claim moves a READY token to CLAIMED (ErrAlreadyClaimed; ErrNotFound
+	// when unknown or expired).
+	Claim(ctx context.Context, queue, token string) (admission.Place, error)
+	// Consume ends a CLAIMED token (ErrNotClaimed otherwise).
+	Consume(ctx context.Context, queue, token string) (admission.Place, error)
+	// Release gives a CLAIMED token back (ErrNotClaimed otherwise).
+	Release(ctx context.Context, queue, token string) (admission.Place, error)
 }
 
 // Subscriber delivers the frames published on a user's channel
@@ -104,17 +127,20 @@ type Admin interface {
 // Config.LimitExempt. DefaultLimits are the defaults of `matchgate serve`
 // (SECURITY.md says how each was chosen).
 type Limits struct {
-	// JoinsPerUser: joins (REST and WebSocket) of one user.
+	// JoinsPerUser: joins and admission entries (REST and WebSocket) of
+	// one user, one budget.
 	JoinsPerUser ratelimit.Limit
-	// JoinsPerIP: joins from one client address.
+	// JoinsPerIP: joins and admission entries from one client address.
 	JoinsPerIP ratelimit.Limit
-	// CancelsPerUser: cancels (REST and WebSocket) of one user.
+	// CancelsPerUser: cancels and admission leaves (REST and WebSocket) of
+	// one user.
 	CancelsPerUser ratelimit.Limit
 	// AcceptsPerUser: accepts and declines (REST and WebSocket) of one user,
 	// one budget.
 	AcceptsPerUser ratelimit.Limit
 	// ReadsPerUser: reads of one user: GET /v1/tickets/{id}, GET
-	// /v1/tickets, GET /v1/queues with a token, and status frames.
+	// /v1/tickets, GET /v1/queues with a token, admission positions (REST
+	// and WebSocket), and status frames.
 	ReadsPerUser ratelimit.Limit
 	// ReadsPerIP: GET /v1/queues without a token, per client address.
 	ReadsPerIP ratelimit.Limit
@@ -262,6 +288,11 @@ type Config struct {
 	AdminTokens []string
 	// Admin carries out admin requests. Required with AdminTokens.
 	Admin Admin
+	// Admissions serves the admission queues under /v1/admission/ and the
+	// enter, position and leave frames; the protected downstream's token
+	// routes take an admin token (the service credential). Default: none,
+	// and every admission route and frame answers NOT_FOUND.
+	Admissions Admissions
 
 	// Static is served at / (the demo page). Default: web.FS.
 	Static fs.FS

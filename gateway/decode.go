@@ -62,7 +62,7 @@ func fieldsOf(v any) []string {
 	if names, ok := fieldNames.Load(t); ok {
 		return names.([]string)
 	}
-	var names []string
+	names := []string{} // not nil: a struct without fields takes no key
 	for f := range t.Elem().Fields() {
 		if !f.IsExported() {
 			continue
@@ -338,6 +338,8 @@ func foreignField(in protocol.Command) string {
 		allowed = "ticketId"
 	case protocol.FrameAccept, protocol.FrameDecline:
 		allowed = "matchId"
+	case protocol.FrameEnter, protocol.FramePosition, protocol.FrameLeave:
+		allowed = "queue"
 	case protocol.FrameStatus, protocol.FramePing:
 		allowed = ""
 	default:

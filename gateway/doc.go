@@ -10,8 +10,10 @@
 // statuses and WebSocket error frames (errors.go). It owns no matchmaking
 // state: tickets and matches belong to the Matchmaker, and a closing socket
 // never cancels a ticket. It declares the small interfaces it consumes
-// (Matchmaker, Subscriber, ReadyChecker, RateLimiter, SocketLimiter,
-// BanChecker, Admin); the composition root wires real implementations.
+// (Matchmaker, Admissions, Subscriber, ReadyChecker, RateLimiter,
+// SocketLimiter, BanChecker, Admin); the composition root wires real
+// implementations. The admission queue's routes and frames (admission.go)
+// turn into Admissions calls the same way.
 //
 // # Hardening
 //
@@ -21,7 +23,8 @@
 // Matchmaker sees them, limits (limits.go: shared ones through the
 // RateLimiter, the per-socket message bucket, the node and per-user socket
 // caps), bans (a BanChecker without I/O) and the admin API under /v1/admin/
-// with its own tokens (admin.go). Refusals cost the least work that can
+// with its own tokens (admin.go), which are also the service credential of
+// the admission token routes. Refusals cost the least work that can
 // decide them: caps and limits before the token is checked, the token
 // before the upgrade, names before any Redis key.
 //

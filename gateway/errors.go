@@ -34,12 +34,16 @@ type classified struct {
 }
 
 // classify maps any error to what the client is told. Domain errors keep
-// their code, message and ids; a timed-out or cancelled Matchmaker call is
+// their code, message and ids, admission refusals their code and the
+// message the edge gave them; a timed-out or cancelled Matchmaker call is
 // UNAVAILABLE;
 // everything else (and a domain INTERNAL) is INTERNAL with a generic message.
 func classify(err error) classified {
 	var de *matcher.Error
 	if !errors.As(err, &de) {
+		if c, ok := classifyAdmission(err); ok {
+			return c
+		}
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 			de = matcher.Errorf(matcher.CodeUnavailable, "the matchmaker did not answer in time")
 		} else if matcher.Transient(err) {

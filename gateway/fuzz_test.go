@@ -46,6 +46,8 @@ func FuzzDecodeFrame(f *testing.F) {
 		// Empty attributes are not absent ones (another command's frame
 		// refuses them): the round trip must keep them.
 		`{"type":"join","id":"4","queue":"duel","attributes":{}}`,
+		`{"type":"enter","id":"5","queue":"drop"}`, `{"type":"position","id":"6","queue":"drop"}`,
+		`{"type":"leave","id":"7","queue":"drop","ticketId":"t"}`, `{"type":"enter","queue":"drop","queue":"x"}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -74,7 +76,8 @@ func FuzzDecodeFrame(f *testing.F) {
 
 // FuzzRESTBody: every REST body decoder (the first byte picks one) never
 // panics and refuses only with BAD_REQUEST; an accepted join body passes
-// or fails the attribute check without panicking.
+// or fails the attribute check without panicking, and an accepted enter
+// body is empty.
 func FuzzRESTBody(f *testing.F) {
 	for _, s := range []string{
 		"\x00" + `{"region":"eu","attributes":{"mode":"duo"}}`,
@@ -84,6 +87,9 @@ func FuzzRESTBody(f *testing.F) {
 		"\x02" + `{"reason":"spam","duration":"24h"}`,
 		"\x02" + `{"until":"2099-01-01T00:00:00Z"}`,
 		"\x03" + `{"kind":"room","players":3,"window":[{"after":"0s","width":5}]}`,
+		"\x04" + `{"token":"0123456789abcdef0123456789abcdef"}`,
+		"\x04" + `{"token":"a","token":"b"}`,
+		"\x05{}", "\x05" + `{"queue":"drop"}`, "\x05 ",
 		"\x00", "\x00 ", "\x00{}{}", "\x01null", "\x02[]",
 	} {
 		f.Add([]byte(s))
@@ -94,7 +100,7 @@ func FuzzRESTBody(f *testing.F) {
 		}
 		body := data[1:]
 		var err error
-		switch data[0] % 4 {
+		switch data[0] % 6 {
 		case 0:
 			var v protocol.JoinBody
 			if err = decodeStrict(body, &v, true); err == nil {
@@ -111,6 +117,18 @@ func FuzzRESTBody(f *testing.F) {
 		case 3:
 			var v json.RawMessage
 			err = decodeStrict(body, &v, true)
+		case 4:
+			var v protocol.TokenRequest
+			err = decodeStrict(body, &v, true)
+		case 5:
+			// The enter body: nothing, or an object without members.
+			err = decodeStrict(body, &struct{}{}, true)
+			if err == nil && len(bytes.TrimSpace(body)) > 0 {
+				var m map[string]any
+				if json.Unmarshal(body, &m) != nil || len(m) != 0 {
+					t.Fatalf("enter body %q accepted", body)
+				}
+			}
 		}
 		if err != nil {
 			requireBadRequest(t, err)

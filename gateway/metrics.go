@@ -157,7 +157,7 @@ func (m *metrics) observeCommand(label string, d time.Duration) {
 func inLabel(t string) string {
 	switch t {
 	case protocol.FrameJoin, protocol.FrameCancel, protocol.FrameAccept, protocol.FrameDecline,
-		protocol.FrameStatus, protocol.FramePing:
+		protocol.FrameStatus, protocol.FramePing, protocol.FrameEnter, protocol.FramePosition, protocol.FrameLeave:
 		return t
 	}
 	return "other"
@@ -169,7 +169,8 @@ func outLabel(t string) string {
 	switch t {
 	case protocol.FrameHello, protocol.FrameJoined, protocol.FrameCancelled, protocol.FrameMatchUpdate,
 		protocol.FrameStatus, protocol.FramePong, protocol.FrameError, protocol.FrameTicketUpdate,
-		protocol.FrameMatchFound, protocol.FrameMatchReady, protocol.FrameMatchDissolved:
+		protocol.FrameMatchFound, protocol.FrameMatchReady, protocol.FrameMatchDissolved,
+		protocol.FrameEntered, protocol.FramePosition, protocol.FrameLeft, protocol.FrameAdmissionPosition, protocol.FrameAdmissionReady:
 		return t
 	}
 	return "other"

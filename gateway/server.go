@@ -168,6 +168,7 @@ func (s *Server) routes() *mux.Router {
 	r.HandleFunc("/v1/matches/{id}/accept", s.withAuth(s.handleAccept)).Methods(http.MethodPost)
 	r.HandleFunc("/v1/matches/{id}/decline", s.withAuth(s.handleDecline)).Methods(http.MethodPost)
 	r.HandleFunc("/v1/auth/guest", s.handleGuest).Methods(http.MethodPost)
+	s.admissionRoutes(r)
 	s.adminRoutes(r)
 	r.HandleFunc(openAPIRoute, s.handleOpenAPI).Methods(http.MethodGet, http.MethodHead)
 	r.HandleFunc("/healthz", s.handleHealthz).Methods(http.MethodGet, http.MethodHead)

@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"reflect"
@@ -16,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/matchgate/matchgate/admission"
 	"github.com/matchgate/matchgate/matcher"
 	"github.com/matchgate/matchgate/protocol"
 	"github.com/matchgate/matchgate/ratelimit"
@@ -183,7 +186,14 @@ func TestFixtureRepliesOverWebSocket(t *testing.T) {
 	}
 	fromFixture(t, fx.server(t, "hello"), "", &who)
 
-	env := startServer(t, Config{Node: who.Node, MessageRate: ratelimit.Limit{N: 1000, Per: time.Second}})
+	entered := positionFrom(t, fx.server(t, "entered"), "position")
+	waiting := positionFrom(t, fx.server(t, "position WAITING"), "position")
+	adm := newFakeAdmissions()
+	adm.enter = func(context.Context, string, string) (admission.Position, bool, error) { return entered, true, nil }
+	adm.position = func(context.Context, string, string) (admission.Position, error) { return waiting, nil }
+	adm.leave = func(context.Context, string, string) error { return nil }
+
+	env := startServer(t, Config{Node: who.Node, MessageRate: ratelimit.Limit{N: 1000, Per: time.Second}, Admissions: adm})
 	var states atomic.Int32
 	env.mm.userState = func(context.Context, string) (matcher.UserState, error) {
 		if states.Add(1) == 1 {
@@ -203,6 +213,7 @@ func TestFixtureRepliesOverWebSocket(t *testing.T) {
 	answer := map[string]string{
 		protocol.FrameJoin: "joined", protocol.FrameCancel: "cancelled", protocol.FrameAccept: "match.update",
 		protocol.FrameDecline: "match.update", protocol.FrameStatus: "status", protocol.FramePing: "pong",
+		protocol.FrameEnter: "entered", protocol.FramePosition: "position WAITING", protocol.FrameLeave: "left",
 	}
 	for _, cmd := range fx.Client {
 		var in protocol.Command
@@ -248,6 +259,9 @@ func TestFixtureErrorsOfAJoin(t *testing.T) {
 	readFrame(t, c) // hello
 
 	for _, e := range fx.Errors {
+		if !isKindCode(e.Code) {
+			continue // an admission refusal's: TestFixtureErrorsOfAdmission
+		}
 		var we protocol.WireError
 		fromFixture(t, e.Frame, "error", &we)
 		frame, restBody := []byte(e.Frame), []byte(e.Body)
@@ -289,6 +303,163 @@ func TestFixtureErrorsOfAJoin(t *testing.T) {
 			t.Errorf("%s over REST: Retry-After %q, want %q", e.Code, ra, wantRetry)
 		}
 	}
+}
+
+// positionFrom reads back the admission.Position a fixture frame's place
+// was rendered from (the fixture's seconds are tenths, which the wire
+// keeps as they are): no ETA is an infinite one, no high an infinite
+// upper bound.
+func positionFrom(t *testing.T, frame []byte, member string) admission.Position {
+	t.Helper()
+	var w struct {
+		Status string `json:"status"`
+		Rank   int64  `json:"rank"`
+		Total  int64  `json:"total"`
+		ETA    *struct {
+			Seconds float64  `json:"seconds"`
+			Low     float64  `json:"low"`
+			High    *float64 `json:"high"`
+		} `json:"eta"`
+		PollAfter float64   `json:"pollAfter"`
+		Token     string    `json:"token"`
+		ExpiresAt time.Time `json:"expiresAt"`
+	}
+	fromFixture(t, frame, member, &w)
+	switch w.Status {
+	case protocol.PositionWaiting:
+		inf := math.Inf(1)
+		p := admission.Position{Status: admission.StatusWaiting, Rank: w.Rank, Total: w.Total,
+			ETA: admission.ETA{Seconds: inf, Low: inf, High: inf}, PollAfter: time.Duration(w.PollAfter * float64(time.Second))}
+		if e := w.ETA; e != nil {
+			p.ETA = admission.ETA{Seconds: e.Seconds, Low: e.Low, High: inf}
+			if e.High != nil {
+				p.ETA.High = *e.High
+			}
+		}
+		return p
+	case protocol.PositionReady:
+		return admission.Position{Status: admission.StatusReady, Token: w.Token, ExpiresAt: w.ExpiresAt}
+	case protocol.PositionNotEntered:
+		return admission.Position{}
+	}
+	t.Fatalf("%s: no such status %q", frame, w.Status)
+	return admission.Position{}
+}
+
+// Every place of the fixture, entered and asked for over REST, is answered
+// with the fixture's place byte for byte; a REST leave answers the
+// fixture's NOT_ENTERED.
+func TestFixturePositionsOverREST(t *testing.T) {
+	fx := loadWireFixture(t)
+	adm := newFakeAdmissions()
+	var current atomic.Pointer[admission.Position]
+	adm.enter = func(context.Context, string, string) (admission.Position, bool, error) {
+		return *current.Load(), true, nil
+	}
+	adm.position = func(context.Context, string, string) (admission.Position, error) { return *current.Load(), nil }
+	adm.leave = func(context.Context, string, string) error { return nil }
+	env := startServer(t, Config{Admissions: adm})
+	e := &restEnv{srv: env.srv, mm: env.mm, url: env.base}
+	tok := mustToken(t, "u-ada", nil)
+	n := 0
+	for _, ex := range fx.Server {
+		if ex.Example != "entered" && !strings.HasPrefix(ex.Example, "position ") {
+			continue
+		}
+		n++
+		p := positionFrom(t, ex.Frame, "position")
+		current.Store(&p)
+		var members map[string]json.RawMessage
+		fromFixture(t, ex.Frame, "", &members)
+		want := `{"position":` + string(members["position"]) + "}\n"
+		for _, rq := range [][2]string{{"POST", "/v1/admission/drop/enter"}, {"GET", "/v1/admission/drop/position"}} {
+			if r := e.do(t, rq[0], rq[1], tok, ""); r.status >= 300 || string(r.body) != want {
+				t.Errorf("%s, %s %s:\n got %d %s\nwant %s", ex.Example, rq[0], rq[1], r.status, r.body, want)
+			}
+		}
+	}
+	if n < 5 {
+		t.Fatalf("only %d places in the fixture", n)
+	}
+	var notEntered map[string]json.RawMessage
+	fromFixture(t, fx.server(t, "position NOT_ENTERED"), "", &notEntered)
+	want := `{"position":` + string(notEntered["position"]) + "}\n"
+	if r := e.do(t, "DELETE", "/v1/admission/drop", tok, ""); r.status != http.StatusOK || string(r.body) != want {
+		t.Errorf("leave: %d %s, want %s", r.status, r.body, want)
+	}
+}
+
+// The admission refusals of the fixture (the codes AdmissionCodeOf gives)
+// are answered, over the socket and over REST, with the fixture's frames
+// and bodies and the gateway's own messages.
+func TestFixtureErrorsOfAdmission(t *testing.T) {
+	fx := loadWireFixture(t)
+	var enterFrame []byte
+	for _, c := range fx.Client {
+		if c.Example == "enter" {
+			enterFrame = c.Frame
+		}
+	}
+	if enterFrame == nil {
+		t.Fatal("wire.json has no client example \"enter\"")
+	}
+	adm := newFakeAdmissions()
+	var refusal atomic.Pointer[error]
+	adm.enter = func(context.Context, string, string) (admission.Position, bool, error) {
+		return admission.Position{}, false, *refusal.Load()
+	}
+	adm.claim = func(context.Context, string, string) (admission.Place, error) {
+		return admission.Place{}, *refusal.Load()
+	}
+	env := startServer(t, Config{Admissions: adm, AdminTokens: []string{adminToken}, Admin: fakeAdminForValidation{}})
+	e := &restEnv{srv: env.srv, mm: env.mm, url: env.base}
+	c := dial(t, env.wsURL(), mustToken(t, "u-ada", nil))
+	readFrame(t, c) // hello
+
+	seen := map[protocol.Code]bool{}
+	for _, ex := range fx.Errors {
+		var sentinel error
+		for _, s := range []error{admission.ErrUnknownQueue, admission.ErrNotFound, admission.ErrAlreadyClaimed, admission.ErrNotClaimed} {
+			if code, _, _ := protocol.AdmissionCodeOf(s); code == ex.Code {
+				sentinel = s
+			}
+		}
+		if sentinel == nil {
+			continue
+		}
+		seen[ex.Code] = true
+		err := fmt.Errorf("in drop: %w", sentinel)
+		refusal.Store(&err)
+		var we protocol.WireError
+		fromFixture(t, ex.Frame, "error", &we)
+		msg := func(notFound string) string { return `"message":` + strconv.Quote(admissionMessage(ex.Code, notFound)) }
+
+		writeText(t, c, enterFrame)
+		want := replaceOnce(t, ex.Frame, `"message":"`+we.Message+`"`, msg(msgNoPlace))
+		if got := readFrame(t, c).raw; !bytes.Equal(got, want) {
+			t.Errorf("%s over WebSocket:\n got %s\nwant %s", ex.Code, got, want)
+		}
+		r := e.do(t, "POST", "/v1/admission/drop/tokens/claim", adminToken, `{"token":"abc"}`)
+		want = append(replaceOnce(t, ex.Body, `"message":"`+we.Message+`"`, msg(msgNoToken)), '\n')
+		if r.status != ex.Status || !bytes.Equal(r.body, want) {
+			t.Errorf("%s over REST: %d %s, want %d %s", ex.Code, r.status, r.body, ex.Status, want)
+		}
+	}
+	for _, code := range []protocol.Code{protocol.CodeUnknownQueue, protocol.CodeNotFound, protocol.CodeAlreadyClaimed, protocol.CodeNotClaimed} {
+		if !seen[code] {
+			t.Errorf("wire.json has no error example of %s", code)
+		}
+	}
+}
+
+// isKindCode reports whether code is a domain kind's.
+func isKindCode(code protocol.Code) bool {
+	for _, k := range matcher.Codes() {
+		if c, _ := protocol.CodeOf(k); c == code {
+			return true
+		}
+	}
+	return false
 }
 
 // kindOf is the domain kind whose wire code is code.

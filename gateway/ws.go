@@ -371,7 +371,8 @@ func frameKind(v any) string {
 	return ""
 }
 
-// dispatch maps a command to a Matchmaker call and builds the reply.
+// dispatch maps a command to a Matchmaker (or Admissions) call and builds
+// the reply.
 func (s *session) dispatch(ctx context.Context, in protocol.Command) (any, error) {
 	mm := s.srv.cfg.Matchmaker
 	switch in.Type {
@@ -427,6 +428,23 @@ func (s *session) dispatch(ctx context.Context, in protocol.Command) (any, error
 			return nil, err
 		}
 		return protocol.StateOf(protocol.FrameStatus, in.ID, st), nil
+	case protocol.FrameEnter:
+		pos, _, err := s.srv.enter(ctx, s.p, s.ip, in.Queue)
+		if err != nil {
+			return nil, err
+		}
+		return protocol.Reply{Type: protocol.FrameEntered, Re: in.ID, Position: &pos}, nil
+	case protocol.FramePosition:
+		pos, err := s.srv.position(ctx, s.p, in.Queue)
+		if err != nil {
+			return nil, err
+		}
+		return protocol.Reply{Type: protocol.FramePosition, Re: in.ID, Position: &pos}, nil
+	case protocol.FrameLeave:
+		if err := s.srv.leave(ctx, s.p, in.Queue); err != nil {
+			return nil, err
+		}
+		return protocol.Reply{Type: protocol.FrameLeft, Re: in.ID}, nil
 	case protocol.FramePing:
 		return protocol.Reply{Type: protocol.FramePong, Re: in.ID}, nil
 	case "":
