@@ -27,7 +27,10 @@
 //     hello, a push, a reply or a REST answer, so a stale frame never
 //     overwrites a newer state;
 //   - heartbeats: while a ticket is WAITING it is kept alive over REST
-//     (PUT /v1/tickets/{id}/heartbeat), connected or not.
+//     (PUT /v1/tickets/{id}/heartbeat), connected or not;
+//   - admission queues (waiting rooms): enter, admissionPosition and
+//     leaveAdmission, and the user's place in each queue from their replies
+//     and the admission.position and admission.ready pushes (admission()).
 
 /**
  * @typedef {'WAITING'|'MATCHED'|'CANCELLED'|'EXPIRED'} TicketStatus
@@ -79,6 +82,17 @@
  * @property {Match|null} match
  * @property {object} [explain]  why no match yet, when the server says
  *
+ * @typedef {object} Position  a place in an admission queue
+ * @property {'WAITING'|'READY'|'NOT_ENTERED'} status
+ * @property {number} [rank]       WAITING: the waiters ahead (zero-based)
+ * @property {number} [total]      WAITING: the line's length
+ * @property {{seconds: number, low: number, high: number|null}} [eta]
+ *           WAITING: seconds from now; absent when it cannot be predicted,
+ *           high null without an upper bound
+ * @property {number} [pollAfter]  WAITING: seconds before asking again without a socket
+ * @property {string} [token]      READY: the entry token
+ * @property {string} [expiresAt]  READY: the end of the token's life
+ *
  * @typedef {object} Frame  any server→client frame
  * @property {string} type
  * @property {string} [re]
@@ -114,9 +128,12 @@ export const TERMINAL_CLOSE_CODES = Object.freeze([4401, 4403]);
 export const SERVER_FRAME_TYPES = Object.freeze([
   'hello', 'joined', 'cancelled', 'match.update', 'status', 'pong', 'error',
   'ticket.update', 'match.found', 'match.ready', 'match.dissolved',
+  'entered', 'position', 'left', 'admission.position', 'admission.ready',
 ]);
-/** CLIENT_FRAME_TYPES are the commands join, cancel, … status and ping send. */
-export const CLIENT_FRAME_TYPES = Object.freeze(['join', 'cancel', 'accept', 'decline', 'status', 'ping']);
+/** CLIENT_FRAME_TYPES are the commands join, cancel, … ping and enter, … send. */
+export const CLIENT_FRAME_TYPES = Object.freeze([
+  'join', 'cancel', 'accept', 'decline', 'status', 'ping', 'enter', 'position', 'leave',
+]);
 
 /**
  * ERROR_CODES are the server's error codes and the HTTP status of each
@@ -131,6 +148,8 @@ export const ERROR_CODES = Object.freeze({
   ALREADY_QUEUED: 409,
   ALREADY_MATCHED: 409,
   ALREADY_CANCELLED: 409,
+  ALREADY_CLAIMED: 409,
+  NOT_CLAIMED: 409,
   RATE_LIMITED: 429,
   COOLDOWN: 429,
   INTERNAL: 500,
@@ -452,6 +471,8 @@ export class MatchgateClient extends Emitter {
     };
     /** The tickets and matches seen so far, newest version of each. */
     this.store = new Store();
+    /** The user's place in each admission queue, last heard. @type {Map<string, Position>} */
+    this.admissions = new Map();
     /** @type {ConnectionState} */
     this.state = 'idle';
     /** The user id from the last hello. @type {string|null} */
@@ -680,6 +701,49 @@ export class MatchgateClient extends Emitter {
   }
 
   /**
+   * enter takes the user's place in an admission queue (or the place the
+   * user holds already); it resolves with the place.
+   * @param {string} queue
+   * @returns {Promise<Position>}
+   */
+  async enter(queue) {
+    const f = await this.request('enter', { queue });
+    this._putAdmission(queue, f.position);
+    return f.position;
+  }
+
+  /**
+   * admissionPosition asks for the user's place in an admission queue.
+   * @param {string} queue
+   * @returns {Promise<Position>}
+   */
+  async admissionPosition(queue) {
+    const f = await this.request('position', { queue });
+    this._putAdmission(queue, f.position);
+    return f.position;
+  }
+
+  /**
+   * leaveAdmission gives the user's place in an admission queue up.
+   * @param {string} queue
+   * @returns {Promise<void>}
+   */
+  async leaveAdmission(queue) {
+    await this.request('leave', { queue });
+    this._putAdmission(queue, { status: 'NOT_ENTERED' });
+  }
+
+  /**
+   * admission is the user's place in queue as last heard (a reply or a
+   * push), or null.
+   * @param {string} queue
+   * @returns {Position|null}
+   */
+  admission(queue) {
+    return this.admissions.get(queue) || null;
+  }
+
+  /**
    * request sends any command frame with a fresh id and resolves with the
    * reply that carries it in "re" (rejecting with MatchgateError on an
    * error reply, a timeout or a lost connection). While the client is
@@ -798,6 +862,12 @@ export class MatchgateClient extends Emitter {
         for (const t of f.tickets || []) this._putTicket(t);
         for (const m of f.matches || []) this._putMatch(m);
         break;
+      case 'admission.position':
+        this._putAdmission(f.queue, f.position);
+        break;
+      case 'admission.ready':
+        this._putAdmission(f.queue, { status: 'READY', token: f.token, expiresAt: f.expiresAt });
+        break;
       default:
         if (f.ticket) this._putTicket(f.ticket);
         if (f.match) this._putMatch(f.match);
@@ -835,6 +905,18 @@ export class MatchgateClient extends Emitter {
       this.emit('ticket', t);
       this._scheduleHeartbeat();
     }
+  }
+
+  /**
+   * _putAdmission keeps the newest place heard of in queue and emits
+   * "admission" {queue, position}.
+   * @param {string} queue
+   * @param {Position|undefined} position
+   */
+  _putAdmission(queue, position) {
+    if (typeof queue !== 'string' || !position || typeof position.status !== 'string') return;
+    this.admissions.set(queue, position);
+    this.emit('admission', { queue, position });
   }
 
   /** @param {any} m */

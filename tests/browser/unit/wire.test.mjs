@@ -66,6 +66,15 @@ const replies = {
     check: (v, f) => assert.deepEqual(v, { tickets: f.tickets, matches: f.matches }),
   },
   pong: { call: (c) => c.ping(), type: 'ping', check: (v) => assert.ok(v >= 0, `round trip ${v}`) },
+  entered: { call: (c) => c.enter('drop'), type: 'enter', check: (v, f) => assert.deepEqual(v, f.position) },
+  position: { call: (c) => c.admissionPosition('drop'), type: 'position', check: (v, f) => assert.deepEqual(v, f.position) },
+  left: {
+    call: (c) => c.leaveAdmission('drop'), type: 'leave',
+    check: (v, f, c) => {
+      assert.equal(v, undefined);
+      assert.deepEqual(c.admission('drop'), { status: 'NOT_ENTERED' });
+    },
+  },
 };
 
 test('the client lists the protocol frame types and error codes', () => {
@@ -92,7 +101,7 @@ for (const ex of wire.server) {
       const pending = r.call(c);
       const sent = ws.lastSent(r.type);
       ws.push({ ...ex.frame, re: sent.id });
-      r.check(await pending, ex.frame);
+      r.check(await pending, ex.frame, c);
     } else {
       ws.push(ex.frame);
     }
@@ -115,6 +124,10 @@ for (const ex of wire.server) {
     if (e.node) assert.equal(c.node, e.node);
     if (e.reason) assert.equal(emitted[0].reason, e.reason);
     if (e.more) assert.deepEqual([emitted[0].more, emitted[0].next], [e.more, e.next]);
+    // An admission queue's place: the replies answer the command's queue
+    // ("drop"), the pushes name theirs.
+    if (e.position) assert.deepEqual(c.admission(e.queue || 'drop'), e.position, 'the place kept');
+    if (e.token) assert.deepEqual(c.admission(e.queue), { status: 'READY', token: e.token, expiresAt: e.expiresAt });
     c.close();
   });
 }
@@ -167,6 +180,9 @@ const commands = {
   decline: (c) => c.decline('m1'),
   status: (c) => c.status(),
   ping: (c) => c.ping(),
+  enter: (c) => c.enter('drop'),
+  position: (c) => c.admissionPosition('drop'),
+  leave: (c) => c.leaveAdmission('drop'),
 };
 
 test('every command goes out in the protocol shape', async () => {
