@@ -1,0 +1,52 @@
+// Package line holds the admission queue's line (admission.Line): Redis,
+// every change one Lua script (lua/*.lua, embedded, EVALSHA with a NOSCRIPT
+// fallback), and Memory, in pure Go, for tests and virtual-clock runs. One
+// contract suite (contract_test.go) holds both to the same behaviour on
+// real Redis, miniredis and memory.
+//
+// The line is derived data: the record gives every place its Seq, the line
+// orders its waiters by it, and a rebuild re-adds the record's WAITING
+// places (admission.Record.Waiting) after a loss (ARCHITECTURE.md §10).
+//
+// Layout of one queue, every key sharing the hash tag {adm:<queue>} so that
+// each script touches one Redis Cluster slot:
+//
+//	<prefix>:{adm:<queue>}:line      ZSET    member user id, score seq
+//	<prefix>:{adm:<queue>}:proc      HASH    user id -> "<seq> <taken at, unix ms>":
+//	                                         taken by the admitter, not yet
+//	                                         acknowledged
+//	<prefix>:{adm:<queue>}:window    ZSET    one member per admission (a number
+//	                                         from window:n), score its take
+//	                                         instant, unix ms
+//	<prefix>:{adm:<queue>}:window:n  INT     numbers the window's members
+//	<prefix>:{adm:<queue>}:admitted  ZSET    member seq, score taken at, unix ms:
+//	                                         the places acknowledged lately
+//	<prefix>:{adm:<queue>}:lease     STRING  "<owner> <token> <expiry, unix ms>"
+//	<prefix>:{adm:<queue>}:fence     INT     the lease's fencing counter
+//
+// A seq is a sorted set's score, a double: seqs beyond ±2^53 are refused.
+//
+// The rate: Take counts, in the window, the admissions after now minus one
+// second, later ones included, and takes no more than rate minus that
+// count; one script reads and writes the window, so callers racing each
+// other are judged one after another and no interval of one second by
+// their clocks ever holds more than rate admissions. An admission is
+// dropped from the window once it is a second plus lag (5 s) before the
+// earlier of now and the latest admission, and a caller more than lag
+// behind the latest admission takes nobody: it could not count what was
+// dropped. The window counts takes: a waiter returned to the line and
+// taken again counts twice.
+//
+// Time: what the line decides by time it decides by the caller's now,
+// never by Redis's clock (ARCHITECTURE.md §7.6): the lease's expiry (held
+// in its value, as a partition's, §7.3), the window, processing's take
+// instants (Stale), and how long an acknowledged place is remembered (the
+// admitted set, WithAckedFor, counted from its take instant and dropped by
+// Take). The keys that record instants (lease, window, window:n, admitted)
+// expire in Redis 5 s after the last instant they need, a safety net that
+// frees the memory; the line, processing and the fence never expire.
+//
+// Add puts a place in unless its user is in the line (ZADD NX) or in
+// processing, or its seq was acknowledged within WithAckedFor: the record
+// read a rebuild adds from may be older than the admission.
+package line

@@ -1,0 +1,82 @@
+-- take.lua: move up to n of the first waiters into processing, fenced by the
+-- lease, admitting at most rate in any one second by the callers' clocks.
+--
+-- The fence check comes first, before anything is read or written: the
+-- token must be the one the lease holds, the lease unexpired at the
+-- caller's now, and the fencing counter not moved on. A refusal is the
+-- error reply "FENCED ...".
+--
+-- The window holds one member per admission, scored by its take instant
+-- (the caller's now, unix ms). A take at now counts every admission after
+-- now - span, later ones included (a caller whose clock is a little behind
+-- the previous one's), and takes k = min(n, rate - count) waiters: so no
+-- interval of span ms holds more than rate admissions, whatever order the
+-- callers' instants arrive in. Admissions are dropped only once they are
+-- span + lag before the earlier of now and the latest admission; a caller
+-- more than lag behind the latest admission admits nobody (it cannot know
+-- what was dropped). Members are numbered by a counter so that two
+-- admissions at one instant never share one.
+--
+-- KEYS[1]  lease STRING     ("<owner> <token> <expiry, unix ms>")
+-- KEYS[2]  fence INTEGER    (the last token issued)
+-- KEYS[3]  line ZSET        (member user id, score seq)
+-- KEYS[4]  processing HASH  (user id -> "<seq> <taken at, unix ms>")
+-- KEYS[5]  window ZSET      (member admission number, score take instant)
+-- KEYS[6]  window counter INTEGER
+-- KEYS[7]  admitted ZSET    (member seq, score taken at)
+-- ARGV[1]  fence token
+-- ARGV[2]  now, unix ms, by the caller's clock
+-- ARGV[3]  n, at most this many
+-- ARGV[4]  rate, admissions per span
+-- ARGV[5]  span, ms (1000)
+-- ARGV[6]  lag, ms: how far behind the latest admission a caller may be
+-- ARGV[7]  the window keys' expiry, ms: a safety net
+-- ARGV[8]  how long the admitted set remembers a place, ms
+--
+-- Returns the taken, flat: user id, seq, user id, seq, ...
+
+local v = redis.call('GET', KEYS[1])
+local now = tonumber(ARGV[2])
+local token, expiry
+if v then
+  token, expiry = v:match(' (%d+) (%d+)$')
+end
+if token ~= ARGV[1] or tonumber(expiry) <= now or redis.call('GET', KEYS[2]) ~= ARGV[1] then
+  return redis.error_reply('FENCED fence token ' .. ARGV[1] .. ' is not the lease\'s')
+end
+
+redis.call('ZREMRANGEBYSCORE', KEYS[7], '-inf', now - tonumber(ARGV[8]))
+
+local span, lag = tonumber(ARGV[5]), tonumber(ARGV[6])
+local latest = redis.call('ZRANGE', KEYS[5], -1, -1, 'WITHSCORES')[2]
+local bound = now
+if latest then
+  latest = tonumber(latest)
+  if now < latest - lag then
+    return {}
+  end
+  bound = math.min(now, latest)
+end
+redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', bound - span - lag)
+local count = redis.call('ZCOUNT', KEYS[5], '(' .. (now - span), '+inf')
+
+local k = math.min(tonumber(ARGV[3]), tonumber(ARGV[4]) - count)
+if k <= 0 then
+  return {}
+end
+local popped = redis.call('ZPOPMIN', KEYS[3], k)
+if #popped == 0 then
+  return {}
+end
+local taken = #popped / 2
+local number = redis.call('INCRBY', KEYS[6], taken) - taken
+for i = 1, #popped, 2 do
+  local seq = string.format('%d', tonumber(popped[i + 1]))
+  popped[i + 1] = seq
+  redis.call('HSET', KEYS[4], popped[i], seq .. ' ' .. ARGV[2])
+  number = number + 1
+  redis.call('ZADD', KEYS[5], ARGV[2], number)
+end
+redis.call('PEXPIRE', KEYS[5], ARGV[7])
+redis.call('PEXPIRE', KEYS[6], ARGV[7])
+return popped

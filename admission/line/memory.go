@@ -1,0 +1,391 @@
+package line
+
+import (
+	"cmp"
+	"container/heap"
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/matchgate/matchgate/admission"
+)
+
+// Memory is the line in process memory: what Redis does, decided alike by
+// the callers' nows, for tests and virtual-clock runs. It is safe for
+// concurrent use; every call is atomic.
+type Memory struct {
+	mu     sync.Mutex
+	cfg    config
+	queues map[string]*memQueue
+}
+
+var _ admission.Line = (*Memory)(nil)
+
+// NewMemory returns an empty line.
+func NewMemory(opts ...Option) *Memory {
+	return &Memory{cfg: configOf(opts), queues: map[string]*memQueue{}}
+}
+
+type memWaiter struct {
+	seq  int64
+	user string
+}
+
+func cmpWaiter(a, b memWaiter) int {
+	if c := cmp.Compare(a.seq, b.seq); c != 0 {
+		return c
+	}
+	return strings.Compare(a.user, b.user)
+}
+
+type memTaken struct {
+	seq int64
+	at  int64 // unix ms
+}
+
+type memLease struct {
+	owner string
+	token int64
+	until int64 // unix ms
+}
+
+type memQueue struct {
+	line  []memWaiter         // by seq, then user id, as a sorted set orders
+	in    map[string]int64    // the users in line, with their seq
+	proc  map[string]memTaken // taken, not acknowledged
+	win   []int64             // the admissions' instants, unix ms, sorted
+	acked map[int64]int64     // acknowledged seq → taken at, unix ms
+	drops ackHeap             // acked's entries, oldest first
+	lease *memLease
+	fence int64
+}
+
+func (m *Memory) queue(q string) *memQueue {
+	mq := m.queues[q]
+	if mq == nil {
+		mq = &memQueue{in: map[string]int64{}, proc: map[string]memTaken{}, acked: map[int64]int64{}}
+		m.queues[q] = mq
+	}
+	return mq
+}
+
+// Add is Redis.Add.
+func (m *Memory) Add(_ context.Context, queue string, places []admission.Place) error {
+	if err := checkQueue(queue); err != nil {
+		return fmt.Errorf("add %d places to %s: %w", len(places), queue, err)
+	}
+	for _, p := range places {
+		if err := checkPlace(queue, p); err != nil {
+			return fmt.Errorf("add %d places to %s: %w", len(places), queue, err)
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	q := m.queue(queue)
+	var added []memWaiter
+	for _, p := range places {
+		if _, ok := q.in[p.UserID]; ok {
+			continue
+		}
+		if _, ok := q.proc[p.UserID]; ok {
+			continue
+		}
+		if _, ok := q.acked[p.Seq]; ok {
+			continue
+		}
+		q.in[p.UserID] = p.Seq
+		added = append(added, memWaiter{seq: p.Seq, user: p.UserID})
+	}
+	q.insert(added)
+	return nil
+}
+
+// insert puts waiters (none of them in the line) into it, in order.
+func (q *memQueue) insert(ws []memWaiter) {
+	if len(ws) == 0 {
+		return
+	}
+	slices.SortFunc(ws, cmpWaiter)
+	if len(ws) <= 16 {
+		for _, w := range ws {
+			i, _ := slices.BinarySearchFunc(q.line, w, cmpWaiter)
+			q.line = slices.Insert(q.line, i, w)
+		}
+		return
+	}
+	merged := make([]memWaiter, 0, len(q.line)+len(ws))
+	i, j := 0, 0
+	for i < len(q.line) && j < len(ws) {
+		if cmpWaiter(q.line[i], ws[j]) < 0 {
+			merged = append(merged, q.line[i])
+			i++
+		} else {
+			merged = append(merged, ws[j])
+			j++
+		}
+	}
+	merged = append(merged, q.line[i:]...)
+	q.line = append(merged, ws[j:]...)
+}
+
+// Rank is Redis.Rank.
+func (m *Memory) Rank(_ context.Context, queue, userID string) (rank, total int64, ok bool, err error) {
+	if err := checkQueue(queue); err != nil {
+		return 0, 0, false, fmt.Errorf("rank of %s in %s: %w", userID, queue, err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	q := m.queue(queue)
+	seq, ok := q.in[userID]
+	if !ok {
+		return 0, int64(len(q.line)), false, nil
+	}
+	i, _ := slices.BinarySearchFunc(q.line, memWaiter{seq: seq, user: userID}, cmpWaiter)
+	return int64(i), int64(len(q.line)), true, nil
+}
+
+// Take is Redis.Take, window and all (see the package doc).
+func (m *Memory) Take(_ context.Context, queue string, fence int64, n, rate int, now time.Time) ([]admission.Taken, error) {
+	if err := checkQueue(queue); err != nil {
+		return nil, fmt.Errorf("take from %s: %w", queue, err)
+	}
+	if now.IsZero() {
+		return nil, fmt.Errorf("take from %s: zero now", queue)
+	}
+	at := now.UnixMilli()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	q := m.queue(queue)
+	if l := q.lease; l == nil || l.token != fence || l.until <= at || q.fence != fence {
+		return nil, fmt.Errorf("take from %s: fence %d: %w", queue, fence, admission.ErrFenced)
+	}
+	q.dropAcked(at - m.cfg.ackedFor.Milliseconds())
+
+	bound := at
+	if len(q.win) > 0 {
+		latest := q.win[len(q.win)-1]
+		if at < latest-lag.Milliseconds() {
+			return nil, nil
+		}
+		bound = min(at, latest)
+	}
+	drop := sort.Search(len(q.win), func(i int) bool { return q.win[i] > bound-span.Milliseconds()-lag.Milliseconds() })
+	q.win = q.win[drop:]
+	count := len(q.win) - sort.Search(len(q.win), func(i int) bool { return q.win[i] > at-span.Milliseconds() })
+
+	k := min(n, rate-count, len(q.line))
+	if k <= 0 {
+		return nil, nil
+	}
+	out := make([]admission.Taken, k)
+	for i, w := range q.line[:k] {
+		delete(q.in, w.user)
+		q.proc[w.user] = memTaken{seq: w.seq, at: at}
+		out[i] = admission.Taken{UserID: w.user, Seq: w.seq, At: time.UnixMilli(at)}
+	}
+	q.line = q.line[k:]
+	i := sort.Search(len(q.win), func(i int) bool { return q.win[i] > at })
+	q.win = slices.Insert(q.win, i, slices.Repeat([]int64{at}, k)...)
+	return out, nil
+}
+
+// dropAcked forgets the acknowledged places taken at or before cut.
+func (q *memQueue) dropAcked(cut int64) {
+	for len(q.drops) > 0 && q.drops[0].at <= cut {
+		e := heap.Pop(&q.drops).(ackEntry)
+		if q.acked[e.seq] == e.at {
+			delete(q.acked, e.seq)
+		}
+	}
+}
+
+// Ack is Redis.Ack.
+func (m *Memory) Ack(_ context.Context, queue string, userIDs []string) error {
+	if err := checkQueue(queue); err != nil {
+		return fmt.Errorf("ack %d in %s: %w", len(userIDs), queue, err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	q := m.queue(queue)
+	for _, id := range userIDs {
+		t, ok := q.proc[id]
+		if !ok {
+			continue
+		}
+		delete(q.proc, id)
+		q.acked[t.seq] = t.at
+		heap.Push(&q.drops, ackEntry{at: t.at, seq: t.seq})
+	}
+	return nil
+}
+
+// Stale is Redis.Stale.
+func (m *Memory) Stale(_ context.Context, queue string, before time.Time) ([]admission.Taken, error) {
+	if err := checkQueue(queue); err != nil {
+		return nil, fmt.Errorf("stale of %s: %w", queue, err)
+	}
+	cut := before.UnixMilli()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []admission.Taken
+	for id, t := range m.queue(queue).proc {
+		if t.at < cut {
+			out = append(out, admission.Taken{UserID: id, Seq: t.seq, At: time.UnixMilli(t.at)})
+		}
+	}
+	sortTaken(out)
+	return out, nil
+}
+
+// Return is Redis.Return.
+func (m *Memory) Return(_ context.Context, queue string, taken []admission.Taken) error {
+	if err := checkQueue(queue); err != nil {
+		return fmt.Errorf("return %d to %s: %w", len(taken), queue, err)
+	}
+	for _, t := range taken {
+		if err := checkSeq(t.Seq); err != nil {
+			return fmt.Errorf("return %d to %s: %w", len(taken), queue, err)
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	q := m.queue(queue)
+	var back []memWaiter
+	for _, t := range taken {
+		p, ok := q.proc[t.UserID]
+		if !ok || p.seq != t.Seq {
+			continue
+		}
+		delete(q.proc, t.UserID)
+		if _, ok := q.in[t.UserID]; ok {
+			continue
+		}
+		q.in[t.UserID] = t.Seq
+		back = append(back, memWaiter{seq: t.Seq, user: t.UserID})
+	}
+	q.insert(back)
+	return nil
+}
+
+// Remove is Redis.Remove.
+func (m *Memory) Remove(ctx context.Context, queue string, userIDs []string) error {
+	_, err := m.remove(ctx, queue, userIDs)
+	return err
+}
+
+func (m *Memory) remove(_ context.Context, queue string, userIDs []string) (int64, error) {
+	if err := checkQueue(queue); err != nil {
+		return 0, fmt.Errorf("remove %d from %s: %w", len(userIDs), queue, err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	q := m.queue(queue)
+	var removed int64
+	for _, id := range userIDs {
+		seq, ok := q.in[id]
+		if !ok {
+			continue
+		}
+		delete(q.in, id)
+		i, _ := slices.BinarySearchFunc(q.line, memWaiter{seq: seq, user: id}, cmpWaiter)
+		q.line = slices.Delete(q.line, i, i+1)
+		removed++
+	}
+	return removed, nil
+}
+
+// Head is Redis.Head.
+func (m *Memory) Head(_ context.Context, queue string, n int) ([]admission.Taken, error) {
+	if err := checkQueue(queue); err != nil {
+		return nil, fmt.Errorf("head of %s: %w", queue, err)
+	}
+	if n <= 0 {
+		return nil, nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	q := m.queue(queue)
+	out := make([]admission.Taken, 0, min(n, len(q.line)))
+	for _, w := range q.line[:min(n, len(q.line))] {
+		out = append(out, admission.Taken{UserID: w.user, Seq: w.seq})
+	}
+	return out, nil
+}
+
+// Size is Redis.Size.
+func (m *Memory) Size(_ context.Context, queue string) (int64, error) {
+	if err := checkQueue(queue); err != nil {
+		return 0, fmt.Errorf("size of %s: %w", queue, err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return int64(len(m.queue(queue).line)), nil
+}
+
+// AcquireLease is Redis.AcquireLease: held while now is before its expiry.
+func (m *Memory) AcquireLease(_ context.Context, queue, owner string, now time.Time, ttl time.Duration, floor int64) (int64, error) {
+	if err := checkLease(queue, owner, now, ttl); err != nil {
+		return 0, fmt.Errorf("acquire lease of %s: %w", queue, err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	q := m.queue(queue)
+	if q.lease != nil && now.UnixMilli() < q.lease.until {
+		return 0, nil
+	}
+	q.fence = max(q.fence+1, floor+1)
+	q.lease = &memLease{owner: owner, token: q.fence, until: now.Add(ttl).UnixMilli()}
+	return q.fence, nil
+}
+
+// RenewLease is Redis.RenewLease.
+func (m *Memory) RenewLease(_ context.Context, queue, owner string, token int64, now time.Time, ttl time.Duration) (bool, error) {
+	if err := checkLease(queue, owner, now, ttl); err != nil {
+		return false, fmt.Errorf("renew lease of %s: %w", queue, err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	q := m.queue(queue)
+	l := q.lease
+	if l == nil || now.UnixMilli() >= l.until || l.owner != owner || l.token != token || q.fence != token {
+		return false, nil
+	}
+	l.until = now.Add(ttl).UnixMilli()
+	return true, nil
+}
+
+// ReleaseLease is Redis.ReleaseLease: like lease_release.lua it reads no
+// clock.
+func (m *Memory) ReleaseLease(_ context.Context, queue, owner string, token int64) (bool, error) {
+	if err := checkOwner(queue, owner); err != nil {
+		return false, fmt.Errorf("release lease of %s: %w", queue, err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	q := m.queue(queue)
+	if q.lease == nil || q.lease.owner != owner || q.lease.token != token {
+		return false, nil
+	}
+	q.lease = nil
+	return true, nil
+}
+
+// ackEntry is one acknowledged place in the order it is forgotten.
+type ackEntry struct{ at, seq int64 }
+
+type ackHeap []ackEntry
+
+func (h ackHeap) Len() int           { return len(h) }
+func (h ackHeap) Less(i, j int) bool { return h[i].at < h[j].at }
+func (h ackHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *ackHeap) Push(x any)        { *h = append(*h, x.(ackEntry)) }
+func (h *ackHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
+}
