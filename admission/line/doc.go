@@ -15,9 +15,9 @@
 //	<prefix>:{adm:<queue>}:proc      HASH    user id -> "<seq> <taken at, unix ms>":
 //	                                         taken by the admitter, not yet
 //	                                         acknowledged
-//	<prefix>:{adm:<queue>}:window    ZSET    one member per admission (a number
-//	                                         from window:n), score its take
-//	                                         instant, unix ms
+//	<prefix>:{adm:<queue>}:window    ZSET    one member per take that admitted
+//	                                         anyone, "<number>:<admitted>", score
+//	                                         its instant, unix ms
 //	<prefix>:{adm:<queue>}:window:n  INT     numbers the window's members
 //	<prefix>:{adm:<queue>}:admitted  ZSET    member seq, score taken at, unix ms:
 //	                                         the places acknowledged lately
@@ -30,12 +30,12 @@
 // second, later ones included, and takes no more than rate minus that
 // count; one script reads and writes the window, so callers racing each
 // other are judged one after another and no interval of one second by
-// their clocks ever holds more than rate admissions. An admission is
-// dropped from the window once it is a second plus lag (5 s) before the
-// earlier of now and the latest admission, and a caller more than lag
-// behind the latest admission takes nobody: it could not count what was
-// dropped. The window counts takes: a waiter returned to the line and
-// taken again counts twice.
+// their clocks ever holds more than rate admissions. A take is dropped
+// from the window once it is a second plus lag (5 s) before the earlier of
+// now and the latest take, and a caller more than lag behind the latest
+// take admits nobody: it could not count what was dropped. The window
+// counts what was taken: a waiter returned to the line and taken again
+// counts twice.
 //
 // Time: what the line decides by time it decides by the caller's now,
 // never by Redis's clock (ARCHITECTURE.md §7.6): the lease's expiry (held

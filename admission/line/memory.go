@@ -47,6 +47,13 @@ type memTaken struct {
 	at  int64 // unix ms
 }
 
+// memTake is one take in the window: its instant, unix ms, and how many
+// it admitted.
+type memTake struct {
+	at int64
+	n  int
+}
+
 type memLease struct {
 	owner string
 	token int64
@@ -57,7 +64,7 @@ type memQueue struct {
 	line  []memWaiter         // by seq, then user id, as a sorted set orders
 	in    map[string]int64    // the users in line, with their seq
 	proc  map[string]memTaken // taken, not acknowledged
-	win   []int64             // the admissions' instants, unix ms, sorted
+	win   []memTake           // the takes that admitted anyone, by instant
 	acked map[int64]int64     // acknowledged seq → taken at, unix ms
 	drops ackHeap             // acked's entries, oldest first
 	lease *memLease
@@ -167,15 +174,18 @@ func (m *Memory) Take(_ context.Context, queue string, fence int64, n, rate int,
 
 	bound := at
 	if len(q.win) > 0 {
-		latest := q.win[len(q.win)-1]
+		latest := q.win[len(q.win)-1].at
 		if at < latest-lag.Milliseconds() {
 			return nil, nil
 		}
 		bound = min(at, latest)
 	}
-	drop := sort.Search(len(q.win), func(i int) bool { return q.win[i] > bound-span.Milliseconds()-lag.Milliseconds() })
+	drop := sort.Search(len(q.win), func(i int) bool { return q.win[i].at > bound-span.Milliseconds()-lag.Milliseconds() })
 	q.win = q.win[drop:]
-	count := len(q.win) - sort.Search(len(q.win), func(i int) bool { return q.win[i] > at-span.Milliseconds() })
+	count := 0
+	for _, w := range q.win[sort.Search(len(q.win), func(i int) bool { return q.win[i].at > at-span.Milliseconds() }):] {
+		count += w.n
+	}
 
 	k := min(n, rate-count, len(q.line))
 	if k <= 0 {
@@ -188,8 +198,8 @@ func (m *Memory) Take(_ context.Context, queue string, fence int64, n, rate int,
 		out[i] = admission.Taken{UserID: w.user, Seq: w.seq, At: time.UnixMilli(at)}
 	}
 	q.line = q.line[k:]
-	i := sort.Search(len(q.win), func(i int) bool { return q.win[i] > at })
-	q.win = slices.Insert(q.win, i, slices.Repeat([]int64{at}, k)...)
+	i := sort.Search(len(q.win), func(i int) bool { return q.win[i].at > at })
+	q.win = slices.Insert(q.win, i, memTake{at: at, n: k})
 	return out, nil
 }
 

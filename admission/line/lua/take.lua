@@ -6,22 +6,22 @@
 -- caller's now, and the fencing counter not moved on. A refusal is the
 -- error reply "FENCED ...".
 --
--- The window holds one member per admission, scored by its take instant
--- (the caller's now, unix ms). A take at now counts every admission after
--- now - span, later ones included (a caller whose clock is a little behind
--- the previous one's), and takes k = min(n, rate - count) waiters: so no
--- interval of span ms holds more than rate admissions, whatever order the
--- callers' instants arrive in. Admissions are dropped only once they are
--- span + lag before the earlier of now and the latest admission; a caller
--- more than lag behind the latest admission admits nobody (it cannot know
--- what was dropped). Members are numbered by a counter so that two
--- admissions at one instant never share one.
+-- The window holds one member per take that admitted anyone,
+-- "<number>:<admitted>", scored by its instant (the caller's now, unix ms);
+-- the number, from a counter, keeps two takes at one instant apart. A take
+-- at now counts the admissions after now - span, later ones included (a
+-- caller whose clock is a little behind the previous one's), and takes
+-- k = min(n, rate - count) waiters: so no interval of span ms holds more
+-- than rate admissions, whatever order the callers' instants arrive in.
+-- Takes are dropped only once they are span + lag before the earlier of now
+-- and the latest take; a caller more than lag behind the latest take admits
+-- nobody (it cannot know what was dropped).
 --
 -- KEYS[1]  lease STRING     ("<owner> <token> <expiry, unix ms>")
 -- KEYS[2]  fence INTEGER    (the last token issued)
 -- KEYS[3]  line ZSET        (member user id, score seq)
 -- KEYS[4]  processing HASH  (user id -> "<seq> <taken at, unix ms>")
--- KEYS[5]  window ZSET      (member admission number, score take instant)
+-- KEYS[5]  window ZSET      (member "<number>:<admitted>", score take instant)
 -- KEYS[6]  window counter INTEGER
 -- KEYS[7]  admitted ZSET    (member seq, score taken at)
 -- ARGV[1]  fence token
@@ -58,7 +58,10 @@ if latest then
   bound = math.min(now, latest)
 end
 redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', bound - span - lag)
-local count = redis.call('ZCOUNT', KEYS[5], '(' .. (now - span), '+inf')
+local count = 0
+for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[5], '(' .. (now - span), '+inf')) do
+  count = count + tonumber(m:match(':(%d+)$'))
+end
 
 local k = math.min(tonumber(ARGV[3]), tonumber(ARGV[4]) - count)
 if k <= 0 then
@@ -68,15 +71,19 @@ local popped = redis.call('ZPOPMIN', KEYS[3], k)
 if #popped == 0 then
   return {}
 end
-local taken = #popped / 2
-local number = redis.call('INCRBY', KEYS[6], taken) - taken
+-- Processing is written 500 waiters a call, well within Lua's stack.
+local proc = {}
 for i = 1, #popped, 2 do
   local seq = string.format('%d', tonumber(popped[i + 1]))
   popped[i + 1] = seq
-  redis.call('HSET', KEYS[4], popped[i], seq .. ' ' .. ARGV[2])
-  number = number + 1
-  redis.call('ZADD', KEYS[5], ARGV[2], number)
+  proc[#proc + 1] = popped[i]
+  proc[#proc + 1] = seq .. ' ' .. ARGV[2]
+  if #proc == 1000 or i + 1 == #popped then
+    redis.call('HSET', KEYS[4], unpack(proc))
+    proc = {}
+  end
 end
+redis.call('ZADD', KEYS[5], ARGV[2], redis.call('INCR', KEYS[6]) .. ':' .. (#popped / 2))
 redis.call('PEXPIRE', KEYS[5], ARGV[7])
 redis.call('PEXPIRE', KEYS[6], ARGV[7])
 return popped
