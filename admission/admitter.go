@@ -42,6 +42,8 @@ type Admitter struct {
 	token int64     // the lease's fencing token; 0 when not held
 	until time.Time // the lease's validity by this process's clock
 	built bool      // the line was rebuilt from the record under this lease
+	// renewed is when the lease was last renewed or acquired.
+	renewed time.Time
 }
 
 // NewAdmitter checks the configuration; it starts nothing.
@@ -67,26 +69,13 @@ func NewAdmitter(cfg AdmitterConfig) (*Admitter, error) {
 	return &Admitter{cfg: cfg, log: cfg.Logger.With("admission", cfg.Queue.Name)}, nil
 }
 
-// Run passes every Tick until ctx ends, then gives the lease up.
+// Run steps every Tick until ctx ends, then gives the lease up.
 func (a *Admitter) Run(ctx context.Context) error {
 	t := time.NewTicker(a.cfg.Tick)
 	defer t.Stop()
-	renewEvery := a.cfg.LeaseTTL / 10
-	var renewed time.Time
 	for {
-		now := a.cfg.Now()
-		if a.token != 0 && now.Sub(renewed) >= renewEvery {
-			a.renew(ctx, now)
-			renewed = now
-		}
-		if a.token == 0 {
-			a.acquire(ctx, now)
-			renewed = now
-		}
-		if a.token != 0 {
-			if _, err := a.Pass(ctx); err != nil && ctx.Err() == nil {
-				a.log.Warn("admission pass", "err", err)
-			}
+		if _, err := a.Step(ctx); err != nil && ctx.Err() == nil {
+			a.log.Warn("admission pass", "err", err)
 		}
 		select {
 		case <-ctx.Done():
@@ -100,6 +89,24 @@ func (a *Admitter) Run(ctx context.Context) error {
 		}
 	}
 }
+
+// Step is one turn of Run: the lease renewed when due (every tenth of its
+// life) or acquired when not held, then a pass while it is held.
+func (a *Admitter) Step(ctx context.Context) (PassResult, error) {
+	now := a.cfg.Now()
+	if a.token != 0 && now.Sub(a.renewed) >= a.cfg.LeaseTTL/10 {
+		a.renew(ctx, now)
+		a.renewed = now
+	}
+	if a.token == 0 {
+		a.acquire(ctx, now)
+		a.renewed = now
+	}
+	return a.Pass(ctx)
+}
+
+// Holding reports whether the admitter holds its queue's lease.
+func (a *Admitter) Holding() bool { return a.token != 0 }
 
 func (a *Admitter) acquire(ctx context.Context, now time.Time) {
 	q := a.cfg.Queue.Name

@@ -66,7 +66,7 @@ type Service struct {
 	queues map[string]Queue
 	log    *slog.Logger
 
-	mu    sync.Mutex
+	mu       sync.Mutex
 	measured map[string]cachedRates
 }
 
