@@ -55,7 +55,7 @@ func TestJoinRacingABanKeepsNoTicket(t *testing.T) {
 	}
 	run := func(t *testing.T, e env) {
 		ctx := context.Background()
-		cfg := matcher.Config{Queues: []matcher.QueueConfig{{Name: "duel", Players: 2}}}
+		cfg := matcher.Config{Queues: []matcher.QueueConfig{{Name: "duel", Seats: matcher.Seats{Players: 2}}}}
 		if err := cfg.Normalize(); err != nil {
 			t.Fatal(err)
 		}

@@ -111,23 +111,40 @@ func (w Window) validate() error {
 }
 
 // QueueConfig configures one queue. Zero values take the documented default
-// (from Defaults, then the built-in value).
+// (from Defaults, then the built-in value). Its settings are grouped by
+// concern in embedded structs whose fields are promoted (q.Players,
+// q.AcceptWindow); each group is inlined, so a queue in the file, or in an
+// admin API body, is one flat mapping.
 type QueueConfig struct {
 	Name string `yaml:"name"`
 	// Kind is "skill" (default) or "room".
 	Kind string `yaml:"kind"`
+
+	Seats       `yaml:",inline"`
+	SkillRules  `yaml:",inline"`
+	Timing      `yaml:",inline"`
+	RegionRules `yaml:",inline"`
+	AcceptRules `yaml:",inline"`
+	Sharding    `yaml:",inline"`
+}
+
+// Seats is how many players a match takes, and what may fill it short.
+type Seats struct {
 	// Players is K, the seats of a match including the anchor, 2–10. Default 2.
 	Players int `yaml:"players"`
 	// MinPlayers is the smallest match the deadline path (and, for rooms, the
 	// fallback) may form without bots. Default: Players.
 	MinPlayers int `yaml:"minPlayers"`
+	// Bots lets the deadline path fill empty seats with bots.
+	Bots bool `yaml:"bots"`
 	// FallbackAfter (rooms): once the oldest has waited this long, form a
 	// FALLBACK match of at least MinPlayers. Default 0 = never.
 	FallbackAfter time.Duration `yaml:"fallbackAfter"`
-	// Deadline is the hard bound on a wait. Default 5m.
-	Deadline time.Duration `yaml:"deadline"`
-	// Bots lets the deadline path fill empty seats with bots.
-	Bots bool `yaml:"bots"`
+}
+
+// SkillRules is who may play whom in a skill queue, and how much of the
+// pool a pass reads to find them.
+type SkillRules struct {
 	// Window is the skill half-width curve. Default {0s→5, 1m→15, 3m→30}.
 	Window *Window `yaml:"window"`
 	// Coherence bounds the distance between any two collected players as a
@@ -138,28 +155,58 @@ type QueueConfig struct {
 	// EstimatedMinWidth is the smallest window of a player whose skill is
 	// estimated. Default 15.
 	EstimatedMinWidth float64 `yaml:"estimatedMinWidth"`
+	// Weights of the distance: skill (default 1) and activity (default 0).
+	Weights map[string]float64 `yaml:"weights"`
 	// AnchorDepth is how many of the oldest waiters are tried as anchors per
 	// pass, so an outlier at the head never blocks the rest. Default 10.
 	AnchorDepth int `yaml:"anchorDepth"`
+	// ScanLimit is how many of the players closest in skill to an anchor are
+	// read as its candidates (those inside its window count). Default twice
+	// the players a match needs, at least 4: every candidate read is a hash
+	// read in Redis (four times as many made most of Redis's work at 5,000
+	// joins/s), and the closest few are the ones a group takes.
+	ScanLimit int `yaml:"scanLimit"`
+}
+
+// Timing is the clock of a wait: its bound, the matching pass, ghosts and
+// priority.
+type Timing struct {
+	// Deadline is the hard bound on a wait. Default 5m.
+	Deadline time.Duration `yaml:"deadline"`
 	// Tick is the period of a matching pass; joins and cancels also wake the
 	// engine at once. Default 500ms.
 	Tick time.Duration `yaml:"tick"`
+	// HeartbeatTimeout evicts ghosts. Default 30s.
+	HeartbeatTimeout time.Duration `yaml:"heartbeatTimeout"`
+	// PriorityCap caps a priority head start. Default 30s.
+	PriorityCap time.Duration `yaml:"priorityCap"`
+}
+
+// RegionRules is where a queue runs and how long waiters reach across
+// regions.
+type RegionRules struct {
 	// Regions the queue runs in. Default [global].
 	Regions []string `yaml:"regions"`
 	// Adjacent lists, per region, the regions its long waiters are offered
 	// to; OfferAfter is how long a player waits at home before being
 	// offered (default 60s when Adjacent is set). The home partition keeps
-	// the player, the deadline and the ghost check; see offers.go.
+	// the player, the deadline and the ghost check; see matcher/engine/offers.go.
 	Adjacent   map[string][]string `yaml:"adjacent"`
 	OfferAfter time.Duration       `yaml:"offerAfter"`
-	// PriorityCap caps a priority head start. Default 30s.
-	PriorityCap time.Duration `yaml:"priorityCap"`
+}
+
+// AcceptRules is the accept step between forming a match and allocating it.
+type AcceptRules struct {
 	// AcceptWindow is the time players have to accept (0 = no accept step).
 	AcceptWindow time.Duration `yaml:"acceptWindow"`
 	// DeclineCooldown is how long a player who declined a match, or let its
 	// accept window pass, may not join this queue again. Default 30s; a
 	// negative value disables it.
 	DeclineCooldown time.Duration `yaml:"declineCooldown"`
+}
+
+// Sharding splits a hot queue's regions into sub-pools.
+type Sharding struct {
 	// Shards splits each region of a hot queue into that many sub-pools,
 	// chosen by hashing the user id, each with its own lease and engine.
 	// Default 1 (no split); at most 64.
@@ -168,16 +215,6 @@ type QueueConfig struct {
 	// moved, atomically and with their original scores, from their sub-pool
 	// into the region's one overflow pool. Default 30s.
 	OverflowAfter time.Duration `yaml:"overflowAfter"`
-	// HeartbeatTimeout evicts ghosts. Default 30s.
-	HeartbeatTimeout time.Duration `yaml:"heartbeatTimeout"`
-	// Weights of the distance: skill (default 1) and activity (default 0).
-	Weights map[string]float64 `yaml:"weights"`
-	// ScanLimit is how many of the players closest in skill to an anchor are
-	// read as its candidates (those inside its window count). Default twice
-	// the players a match needs, at least 4: every candidate read is a hash
-	// read in Redis (four times as many made most of Redis's work at 5,000
-	// joins/s), and the closest few are the ones a group takes.
-	ScanLimit int `yaml:"scanLimit"`
 }
 
 // Config is the queue file: global defaults and the queues.
@@ -322,11 +359,13 @@ func HeartbeatTimeoutOf(q *QueueConfig) time.Duration {
 
 func (q *QueueConfig) applyBuiltins() {
 	q.inherit(QueueConfig{
-		Kind: KindSkill, Players: 2, Deadline: 5 * time.Minute, Tick: 500 * time.Millisecond,
-		AnchorDepth: 10, HeartbeatTimeout: defaultHeartbeatTimeout, PriorityCap: 30 * time.Second,
-		EstimatedMinWidth: 15, Coherence: 2, Regions: []string{"global"},
-		Window:          &Window{Points: []WindowPoint{{0, 5}, {time.Minute, 15}, {3 * time.Minute, 30}}},
-		DeclineCooldown: 30 * time.Second, Shards: 1, OverflowAfter: 30 * time.Second,
+		Kind:        KindSkill,
+		Seats:       Seats{Players: 2},
+		SkillRules:  SkillRules{AnchorDepth: 10, EstimatedMinWidth: 15, Coherence: 2, Window: &Window{Points: []WindowPoint{{0, 5}, {time.Minute, 15}, {3 * time.Minute, 30}}}},
+		Timing:      Timing{Deadline: 5 * time.Minute, Tick: 500 * time.Millisecond, HeartbeatTimeout: defaultHeartbeatTimeout, PriorityCap: 30 * time.Second},
+		RegionRules: RegionRules{Regions: []string{"global"}},
+		AcceptRules: AcceptRules{DeclineCooldown: 30 * time.Second},
+		Sharding:    Sharding{Shards: 1, OverflowAfter: 30 * time.Second},
 	})
 	if q.MinPlayers == 0 {
 		q.MinPlayers = q.Players
@@ -461,10 +500,10 @@ func (q *QueueConfig) Weight(dim string) float64 {
 // of 2–3 with the 60 s fallback.
 func DemoConfig() Config {
 	c := Config{Queues: []QueueConfig{
-		{Name: "duel", Kind: KindSkill, Players: 2, Window: &Window{Points: []WindowPoint{{0, 100}, {10 * time.Second, 250}, {30 * time.Second, 600}}}, Deadline: 2 * time.Minute, Bots: true},
-		{Name: "ranked", Kind: KindSkill, Players: 4, Regions: []string{"eu", "na"}, Window: &Window{Start: 50, Step: 25, Every: 5 * time.Second, Max: 400}, MinPlayers: 2},
-		{Name: "chat-topic-42", Kind: KindRoom, Players: 3, MinPlayers: 2, FallbackAfter: 60 * time.Second},
-		{Name: "chat-pairs", Kind: KindRoom, Players: 2},
+		{Name: "duel", Kind: KindSkill, Seats: Seats{Players: 2, Bots: true}, SkillRules: SkillRules{Window: &Window{Points: []WindowPoint{{0, 100}, {10 * time.Second, 250}, {30 * time.Second, 600}}}}, Timing: Timing{Deadline: 2 * time.Minute}},
+		{Name: "ranked", Kind: KindSkill, Seats: Seats{Players: 4, MinPlayers: 2}, SkillRules: SkillRules{Window: &Window{Start: 50, Step: 25, Every: 5 * time.Second, Max: 400}}, RegionRules: RegionRules{Regions: []string{"eu", "na"}}},
+		{Name: "chat-topic-42", Kind: KindRoom, Seats: Seats{Players: 3, MinPlayers: 2, FallbackAfter: 60 * time.Second}},
+		{Name: "chat-pairs", Kind: KindRoom, Seats: Seats{Players: 2}},
 	}}
 	if err := c.Normalize(); err != nil {
 		panic("demo config: " + err.Error()) // a programming error, caught by tests

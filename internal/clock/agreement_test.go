@@ -96,8 +96,12 @@ func join(svc *engine.Service, q matcher.QueueConfig, region, user string, skill
 // window; players accept through a gateway 5 s ahead, 2 s before acceptBy
 // as the authority tells it. The accepts count and the match is READY.
 func acceptBeforeWindow(t *testing.T, w *world) error {
-	cfg, q := normalized(t, matcher.QueueConfig{Name: "arena", Players: 2, AcceptWindow: 3 * time.Second,
-		Window: &matcher.Window{Points: []matcher.WindowPoint{{After: 0, Width: 100}}}})
+	cfg, q := normalized(t, matcher.QueueConfig{
+		Name:        "arena",
+		Seats:       matcher.Seats{Players: 2},
+		SkillRules:  matcher.SkillRules{Window: &matcher.Window{Points: []matcher.WindowPoint{{After: 0, Width: 100}}}},
+		AcceptRules: matcher.AcceptRules{AcceptWindow: 3 * time.Second},
+	})
 	region := q.Regions[0]
 	svc := w.service(t, cfg, w.clockOf(t, 5*time.Second))
 	eng := w.engine(t, q, region, nil, w.clockOf(t, -5*time.Second))
@@ -132,8 +136,13 @@ func acceptBeforeWindow(t *testing.T, w *world) error {
 // authority's deadline, judged by engines on true clocks: not at a second
 // before, and by half a second after.
 func deadlineOnTime(t *testing.T, w *world) error {
-	cfg, q := normalized(t, matcher.QueueConfig{Name: "lone", Players: 2, Deadline: 2 * time.Second, Regions: []string{"eu", "us"},
-		Window: &matcher.Window{Points: []matcher.WindowPoint{{After: 0, Width: 100}}}})
+	cfg, q := normalized(t, matcher.QueueConfig{
+		Name:        "lone",
+		Seats:       matcher.Seats{Players: 2},
+		SkillRules:  matcher.SkillRules{Window: &matcher.Window{Points: []matcher.WindowPoint{{After: 0, Width: 100}}}},
+		Timing:      matcher.Timing{Deadline: 2 * time.Second},
+		RegionRules: matcher.RegionRules{Regions: []string{"eu", "us"}},
+	})
 	skews := map[string]time.Duration{"eu": 5 * time.Second, "us": -5 * time.Second}
 	tickets := map[string]matcher.Ticket{}
 	engines := map[string]*engine.Engine{}
@@ -178,8 +187,12 @@ func deadlineOnTime(t *testing.T, w *world) error {
 // behind a second before the check is not a ghost to an engine on a true
 // clock, though their heartbeat is older than the timeout.
 func ghostSeenLately(t *testing.T, w *world) error {
-	cfg, q := normalized(t, matcher.QueueConfig{Name: "ghosts", Players: 2, HeartbeatTimeout: 2 * time.Second,
-		Window: &matcher.Window{Points: []matcher.WindowPoint{{After: 0, Width: 100}}}})
+	cfg, q := normalized(t, matcher.QueueConfig{
+		Name:       "ghosts",
+		Seats:      matcher.Seats{Players: 2},
+		SkillRules: matcher.SkillRules{Window: &matcher.Window{Points: []matcher.WindowPoint{{After: 0, Width: 100}}}},
+		Timing:     matcher.Timing{HeartbeatTimeout: 2 * time.Second},
+	})
 	region := q.Regions[0]
 	gwClock := w.clockOf(t, -5*time.Second)
 	gwSeen := presence.New(presence.Config{Redis: w.rdb, Prefix: w.prefix, Node: "gw-behind", Now: gwClock})

@@ -18,8 +18,12 @@ import (
 )
 
 func acceptQueue(players int) matcher.QueueConfig {
-	return matcher.QueueConfig{Name: "arena", Players: players, AcceptWindow: 10 * time.Second,
-		Window: &matcher.Window{Points: []matcher.WindowPoint{{After: 0, Width: 100}}}}
+	return matcher.QueueConfig{
+		Name:        "arena",
+		Seats:       matcher.Seats{Players: players},
+		SkillRules:  matcher.SkillRules{Window: &matcher.Window{Points: []matcher.WindowPoint{{After: 0, Width: 100}}}},
+		AcceptRules: matcher.AcceptRules{AcceptWindow: 10 * time.Second},
+	}
 }
 
 // formPending joins users (skill 100 each, a millisecond apart) and forms
@@ -279,7 +283,7 @@ func TestCooldownOnlyWithAcceptStep(t *testing.T) {
 		q       matcher.QueueConfig
 		refused bool
 	}{
-		{"no accept step", matcher.QueueConfig{Name: "arena", Players: 2}, false},
+		{"no accept step", matcher.QueueConfig{Name: "arena", Seats: matcher.Seats{Players: 2}}, false},
 		{"accept step, cooldown off", noCooldown, false},
 		{"accept step and cooldown", acceptQueue(2), true},
 	} {

@@ -13,8 +13,12 @@ import (
 )
 
 func duelQueue() matcher.QueueConfig {
-	return matcher.QueueConfig{Name: "duel", Players: 2, Regions: []string{"eu"},
-		Window: &matcher.Window{Points: []matcher.WindowPoint{{After: 0, Width: 100}}}}
+	return matcher.QueueConfig{
+		Name:        "duel",
+		Seats:       matcher.Seats{Players: 2},
+		SkillRules:  matcher.SkillRules{Window: &matcher.Window{Points: []matcher.WindowPoint{{After: 0, Width: 100}}}},
+		RegionRules: matcher.RegionRules{Regions: []string{"eu"}},
+	}
 }
 
 // The allocator fails twice and then answers: the match forms on the third

@@ -139,7 +139,7 @@ func ambiguousEngine(t *testing.T, h *harness, led matcher.Ledger, alloc engine.
 }
 
 func windowQueue() matcher.QueueConfig {
-	return matcher.QueueConfig{Name: "q", Players: 2, AcceptWindow: 20 * time.Second}
+	return matcher.QueueConfig{Name: "q", Seats: matcher.Seats{Players: 2}, AcceptRules: matcher.AcceptRules{AcceptWindow: 20 * time.Second}}
 }
 
 // checkLanded asserts that the matches of tickets stand as committed: the

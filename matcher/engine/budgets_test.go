@@ -96,7 +96,7 @@ func (r refusingLedger) CommitMatches(ctx context.Context, ms []matcher.Match, _
 func TestPassPastItsBudgetPutsEveryoneBack(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
 		mem := ledger.NewMemory()
-		q := matcher.QueueConfig{Name: "q", Players: 2, Tick: 20 * time.Millisecond}
+		q := matcher.QueueConfig{Name: "q", Seats: matcher.Seats{Players: 2}, Timing: matcher.Timing{Tick: 20 * time.Millisecond}}
 		h := newHarnessWith(t, q, rdb, prefix, mem)
 		alloc := &hangingAllocator{}
 		eng, err := engine.NewEngine(engine.EngineConfig{
@@ -154,7 +154,7 @@ func TestPassPastItsBudgetPutsEveryoneBack(t *testing.T) {
 func TestPassAllocationsShareOneBudget(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
 		mem := ledger.NewMemory()
-		q := matcher.QueueConfig{Name: "q", Players: 2}
+		q := matcher.QueueConfig{Name: "q", Seats: matcher.Seats{Players: 2}}
 		h := newHarnessWith(t, q, rdb, prefix, mem)
 		alloc := &hangingAllocator{calls: 1} // every call hangs
 		eng, err := engine.NewEngine(engine.EngineConfig{

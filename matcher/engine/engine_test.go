@@ -15,8 +15,10 @@ import (
 // p:7735, p:9182, p:4471 and p:6013 are matched, p:2210 and p:8890 stay.
 func TestWorkedExampleA3(t *testing.T) {
 	h := newHarness(t, matcher.QueueConfig{
-		Name: "ranked", Players: 4, Regions: []string{"na"},
-		Window: &matcher.Window{Start: 50, Step: 25, Every: 5 * time.Second, Max: 400},
+		Name:        "ranked",
+		Seats:       matcher.Seats{Players: 4},
+		SkillRules:  matcher.SkillRules{Window: &matcher.Window{Start: 50, Step: 25, Every: 5 * time.Second, Max: 400}},
+		RegionRules: matcher.RegionRules{Regions: []string{"na"}},
 	})
 	anchor := h.join("p:9182", 1450)
 	h.advance(time.Millisecond) // everyone else joined after the anchor
@@ -63,8 +65,9 @@ func TestWorkedExampleA3(t *testing.T) {
 // anchor's window.
 func TestCoherenceStrict(t *testing.T) {
 	h := newHarness(t, matcher.QueueConfig{
-		Name: "q", Players: 3, Coherence: 1,
-		Window: &matcher.Window{Points: []matcher.WindowPoint{{After: 0, Width: 10}}},
+		Name:       "q",
+		Seats:      matcher.Seats{Players: 3},
+		SkillRules: matcher.SkillRules{Coherence: 1, Window: &matcher.Window{Points: []matcher.WindowPoint{{After: 0, Width: 10}}}},
 	})
 	a := h.join("anchor", 100)
 	h.advance(time.Millisecond)
@@ -82,7 +85,7 @@ func TestCoherenceStrict(t *testing.T) {
 
 // A lone outlier at the head must not block the players behind it.
 func TestOutlierAtHeadDoesNotBlock(t *testing.T) {
-	h := newHarness(t, matcher.QueueConfig{Name: "duel", Players: 2})
+	h := newHarness(t, matcher.QueueConfig{Name: "duel", Seats: matcher.Seats{Players: 2}})
 	outlier := h.join("outlier", 5)
 	var rest []matcher.Ticket
 	for i := range 6 {
@@ -104,7 +107,7 @@ func TestOutlierAtHeadDoesNotBlock(t *testing.T) {
 
 // Rooms of 3 fall back to 2 once the oldest has waited fallbackAfter.
 func TestRoomFallback(t *testing.T) {
-	h := newHarness(t, matcher.QueueConfig{Name: "chat-topic-42", Kind: matcher.KindRoom, Players: 3, MinPlayers: 2, FallbackAfter: 60 * time.Second})
+	h := newHarness(t, matcher.QueueConfig{Name: "chat-topic-42", Kind: matcher.KindRoom, Seats: matcher.Seats{Players: 3, MinPlayers: 2, FallbackAfter: 60 * time.Second}})
 	a := h.join("a", 50)
 	h.advance(time.Second)
 	h.join("b", 50)
@@ -133,7 +136,7 @@ func TestRoomFallback(t *testing.T) {
 func TestDeadline(t *testing.T) {
 	far := &matcher.Window{Points: []matcher.WindowPoint{{After: 0, Width: 1}}}
 	t.Run("bots", func(t *testing.T) {
-		h := newHarness(t, matcher.QueueConfig{Name: "q", Players: 4, Bots: true, Deadline: time.Minute, Window: far})
+		h := newHarness(t, matcher.QueueConfig{Name: "q", Seats: matcher.Seats{Players: 4, Bots: true}, SkillRules: matcher.SkillRules{Window: far}, Timing: matcher.Timing{Deadline: time.Minute}})
 		a := h.join("a", 10)
 		h.join("b", 500)
 		h.advance(59 * time.Second)
@@ -150,7 +153,7 @@ func TestDeadline(t *testing.T) {
 		}
 	})
 	t.Run("short-handed", func(t *testing.T) {
-		h := newHarness(t, matcher.QueueConfig{Name: "q", Players: 4, MinPlayers: 2, Deadline: time.Minute, Window: far})
+		h := newHarness(t, matcher.QueueConfig{Name: "q", Seats: matcher.Seats{Players: 4, MinPlayers: 2}, SkillRules: matcher.SkillRules{Window: far}, Timing: matcher.Timing{Deadline: time.Minute}})
 		a := h.join("a", 10)
 		h.advance(time.Second)
 		h.join("b", 900)
@@ -163,7 +166,7 @@ func TestDeadline(t *testing.T) {
 		}
 	})
 	t.Run("closest first", func(t *testing.T) {
-		h := newHarness(t, matcher.QueueConfig{Name: "q", Players: 2, Deadline: time.Minute, Window: far})
+		h := newHarness(t, matcher.QueueConfig{Name: "q", Seats: matcher.Seats{Players: 2}, SkillRules: matcher.SkillRules{Window: far}, Timing: matcher.Timing{Deadline: time.Minute}})
 		a := h.join("a", 100)
 		h.advance(time.Second)
 		h.join("far", 900)
@@ -175,7 +178,7 @@ func TestDeadline(t *testing.T) {
 		}
 	})
 	t.Run("expired", func(t *testing.T) {
-		h := newHarness(t, matcher.QueueConfig{Name: "q", Players: 4, MinPlayers: 2, Deadline: time.Minute, Window: far})
+		h := newHarness(t, matcher.QueueConfig{Name: "q", Seats: matcher.Seats{Players: 4, MinPlayers: 2}, SkillRules: matcher.SkillRules{Window: far}, Timing: matcher.Timing{Deadline: time.Minute}})
 		a := h.join("a", 10)
 		h.advance(time.Minute)
 		if res := h.tick(); res.Expired != 1 {
@@ -197,7 +200,7 @@ func TestDeadline(t *testing.T) {
 // fall short: nothing is matched and the others go back with their original
 // enqueue times.
 func TestShortfallRequeuesWithOriginalScores(t *testing.T) {
-	h := newHarness(t, matcher.QueueConfig{Name: "q", Players: 3})
+	h := newHarness(t, matcher.QueueConfig{Name: "q", Seats: matcher.Seats{Players: 3}})
 	a := h.join("a", 50)
 	h.advance(time.Second)
 	b := h.join("b", 50)
@@ -230,7 +233,7 @@ func TestShortfallRequeuesWithOriginalScores(t *testing.T) {
 }
 
 func TestCancelToldTheTruth(t *testing.T) {
-	h := newHarness(t, matcher.QueueConfig{Name: "q", Players: 2})
+	h := newHarness(t, matcher.QueueConfig{Name: "q", Seats: matcher.Seats{Players: 2}})
 	a := h.join("a", 50)
 	b := h.join("b", 50)
 	h.tick()
@@ -261,7 +264,7 @@ func TestCancelToldTheTruth(t *testing.T) {
 }
 
 func TestJoinValidation(t *testing.T) {
-	h := newHarness(t, matcher.QueueConfig{Name: "q", Players: 2, Regions: []string{"eu", "na"}})
+	h := newHarness(t, matcher.QueueConfig{Name: "q", Seats: matcher.Seats{Players: 2}, RegionRules: matcher.RegionRules{Regions: []string{"eu", "na"}}})
 	cases := []struct {
 		req  matcher.JoinRequest
 		code matcher.Code
@@ -302,7 +305,7 @@ func TestWindowCurves(t *testing.T) {
 }
 
 func TestEstimatedStartsWider(t *testing.T) {
-	h := newHarness(t, matcher.QueueConfig{Name: "q", Players: 2, EstimatedMinWidth: 15})
+	h := newHarness(t, matcher.QueueConfig{Name: "q", Seats: matcher.Seats{Players: 2}, SkillRules: matcher.SkillRules{EstimatedMinWidth: 15}})
 	// No skill claim: estimated at the default 50.
 	a, err := h.svc.Join(context.Background(), matcher.JoinRequest{UserID: "est", Queue: "q"})
 	if err != nil || !a.Estimated || a.Skill != 50 {
@@ -319,8 +322,12 @@ func TestEstimatedStartsWider(t *testing.T) {
 // cancelled (reason heartbeat) and never matched; one who comes back within
 // the timeout keeps the ticket and its place; a REST heartbeat counts too.
 func TestGhostEviction(t *testing.T) {
-	h := newHarness(t, matcher.QueueConfig{Name: "q", Players: 2, HeartbeatTimeout: 30 * time.Second,
-		Window: &matcher.Window{Points: []matcher.WindowPoint{{After: 0, Width: 1}}}})
+	h := newHarness(t, matcher.QueueConfig{
+		Name:       "q",
+		Seats:      matcher.Seats{Players: 2},
+		SkillRules: matcher.SkillRules{Window: &matcher.Window{Points: []matcher.WindowPoint{{After: 0, Width: 1}}}},
+		Timing:     matcher.Timing{HeartbeatTimeout: 30 * time.Second},
+	})
 	ghost := h.join("ghost", 10)
 	back := h.join("back", 500)
 	rest := h.join("rest", 900)

@@ -13,8 +13,11 @@ import (
 // While a ticket waits, GET says why: its window, the candidates in it, and
 // what is missing; with recent real waits, the queue's estimated wait.
 func TestExplain(t *testing.T) {
-	q := matcher.QueueConfig{Name: "trio", Players: 3, Coherence: 1,
-		Window: &matcher.Window{Points: []matcher.WindowPoint{{After: 0, Width: 10}, {After: time.Minute, Width: 20}}}}
+	q := matcher.QueueConfig{
+		Name:       "trio",
+		Seats:      matcher.Seats{Players: 3},
+		SkillRules: matcher.SkillRules{Coherence: 1, Window: &matcher.Window{Points: []matcher.WindowPoint{{After: 0, Width: 10}, {After: time.Minute, Width: 20}}}},
+	}
 	h := newHarness(t, q)
 	ctx := context.Background()
 	explain := func(user, id string) *matcher.Explain {
@@ -65,8 +68,12 @@ func TestExplain(t *testing.T) {
 
 // Recent real waits feed GET /v1/queues and the estimate in explain.
 func TestQueueStatistics(t *testing.T) {
-	q := matcher.QueueConfig{Name: "duel", Players: 2, Deadline: time.Minute,
-		Window: &matcher.Window{Points: []matcher.WindowPoint{{After: 0, Width: 5}}}}
+	q := matcher.QueueConfig{
+		Name:       "duel",
+		Seats:      matcher.Seats{Players: 2},
+		SkillRules: matcher.SkillRules{Window: &matcher.Window{Points: []matcher.WindowPoint{{After: 0, Width: 5}}}},
+		Timing:     matcher.Timing{Deadline: time.Minute},
+	}
 	h := newHarness(t, q)
 	ctx := context.Background()
 	// Ten pairs, the i-th waiting i seconds (1..10) before its partner comes.

@@ -177,7 +177,7 @@ func TestShardedTakeoverReconcileReturnsDeadClaims(t *testing.T) {
 // its queue's configuration).
 func TestTakeoverReconcileReturnsDeadClaims(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
-		h := newHarnessWith(t, matcher.QueueConfig{Name: "q", Players: 2}, rdb, prefix, ledger.NewMemory())
+		h := newHarnessWith(t, matcher.QueueConfig{Name: "q", Seats: matcher.Seats{Players: 2}}, rdb, prefix, ledger.NewMemory())
 		ctx := context.Background()
 		a := h.join("a", 100)
 		b := h.join("b", 101)

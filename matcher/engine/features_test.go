@@ -58,8 +58,11 @@ func (s *skillService) count() int {
 // which matches them where a known skill would not have been.
 func TestSkillServiceSlow(t *testing.T) {
 	svc := &skillService{skills: map[string]float64{"gia": 110}, slow: map[string]bool{}}
-	q := matcher.QueueConfig{Name: "duel", Players: 2, EstimatedMinWidth: 15,
-		Window: &matcher.Window{Points: []matcher.WindowPoint{{After: 0, Width: 5}}}}
+	q := matcher.QueueConfig{
+		Name:       "duel",
+		Seats:      matcher.Seats{Players: 2},
+		SkillRules: matcher.SkillRules{EstimatedMinWidth: 15, Window: &matcher.Window{Points: []matcher.WindowPoint{{After: 0, Width: 5}}}},
+	}
 	h := newHarness(t, q, withSkill(svc, 30*time.Millisecond))
 	ctx := context.Background()
 
@@ -116,8 +119,12 @@ func TestSkillServiceSlow(t *testing.T) {
 // A priority head start moves the wait order, capped by priorityCap; the
 // deadline ignores it.
 func TestPriorityCapped(t *testing.T) {
-	q := matcher.QueueConfig{Name: "ranked", Players: 3, PriorityCap: 30 * time.Second, Deadline: 5 * time.Minute,
-		Window: &matcher.Window{Points: []matcher.WindowPoint{{After: 0, Width: 100}}}}
+	q := matcher.QueueConfig{
+		Name:       "ranked",
+		Seats:      matcher.Seats{Players: 3},
+		SkillRules: matcher.SkillRules{Window: &matcher.Window{Points: []matcher.WindowPoint{{After: 0, Width: 100}}}},
+		Timing:     matcher.Timing{PriorityCap: 30 * time.Second, Deadline: 5 * time.Minute},
+	}
 	h := newHarness(t, q)
 	h.join("xia", 100)
 	h.advance(20 * time.Second)
@@ -175,8 +182,11 @@ func TestActivityDimension(t *testing.T) {
 	for _, wipe := range []bool{false, true} {
 		t.Run(fmt.Sprintf("wiped=%v", wipe), func(t *testing.T) {
 			rdb := redistest.Mini(t)
-			q := matcher.QueueConfig{Name: "casual", Players: 2, Weights: map[string]float64{"skill": 1, "activity": 10},
-				Window: &matcher.Window{Points: []matcher.WindowPoint{{After: 0, Width: 5}}}}
+			q := matcher.QueueConfig{
+				Name:       "casual",
+				Seats:      matcher.Seats{Players: 2},
+				SkillRules: matcher.SkillRules{Weights: map[string]float64{"skill": 1, "activity": 10}, Window: &matcher.Window{Points: []matcher.WindowPoint{{After: 0, Width: 5}}}},
+			}
 			h := newHarnessWith(t, q, rdb, "mg", ledger.NewMemory())
 			a := h.joinReq(matcher.JoinRequest{UserID: "amy", Skill: ptr(100.0), Activity: ptr(0.1)})
 			h.advance(time.Millisecond)

@@ -20,7 +20,7 @@ func TestJoinRefusedWhileAMatchWaitsForAccepts(t *testing.T) {
 		"postgres": func(t *testing.T) matcher.Ledger { return ledger.NewPostgres(pgtest.New(t)) },
 	} {
 		t.Run(name, func(t *testing.T) {
-			q := matcher.QueueConfig{Name: "arena", Players: 2, AcceptWindow: 10 * time.Second}
+			q := matcher.QueueConfig{Name: "arena", Seats: matcher.Seats{Players: 2}, AcceptRules: matcher.AcceptRules{AcceptWindow: 10 * time.Second}}
 			h := newHarnessWith(t, q, redistest.Mini(t), "mg", led(t))
 			ctx := context.Background()
 			h.join("ann", 50)

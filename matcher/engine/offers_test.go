@@ -14,9 +14,12 @@ import (
 )
 
 func regionQueue() matcher.QueueConfig {
-	return matcher.QueueConfig{Name: "ranked", Players: 2, Regions: []string{"eu", "na"},
-		Adjacent: map[string][]string{"eu": {"na"}, "na": {"eu"}}, OfferAfter: 30 * time.Second,
-		Window: &matcher.Window{Points: []matcher.WindowPoint{{After: 0, Width: 5}}}}
+	return matcher.QueueConfig{
+		Name:        "ranked",
+		Seats:       matcher.Seats{Players: 2},
+		SkillRules:  matcher.SkillRules{Window: &matcher.Window{Points: []matcher.WindowPoint{{After: 0, Width: 5}}}},
+		RegionRules: matcher.RegionRules{Regions: []string{"eu", "na"}, Adjacent: map[string][]string{"eu": {"na"}, "na": {"eu"}}, OfferAfter: 30 * time.Second},
+	}
 }
 
 func (h *harness) joinIn(user, region string, skill float64) matcher.Ticket {

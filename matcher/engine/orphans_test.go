@@ -114,8 +114,8 @@ func TestRetiredQueueIsResolvedAfterRestart(t *testing.T) {
 	backends(t, func(t *testing.T, b backend) {
 		ctx := context.Background()
 		clock := &fakeClock{now: t0}
-		duel := matcher.QueueConfig{Name: "duel", Players: 2, Deadline: time.Minute}
-		old := matcher.QueueConfig{Name: "old", Players: 2, Deadline: time.Minute, AcceptWindow: 10 * time.Second}
+		duel := matcher.QueueConfig{Name: "duel", Seats: matcher.Seats{Players: 2}, Timing: matcher.Timing{Deadline: time.Minute}}
+		old := matcher.QueueConfig{Name: "old", Seats: matcher.Seats{Players: 2}, Timing: matcher.Timing{Deadline: time.Minute}, AcceptRules: matcher.AcceptRules{AcceptWindow: 10 * time.Second}}
 		before := normalized(t, duel, old)
 		svc := newService(t, b, before, clock.Now)
 		skill := 0.0
@@ -202,9 +202,9 @@ func TestRetiredQueueBySetQueuesExpiresAtTheDeadline(t *testing.T) {
 	backends(t, func(t *testing.T, b backend) {
 		ctx := context.Background()
 		clock := &fakeClock{now: t0}
-		duel := matcher.QueueConfig{Name: "duel", Players: 2, Deadline: time.Minute}
+		duel := matcher.QueueConfig{Name: "duel", Seats: matcher.Seats{Players: 2}, Timing: matcher.Timing{Deadline: time.Minute}}
 		// No ghost check before the deadline: the test sends no heartbeat.
-		old := matcher.QueueConfig{Name: "old", Players: 2, Deadline: time.Minute, HeartbeatTimeout: time.Hour}
+		old := matcher.QueueConfig{Name: "old", Seats: matcher.Seats{Players: 2}, Timing: matcher.Timing{Deadline: time.Minute, HeartbeatTimeout: time.Hour}}
 		before := normalized(t, duel, old)
 		r := startRunner(t, b, before, clock.Now)
 		svc := newService(t, b, before, clock.Now)
@@ -246,7 +246,7 @@ func TestShardsChangeRehomesTickets(t *testing.T) {
 			backends(t, func(t *testing.T, b backend) {
 				ctx := context.Background()
 				clock := &fakeClock{now: t0}
-				q := matcher.QueueConfig{Name: "hot", Players: 2, Shards: c.from}
+				q := matcher.QueueConfig{Name: "hot", Seats: matcher.Seats{Players: 2}, Sharding: matcher.Sharding{Shards: c.from}}
 				svc := newService(t, b, normalized(t, q), clock.Now)
 				var r *lease.Runner
 				if c.live {
@@ -276,7 +276,7 @@ func TestShardsChangeRehomesTickets(t *testing.T) {
 				for _, part := range nq.Pools("global") {
 					current[part.String()] = true
 				}
-				every := normalized(t, matcher.QueueConfig{Name: "hot", Shards: 64})
+				every := normalized(t, matcher.QueueConfig{Name: "hot", Sharding: matcher.Sharding{Shards: 64}})
 				// A current pool's reconciler may put a ticket back into its
 				// new pool before the rehome has taken it out of the old one:
 				// wait for both.
@@ -317,7 +317,7 @@ func TestRemovedRegionIsResolvedAfterRestart(t *testing.T) {
 	backends(t, func(t *testing.T, b backend) {
 		ctx := context.Background()
 		clock := &fakeClock{now: t0}
-		q := matcher.QueueConfig{Name: "duel", Players: 2, Deadline: time.Minute, Regions: []string{"eu", "na"}}
+		q := matcher.QueueConfig{Name: "duel", Seats: matcher.Seats{Players: 2}, Timing: matcher.Timing{Deadline: time.Minute}, RegionRules: matcher.RegionRules{Regions: []string{"eu", "na"}}}
 		svc := newService(t, b, normalized(t, q), clock.Now)
 		skill := 10.0
 		tk, err := svc.Join(ctx, matcher.JoinRequest{UserID: "nia", Queue: "duel", Region: "na", Skill: &skill})

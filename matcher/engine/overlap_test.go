@@ -37,7 +37,7 @@ func TestRunOverlapsCommitWithNextPass(t *testing.T) {
 	rdb := redistest.Mini(t)
 	mem := ledger.NewMemory()
 	led := &slowCommits{Ledger: mem}
-	h := newHarnessWith(t, matcher.QueueConfig{Name: "q", Players: 2}, rdb, "mg", led)
+	h := newHarnessWith(t, matcher.QueueConfig{Name: "q", Seats: matcher.Seats{Players: 2}}, rdb, "mg", led)
 	part := matcher.Partition{Queue: "q", Region: "global"}
 	// More pairs than one pass seats, all waiting before Run starts.
 	const pairs = 200

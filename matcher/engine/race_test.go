@@ -35,7 +35,7 @@ func TestRaceClaimCancel(t *testing.T) {
 func raceQueue() matcher.QueueConfig {
 	// Everyone is in everyone's window, so every pass has plenty to claim and
 	// the two engines collide on the same players.
-	return matcher.QueueConfig{Name: "race", Players: 2, Window: &matcher.Window{Points: []matcher.WindowPoint{{After: 0, Width: 1000}}}}
+	return matcher.QueueConfig{Name: "race", Seats: matcher.Seats{Players: 2}, SkillRules: matcher.SkillRules{Window: &matcher.Window{Points: []matcher.WindowPoint{{After: 0, Width: 1000}}}}}
 }
 
 type cancelAnswer struct {

@@ -37,7 +37,7 @@ func TestSlowReleaseDoesNotStopRenewals(t *testing.T) {
 		ctx := context.Background()
 		clock := &fakeClock{now: t0}
 		led := &slowLedger{Ledger: ledger.NewMemory(), queue: "b", gate: make(chan struct{})}
-		c := normalized(t, matcher.QueueConfig{Name: "a", Players: 2}, matcher.QueueConfig{Name: "b", Players: 2})
+		c := normalized(t, matcher.QueueConfig{Name: "a", Seats: matcher.Seats{Players: 2}}, matcher.QueueConfig{Name: "b", Seats: matcher.Seats{Players: 2}})
 		r := startRunner(t, backend{rdb: rdb, prefix: prefix, led: led}, c, clock.Now)
 		t.Cleanup(func() { close(led.gate) }) // before the runner stops
 		eventually(t, "both partitions held", func() bool { return slices.Equal(r.Held(), []string{"a:global", "b:global"}) })

@@ -24,7 +24,7 @@ import (
 // removed.
 func TestReconcileBothWays(t *testing.T) {
 	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
-		h := newHarnessWith(t, matcher.QueueConfig{Name: "q", Players: 4}, rdb, prefix, ledger.NewMemory())
+		h := newHarnessWith(t, matcher.QueueConfig{Name: "q", Seats: matcher.Seats{Players: 4}}, rdb, prefix, ledger.NewMemory())
 		ctx := context.Background()
 		var joined []matcher.Ticket
 		for i := range 20 {
@@ -96,7 +96,7 @@ func TestLeaseStolenMidClaim(t *testing.T) {
 	ctx := context.Background()
 	mem := ledger.NewMemory()
 	st := &staller{Ledger: mem}
-	h := newHarnessWith(t, matcher.QueueConfig{Name: "q", Players: 2}, rdb, "mg", st)
+	h := newHarnessWith(t, matcher.QueueConfig{Name: "q", Seats: matcher.Seats{Players: 2}}, rdb, "mg", st)
 	part := "q:global"
 	tokA, _ := h.pool.AcquireLease(ctx, part, "a", h.clock(), time.Minute, 0)
 	if err := mem.SetLeaseEpoch(ctx, part, tokA); err != nil {
@@ -232,7 +232,7 @@ func (rs *runnerSet) waitHeld(live []int, total int, within time.Duration) [][]s
 }
 
 func TestRunnersShareAndTakeOver(t *testing.T) {
-	q := matcher.QueueConfig{Name: "q", Players: 2, Regions: []string{"a", "b", "c", "d", "e", "f"}}
+	q := matcher.QueueConfig{Name: "q", Seats: matcher.Seats{Players: 2}, RegionRules: matcher.RegionRules{Regions: []string{"a", "b", "c", "d", "e", "f"}}}
 	ttl := 600 * time.Millisecond
 	rs := startRunners(t, 3, q, ttl)
 	held := rs.waitHeld([]int{0, 1, 2}, 6, 5*time.Second)
@@ -294,7 +294,7 @@ func TestRequeueAfterRedisLossGivesAFullHeartbeatTimeout(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rdb := redistest.Mini(t)
 			led := &failingCommits{Ledger: ledger.NewMemory(), rdb: rdb}
-			h := newHarnessWith(t, matcher.QueueConfig{Name: "q", Players: 2, HeartbeatTimeout: 5 * time.Second},
+			h := newHarnessWith(t, matcher.QueueConfig{Name: "q", Seats: matcher.Seats{Players: 2}, Timing: matcher.Timing{HeartbeatTimeout: 5 * time.Second}},
 				rdb, "mg", led)
 			h.join("ann", 1500)
 			h.join("bob", 1500)
@@ -483,7 +483,7 @@ func TestSilentTicketWithoutItsHashIsRestored(t *testing.T) {
 // pairsHarness is a harness of a pairs queue "q" on the memory ledger, and
 // its partition's name.
 func pairsHarness(t *testing.T, rdb *redis.Client, prefix string) (*harness, string) {
-	h := newHarnessWith(t, matcher.QueueConfig{Name: "q", Players: 2}, rdb, prefix, ledger.NewMemory())
+	h := newHarnessWith(t, matcher.QueueConfig{Name: "q", Seats: matcher.Seats{Players: 2}}, rdb, prefix, ledger.NewMemory())
 	return h, matcher.Partition{Queue: "q", Region: "global"}.String()
 }
 

@@ -113,8 +113,10 @@ func countedHarness(t *testing.T, rdb *redis.Client, prefix string) (*harness, *
 	t.Cleanup(func() { _ = crdb.Close() })
 	crdb.AddHook(trips)
 	h := newHarnessWith(t, matcher.QueueConfig{
-		Name: "duel", Players: 2, Regions: []string{"eu"},
-		Window: &matcher.Window{Points: []matcher.WindowPoint{{After: 0, Width: 1000}}},
+		Name:        "duel",
+		Seats:       matcher.Seats{Players: 2},
+		SkillRules:  matcher.SkillRules{Window: &matcher.Window{Points: []matcher.WindowPoint{{After: 0, Width: 1000}}}},
+		RegionRules: matcher.RegionRules{Regions: []string{"eu"}},
 	}, crdb, prefix, ledger.NewMemory())
 	return h, trips
 }

@@ -441,7 +441,7 @@ func (s *Service) queueOr(name string) *matcher.QueueConfig {
 	if q, ok := s.qs.Load().byName[name]; ok {
 		return q
 	}
-	return &matcher.QueueConfig{Name: name, Shards: 1}
+	return &matcher.QueueConfig{Name: name, Sharding: matcher.Sharding{Shards: 1}}
 }
 
 // Bounds of the catch-up and of TicketHistory's pages.

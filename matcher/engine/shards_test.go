@@ -14,8 +14,12 @@ import (
 )
 
 func shardedQueue() matcher.QueueConfig {
-	return matcher.QueueConfig{Name: "hot", Players: 2, Shards: 4, OverflowAfter: 20 * time.Second,
-		Window: &matcher.Window{Points: []matcher.WindowPoint{{After: 0, Width: 5}}}}
+	return matcher.QueueConfig{
+		Name:       "hot",
+		Seats:      matcher.Seats{Players: 2},
+		SkillRules: matcher.SkillRules{Window: &matcher.Window{Points: []matcher.WindowPoint{{After: 0, Width: 5}}}},
+		Sharding:   matcher.Sharding{Shards: 4, OverflowAfter: 20 * time.Second},
+	}
 }
 
 // userIn finds a user name that hashes to the sub-pool shard.
@@ -189,7 +193,7 @@ func TestShardedPromotionUnderConcurrentClaims(t *testing.T) {
 
 // A Runner leases and runs every sub-pool of a sharded queue separately.
 func TestRunnerLeasesSubPools(t *testing.T) {
-	rs := startRunners(t, 2, matcher.QueueConfig{Name: "hot", Players: 2, Shards: 3}, 600*time.Millisecond)
+	rs := startRunners(t, 2, matcher.QueueConfig{Name: "hot", Seats: matcher.Seats{Players: 2}, Sharding: matcher.Sharding{Shards: 3}}, 600*time.Millisecond)
 	held := rs.waitHeld([]int{0, 1}, 4, 5*time.Second)
 	all := append(slices.Clone(held[0]), held[1]...)
 	slices.Sort(all)

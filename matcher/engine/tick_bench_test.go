@@ -118,7 +118,9 @@ const tickSkillRange = 3000.0
 func tickQueue(b testing.TB, k int) matcher.QueueConfig {
 	b.Helper()
 	cfg := matcher.Config{Queues: []matcher.QueueConfig{{
-		Name: "tick", Players: k, Window: &matcher.Window{Points: []matcher.WindowPoint{{After: 0, Width: 50}}},
+		Name:       "tick",
+		Seats:      matcher.Seats{Players: k},
+		SkillRules: matcher.SkillRules{Window: &matcher.Window{Points: []matcher.WindowPoint{{After: 0, Width: 50}}}},
 	}}}
 	if err := cfg.Normalize(); err != nil {
 		b.Fatal(err)

@@ -14,7 +14,7 @@ import (
 // bounded catch-up (the waiting ticket and the newest resolved ones) that
 // says more exist, and TicketHistory pages through all the rest exactly once.
 func TestUserStateIsBounded(t *testing.T) {
-	h := newHarness(t, matcher.QueueConfig{Name: "q", Players: 2, Regions: []string{"eu"}})
+	h := newHarness(t, matcher.QueueConfig{Name: "q", Seats: matcher.Seats{Players: 2}, RegionRules: matcher.RegionRules{Regions: []string{"eu"}}})
 	ctx := context.Background()
 	const resolved = 300
 	for range resolved {

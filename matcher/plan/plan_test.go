@@ -40,7 +40,7 @@ func ids(g Group) string {
 }
 
 func TestSkillPlannerWindowAndWaitOrder(t *testing.T) {
-	q := planQueue(t, matcher.QueueConfig{Name: "duel", Players: 2, Window: &matcher.Window{Points: []matcher.WindowPoint{{After: 0, Width: 100}, {After: 10 * time.Second, Width: 300}}}})
+	q := planQueue(t, matcher.QueueConfig{Name: "duel", Seats: matcher.Seats{Players: 2}, SkillRules: matcher.SkillRules{Window: &matcher.Window{Points: []matcher.WindowPoint{{After: 0, Width: 100}, {After: 10 * time.Second, Width: 300}}}}})
 	// a waited 10 s (window 300): b at +250 is in it, c at +50 too but
 	// younger; the oldest candidate wins. d alone at 5000 finds nobody.
 	a, b, c, d := entry("a", 1000, 10*time.Second), entry("b", 1250, 8*time.Second), entry("c", 1050, 1*time.Second), entry("d", 5000, 9*time.Second)
@@ -64,7 +64,7 @@ func TestSkillPlannerWindowAndWaitOrder(t *testing.T) {
 }
 
 func TestSkillPlannerUsedAndSameUser(t *testing.T) {
-	q := planQueue(t, matcher.QueueConfig{Name: "duel", Players: 2, Window: &matcher.Window{Points: []matcher.WindowPoint{{After: 0, Width: 1000}}}})
+	q := planQueue(t, matcher.QueueConfig{Name: "duel", Seats: matcher.Seats{Players: 2}, SkillRules: matcher.SkillRules{Window: &matcher.Window{Points: []matcher.WindowPoint{{After: 0, Width: 1000}}}}})
 	a, b, c := entry("a", 1000, 3*time.Second), entry("b", 1000, 2*time.Second), entry("c", 1000, time.Second)
 	b.UserID = a.UserID // one user never meets themself
 	used := func(id string) bool { return id == "c" }
@@ -81,7 +81,7 @@ func TestSkillPlannerUsedAndSameUser(t *testing.T) {
 }
 
 func TestSkillPlannerCoherence(t *testing.T) {
-	q := planQueue(t, matcher.QueueConfig{Name: "four", Players: 3, Coherence: 1, Window: &matcher.Window{Points: []matcher.WindowPoint{{After: 0, Width: 100}}}})
+	q := planQueue(t, matcher.QueueConfig{Name: "four", Seats: matcher.Seats{Players: 3}, SkillRules: matcher.SkillRules{Coherence: 1, Window: &matcher.Window{Points: []matcher.WindowPoint{{After: 0, Width: 100}}}}})
 	// b (−100) and c (+100) are each within a's window but 200 apart: with
 	// coherence 1 they never share a group.
 	a, b, c := entry("a", 1000, 3*time.Second), entry("b", 900, 2*time.Second), entry("c", 1100, time.Second)
@@ -97,7 +97,7 @@ func TestSkillPlannerCoherence(t *testing.T) {
 }
 
 func TestSkillPlannerReadsNearWhenNotWhole(t *testing.T) {
-	q := planQueue(t, matcher.QueueConfig{Name: "duel", Players: 2, Window: &matcher.Window{Points: []matcher.WindowPoint{{After: 0, Width: 100}}}})
+	q := planQueue(t, matcher.QueueConfig{Name: "duel", Seats: matcher.Seats{Players: 2}, SkillRules: matcher.SkillRules{Window: &matcher.Window{Points: []matcher.WindowPoint{{After: 0, Width: 100}}}}})
 	a, b := entry("a", 1000, 3*time.Second), entry("b", 1010, time.Second)
 	// Not the whole pool: a's candidates are what was read near it, not
 	// the other anchors.
@@ -112,7 +112,7 @@ func TestSkillPlannerReadsNearWhenNotWhole(t *testing.T) {
 }
 
 func TestSkillPlannerOffersFirstAndHostedHere(t *testing.T) {
-	q := planQueue(t, matcher.QueueConfig{Name: "duel", Players: 2, Window: &matcher.Window{Points: []matcher.WindowPoint{{After: 0, Width: 100}}}})
+	q := planQueue(t, matcher.QueueConfig{Name: "duel", Seats: matcher.Seats{Players: 2}, SkillRules: matcher.SkillRules{Window: &matcher.Window{Points: []matcher.WindowPoint{{After: 0, Width: 100}}}}})
 	own1, own2 := entry("o1", 1000, 5*time.Second), entry("o2", 1000, 4*time.Second)
 	mine := entry("m", 3000, time.Second)
 	off1, off2 := entry("x1", 3000, 9*time.Second), entry("x2", 5000, 8*time.Second)
@@ -137,7 +137,7 @@ func TestSkillPlannerOffersFirstAndHostedHere(t *testing.T) {
 }
 
 func TestRoomPlanner(t *testing.T) {
-	q := planQueue(t, matcher.QueueConfig{Name: "room", Kind: matcher.KindRoom, Players: 3, MinPlayers: 2, FallbackAfter: time.Minute})
+	q := planQueue(t, matcher.QueueConfig{Name: "room", Kind: matcher.KindRoom, Seats: matcher.Seats{Players: 3, MinPlayers: 2, FallbackAfter: time.Minute}})
 	var es []matcher.Entry
 	for i := range 5 {
 		es = append(es, entry(fmt.Sprint(i), 0, time.Duration(50-i)*time.Second))
@@ -165,10 +165,10 @@ func TestTimeoutPlans(t *testing.T) {
 		bots    int
 		expires bool
 	}{
-		{matcher.QueueConfig{Name: "q", Players: 4, Bots: true}, "d,a,b", 1, false},
-		{matcher.QueueConfig{Name: "q", Players: 4, MinPlayers: 3}, "d,a,b", 0, false},
-		{matcher.QueueConfig{Name: "q", Players: 4, MinPlayers: 4}, "", 0, true},
-		{matcher.QueueConfig{Name: "q", Players: 2}, "d,a", 0, false},
+		{matcher.QueueConfig{Name: "q", Seats: matcher.Seats{Players: 4, Bots: true}}, "d,a,b", 1, false},
+		{matcher.QueueConfig{Name: "q", Seats: matcher.Seats{Players: 4, MinPlayers: 3}}, "d,a,b", 0, false},
+		{matcher.QueueConfig{Name: "q", Seats: matcher.Seats{Players: 4, MinPlayers: 4}}, "", 0, true},
+		{matcher.QueueConfig{Name: "q", Seats: matcher.Seats{Players: 2}}, "d,a", 0, false},
 	} {
 		q := planQueue(t, tc.q)
 		g, ok := PlannerOf(q).Timeout(q, d, others, noneUsed)
@@ -179,7 +179,7 @@ func TestTimeoutPlans(t *testing.T) {
 }
 
 func TestExplainUsesTheEnginesWindow(t *testing.T) {
-	q := planQueue(t, matcher.QueueConfig{Name: "duel", Players: 2, EstimatedMinWidth: 500, Window: &matcher.Window{Points: []matcher.WindowPoint{{After: 0, Width: 100}, {After: 10 * time.Second, Width: 300}}}})
+	q := planQueue(t, matcher.QueueConfig{Name: "duel", Seats: matcher.Seats{Players: 2}, SkillRules: matcher.SkillRules{EstimatedMinWidth: 500, Window: &matcher.Window{Points: []matcher.WindowPoint{{After: 0, Width: 100}, {After: 10 * time.Second, Width: 300}}}}})
 	e := entry("e", 1000, 10*time.Second)
 	r, w := PlannerOf(q).Explain(q, e, t0)
 	if w == nil || *w != Width(q, e, t0) || *w != 300 || r.Lo != 700 || r.Hi != 1300 {
