@@ -293,57 +293,68 @@ func (c *Config) Normalize() error {
 	return nil
 }
 
+// inherit fills q's zero fields from d, concern by concern.
 func (q *QueueConfig) inherit(d QueueConfig) {
-	setStr := func(v *string, dv string) {
-		if *v == "" {
-			*v = dv
-		}
+	orDefault(&q.Kind, d.Kind)
+	q.Seats.inherit(d.Seats)
+	q.SkillRules.inherit(d.SkillRules)
+	q.Timing.inherit(d.Timing)
+	q.RegionRules.inherit(d.RegionRules)
+	q.AcceptRules.inherit(d.AcceptRules)
+	q.Sharding.inherit(d.Sharding)
+}
+
+// orDefault sets *v to d if *v is the zero value.
+func orDefault[T comparable](v *T, d T) {
+	var zero T
+	if *v == zero {
+		*v = d
 	}
-	setInt := func(v *int, dv int) {
-		if *v == 0 {
-			*v = dv
-		}
+}
+
+func (s *Seats) inherit(d Seats) {
+	orDefault(&s.Players, d.Players)
+	orDefault(&s.MinPlayers, d.MinPlayers)
+	orDefault(&s.FallbackAfter, d.FallbackAfter)
+	s.Bots = s.Bots || d.Bots
+}
+
+func (s *SkillRules) inherit(d SkillRules) {
+	orDefault(&s.Window, d.Window)
+	orDefault(&s.Coherence, d.Coherence)
+	orDefault(&s.EstimatedMinWidth, d.EstimatedMinWidth)
+	orDefault(&s.AnchorDepth, d.AnchorDepth)
+	orDefault(&s.ScanLimit, d.ScanLimit)
+	if s.Weights == nil {
+		s.Weights = d.Weights
 	}
-	setDur := func(v *time.Duration, dv time.Duration) {
-		if *v == 0 {
-			*v = dv
-		}
+}
+
+func (t *Timing) inherit(d Timing) {
+	orDefault(&t.Deadline, d.Deadline)
+	orDefault(&t.Tick, d.Tick)
+	orDefault(&t.HeartbeatTimeout, d.HeartbeatTimeout)
+	orDefault(&t.PriorityCap, d.PriorityCap)
+}
+
+func (r *RegionRules) inherit(d RegionRules) {
+	if len(r.Regions) == 0 {
+		r.Regions = d.Regions
 	}
-	setF := func(v *float64, dv float64) {
-		if *v == 0 {
-			*v = dv
-		}
+	if r.Adjacent == nil {
+		r.Adjacent = d.Adjacent
 	}
-	setStr(&q.Kind, d.Kind)
-	setInt(&q.Players, d.Players)
-	setInt(&q.MinPlayers, d.MinPlayers)
-	setDur(&q.FallbackAfter, d.FallbackAfter)
-	setDur(&q.Deadline, d.Deadline)
-	setDur(&q.Tick, d.Tick)
-	setInt(&q.AnchorDepth, d.AnchorDepth)
-	setDur(&q.HeartbeatTimeout, d.HeartbeatTimeout)
-	setDur(&q.PriorityCap, d.PriorityCap)
-	setDur(&q.AcceptWindow, d.AcceptWindow)
-	setDur(&q.OfferAfter, d.OfferAfter)
-	setDur(&q.DeclineCooldown, d.DeclineCooldown)
-	setInt(&q.Shards, d.Shards)
-	setDur(&q.OverflowAfter, d.OverflowAfter)
-	setF(&q.EstimatedMinWidth, d.EstimatedMinWidth)
-	setF(&q.Coherence, d.Coherence)
-	setInt(&q.ScanLimit, d.ScanLimit)
-	if q.Window == nil {
-		q.Window = d.Window
-	}
-	if len(q.Regions) == 0 {
-		q.Regions = d.Regions
-	}
-	if q.Weights == nil {
-		q.Weights = d.Weights
-	}
-	if q.Adjacent == nil {
-		q.Adjacent = d.Adjacent
-	}
-	q.Bots = q.Bots || d.Bots
+	orDefault(&r.OfferAfter, d.OfferAfter)
+}
+
+func (a *AcceptRules) inherit(d AcceptRules) {
+	orDefault(&a.AcceptWindow, d.AcceptWindow)
+	orDefault(&a.DeclineCooldown, d.DeclineCooldown)
+}
+
+func (s *Sharding) inherit(d Sharding) {
+	orDefault(&s.Shards, d.Shards)
+	orDefault(&s.OverflowAfter, d.OverflowAfter)
 }
 
 // defaultHeartbeatTimeout is a queue's heartbeat timeout unless it sets one.
