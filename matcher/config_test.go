@@ -2,6 +2,7 @@ package matcher_test
 
 import (
 	"math/rand/v2"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -164,6 +165,96 @@ func TestValidNameIsThePattern(t *testing.T) {
 	for _, s := range []string{"", "-a", "_a", "A", strings.Repeat("a", 49), "a\n"} {
 		if matcher.ValidName(s) {
 			t.Errorf("ValidName(%q) = true", s)
+		}
+	}
+}
+
+// Every key of the queue file reads back into its field, in YAML and in
+// JSON (the admin API's shape), set on the queue or inherited from
+// defaults: the grouping of QueueConfig by concern is invisible in the file.
+func TestParseConfigEveryKey(t *testing.T) {
+	points := matcher.Window{Points: []matcher.WindowPoint{{After: 0, Width: 3}, {After: time.Minute, Width: 8}}}
+	// Values are JSON, which is also YAML; each differs from its default.
+	keys := []struct {
+		key, value string
+		got        func(matcher.QueueConfig) any
+		want       any
+	}{
+		{"kind", `"room"`, func(q matcher.QueueConfig) any { return q.Kind }, matcher.KindRoom},
+		{"players", `6`, func(q matcher.QueueConfig) any { return q.Players }, 6},
+		{"minPlayers", `4`, func(q matcher.QueueConfig) any { return q.MinPlayers }, 4},
+		{"bots", `true`, func(q matcher.QueueConfig) any { return q.Bots }, true},
+		{"fallbackAfter", `"21s"`, func(q matcher.QueueConfig) any { return q.FallbackAfter }, 21 * time.Second},
+		{"window", `[{"after": "0s", "width": 3}, {"after": "1m", "width": 8}]`, func(q matcher.QueueConfig) any { return *q.Window }, points},
+		{"coherence", `1.5`, func(q matcher.QueueConfig) any { return q.Coherence }, 1.5},
+		{"estimatedMinWidth", `9`, func(q matcher.QueueConfig) any { return q.EstimatedMinWidth }, 9.0},
+		{"weights", `{"skill": 2, "activity": 0.5}`, func(q matcher.QueueConfig) any { return q.Weights }, map[string]float64{"skill": 2, "activity": 0.5}},
+		{"anchorDepth", `12`, func(q matcher.QueueConfig) any { return q.AnchorDepth }, 12},
+		{"scanLimit", `50`, func(q matcher.QueueConfig) any { return q.ScanLimit }, 50},
+		{"deadline", `"4m"`, func(q matcher.QueueConfig) any { return q.Deadline }, 4 * time.Minute},
+		{"tick", `"100ms"`, func(q matcher.QueueConfig) any { return q.Tick }, 100 * time.Millisecond},
+		{"heartbeatTimeout", `"40s"`, func(q matcher.QueueConfig) any { return q.HeartbeatTimeout }, 40 * time.Second},
+		{"priorityCap", `"5s"`, func(q matcher.QueueConfig) any { return q.PriorityCap }, 5 * time.Second},
+		{"regions", `["na", "eu"]`, func(q matcher.QueueConfig) any { return q.Regions }, []string{"eu", "na"}},
+		{"adjacent", `{"eu": ["na"]}`, func(q matcher.QueueConfig) any { return q.Adjacent }, map[string][]string{"eu": {"na"}}},
+		{"offerAfter", `"30s"`, func(q matcher.QueueConfig) any { return q.OfferAfter }, 30 * time.Second},
+		{"acceptWindow", `"8s"`, func(q matcher.QueueConfig) any { return q.AcceptWindow }, 8 * time.Second},
+		{"declineCooldown", `"-1s"`, func(q matcher.QueueConfig) any { return q.DeclineCooldown }, -time.Second},
+		{"shards", `8`, func(q matcher.QueueConfig) any { return q.Shards }, 8},
+		{"overflowAfter", `"25s"`, func(q matcher.QueueConfig) any { return q.OverflowAfter }, 25 * time.Second},
+	}
+
+	// The table names every key of the file: each tagged field but name.
+	tagged := map[string]bool{}
+	for _, f := range reflect.VisibleFields(reflect.TypeOf(matcher.QueueConfig{})) {
+		if tag, _, _ := strings.Cut(f.Tag.Get("yaml"), ","); tag != "" && tag != "name" {
+			tagged[tag] = true
+		}
+	}
+	listed := map[string]bool{}
+	for _, k := range keys {
+		listed[k.key] = true
+	}
+	if !reflect.DeepEqual(tagged, listed) {
+		t.Fatalf("keys of QueueConfig %v, keys tested %v", tagged, listed)
+	}
+
+	var block, flow []string
+	for _, k := range keys {
+		block = append(block, "    "+k.key+": "+k.value+"\n")
+		flow = append(flow, `"`+k.key+`": `+k.value)
+	}
+	for name, doc := range map[string]string{
+		"yaml":          "queues:\n  - name: every\n" + strings.Join(block, ""),
+		"json":          `{"queues": [{"name": "every", ` + strings.Join(flow, ", ") + `}]}`,
+		"from defaults": "defaults:\n" + strings.ReplaceAll(strings.Join(block, ""), "    ", "  ") + "queues:\n  - name: every\n",
+	} {
+		c, err := matcher.ParseConfig([]byte(doc))
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", name, err, doc)
+		}
+		q := c.Queues[0]
+		if q.Name != "every" {
+			t.Errorf("%s: name %q", name, q.Name)
+		}
+		for _, k := range keys {
+			if got := k.got(q); !reflect.DeepEqual(got, k.want) {
+				t.Errorf("%s: %s: %#v, want %#v", name, k.key, got, k.want)
+			}
+		}
+	}
+
+	// The groups are no keys of the file, nor are the Go names; a typo is
+	// refused wherever a queue is written.
+	for _, key := range []string{"playrs", "seats", "Seats", "skillRules", "timing", "regionRules", "acceptRules", "sharding", "Players"} {
+		for _, doc := range []string{
+			"queues: [{name: a, " + key + ": {players: 3}}]",
+			"defaults: {" + key + ": {players: 3}}\nqueues: [{name: a}]",
+		} {
+			_, err := matcher.ParseConfig([]byte(doc))
+			if err == nil || !strings.Contains(err.Error(), "field "+key+" not found") {
+				t.Errorf("%q: %v, want the unknown key refused", doc, err)
+			}
 		}
 	}
 }
