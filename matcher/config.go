@@ -18,6 +18,9 @@ import (
 const (
 	KindSkill = "skill"
 	KindRoom  = "room"
+	// KindAdmission is a waiting room (package admission): its waiters are
+	// admitted at a rate, not matched; nothing of matching applies to it.
+	KindAdmission = "admission"
 )
 
 // WindowPoint is one step of a window curve: from After on, the half-width is Width.
@@ -126,6 +129,8 @@ type QueueConfig struct {
 	RegionRules `yaml:",inline"`
 	AcceptRules `yaml:",inline"`
 	Sharding    `yaml:",inline"`
+	// Admission applies to kind admission only.
+	AdmissionRules `yaml:",inline"`
 }
 
 // Seats is how many players a match takes, and what may fill it short.
@@ -302,7 +307,30 @@ func (q *QueueConfig) inherit(d QueueConfig) {
 	q.RegionRules.inherit(d.RegionRules)
 	q.AcceptRules.inherit(d.AcceptRules)
 	q.Sharding.inherit(d.Sharding)
+	q.AdmissionRules.inherit(d.AdmissionRules)
 }
+
+// AdmissionRules are an admission queue's (kind admission).
+type AdmissionRules struct {
+	// Rate is the admissions per second of the queue as a whole, however
+	// many processes run; 1–1,000,000.
+	Rate int `yaml:"rate"`
+	// TokenTTL is a READY token's life. Default 5m.
+	TokenTTL time.Duration `yaml:"tokenTTL"`
+	// AbandonAfter: a waiter with no socket and no poll for this long loses
+	// the place. Default 60s.
+	AbandonAfter time.Duration `yaml:"abandonAfter"`
+}
+
+func (a *AdmissionRules) inherit(d AdmissionRules) {
+	orDefault(&a.Rate, d.Rate)
+	orDefault(&a.TokenTTL, d.TokenTTL)
+	orDefault(&a.AbandonAfter, d.AbandonAfter)
+}
+
+// Matched reports whether q's waiters are matched by the engine (skill
+// and room), not admitted (admission).
+func (q *QueueConfig) Matched() bool { return q.Kind != KindAdmission }
 
 // orDefault sets *v to d if *v is the zero value.
 func orDefault[T comparable](v *T, d T) {
@@ -388,6 +416,10 @@ func (q *QueueConfig) applyBuiltins() {
 		q.OfferAfter = time.Minute
 	}
 	sort.Strings(q.Regions)
+	if q.Kind == KindAdmission {
+		orDefault(&q.TokenTTL, 5*time.Minute)
+		orDefault(&q.AbandonAfter, 60*time.Second)
+	}
 }
 
 // Validate checks a normalized queue.
@@ -396,8 +428,20 @@ func (q *QueueConfig) Validate() error {
 	if !ValidName(q.Name) {
 		errs = append(errs, "name must match "+namePattern)
 	}
-	if q.Kind != KindSkill && q.Kind != KindRoom {
-		errs = append(errs, "kind must be skill or room")
+	switch q.Kind {
+	case KindSkill, KindRoom:
+		if q.AdmissionRules != (AdmissionRules{}) {
+			errs = append(errs, "rate, tokenTTL and abandonAfter are for kind admission")
+		}
+	case KindAdmission:
+		if q.Rate < 1 || q.Rate > 1_000_000 {
+			errs = append(errs, "rate must be 1–1000000 admissions a second")
+		}
+		if q.TokenTTL < time.Second || q.AbandonAfter < time.Second {
+			errs = append(errs, "tokenTTL and abandonAfter must be at least 1s")
+		}
+	default:
+		errs = append(errs, "kind must be skill, room or admission")
 	}
 	if q.Players < 2 || q.Players > 10 {
 		errs = append(errs, "players must be 2–10")
@@ -529,6 +573,9 @@ func (c Config) Partitions() []Partition {
 	var ps []Partition
 	for i := range c.Queues {
 		q := &c.Queues[i]
+		if !q.Matched() {
+			continue
+		}
 		for _, r := range q.Regions {
 			ps = append(ps, q.Pools(r)...)
 		}

@@ -204,10 +204,15 @@ func TestParseConfigEveryKey(t *testing.T) {
 		{"overflowAfter", `"25s"`, func(q matcher.QueueConfig) any { return q.OverflowAfter }, 25 * time.Second},
 	}
 
-	// The table names every key of the file: each tagged field but name.
+	// The table names every key of the file: each tagged field but name
+	// and the admission queue's (TestParseAdmissionQueue).
 	tagged := map[string]bool{}
+	admissionKeys := map[string]bool{}
+	for _, f := range reflect.VisibleFields(reflect.TypeOf(matcher.AdmissionRules{})) {
+		admissionKeys[f.Tag.Get("yaml")] = true
+	}
 	for _, f := range reflect.VisibleFields(reflect.TypeOf(matcher.QueueConfig{})) {
-		if tag, _, _ := strings.Cut(f.Tag.Get("yaml"), ","); tag != "" && tag != "name" {
+		if tag, _, _ := strings.Cut(f.Tag.Get("yaml"), ","); tag != "" && tag != "name" && !admissionKeys[tag] {
 			tagged[tag] = true
 		}
 	}
@@ -246,7 +251,7 @@ func TestParseConfigEveryKey(t *testing.T) {
 
 	// The groups are no keys of the file, nor are the Go names; a typo is
 	// refused wherever a queue is written.
-	for _, key := range []string{"playrs", "seats", "Seats", "skillRules", "timing", "regionRules", "acceptRules", "sharding", "Players"} {
+	for _, key := range []string{"playrs", "seats", "Seats", "skillRules", "timing", "regionRules", "acceptRules", "sharding", "admission", "Players"} {
 		for _, doc := range []string{
 			"queues: [{name: a, " + key + ": {players: 3}}]",
 			"defaults: {" + key + ": {players: 3}}\nqueues: [{name: a}]",
@@ -255,6 +260,36 @@ func TestParseConfigEveryKey(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), "field "+key+" not found") {
 				t.Errorf("%q: %v, want the unknown key refused", doc, err)
 			}
+		}
+	}
+}
+
+// An admission queue takes its three keys, with their defaults, and no
+// other kind does.
+func TestParseAdmissionQueue(t *testing.T) {
+	c, err := matcher.ParseConfig([]byte("queues:\n  - {name: launch, kind: admission, rate: 50, tokenTTL: 2m, abandonAfter: 30s}\n  - {name: surge, kind: admission, rate: 7}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := c.Queues[0]
+	if q.Rate != 50 || q.TokenTTL != 2*time.Minute || q.AbandonAfter != 30*time.Second || q.Matched() {
+		t.Fatalf("launch: %+v", q.AdmissionRules)
+	}
+	if d := c.Queues[1].AdmissionRules; d.TokenTTL != 5*time.Minute || d.AbandonAfter != time.Minute {
+		t.Fatalf("surge's defaults: %+v", d)
+	}
+	if len(c.Partitions()) != 0 {
+		t.Fatalf("partitions %v: an admission queue is not matched", c.Partitions())
+	}
+	for doc, want := range map[string]string{
+		"queues: [{name: a, kind: admission}]":                          "rate must be",
+		"queues: [{name: a, kind: admission, rate: 2000000}]":           "rate must be",
+		"queues: [{name: a, kind: admission, rate: 5, tokenTTL: 10ms}]": "at least 1s",
+		"queues: [{name: a, rate: 5}]":                                  "are for kind admission",
+		"queues: [{name: a, kind: lottery}]":                            "kind must be skill, room or admission",
+	} {
+		if _, err := matcher.ParseConfig([]byte(doc)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", doc, err, want)
 		}
 	}
 }

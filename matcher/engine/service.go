@@ -67,8 +67,15 @@ type queueSet struct {
 	byName map[string]*matcher.QueueConfig
 }
 
+// newQueueSet holds the matched queues of c; admission queues are the
+// admission package's.
 func newQueueSet(c matcher.Config) *queueSet {
-	qs := &queueSet{list: append([]matcher.QueueConfig(nil), c.Queues...), byName: map[string]*matcher.QueueConfig{}}
+	qs := &queueSet{byName: map[string]*matcher.QueueConfig{}}
+	for _, q := range c.Queues {
+		if q.Matched() {
+			qs.list = append(qs.list, q)
+		}
+	}
 	for i := range qs.list {
 		qs.byName[qs.list[i].Name] = &qs.list[i]
 	}

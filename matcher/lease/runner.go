@@ -148,6 +148,9 @@ func (r *Runner) build(c matcher.Config, old *topology) (t *topology, changed []
 	covered := map[matcher.Partition]bool{}
 	for i := range c.Queues {
 		q := c.Queues[i]
+		if !q.Matched() {
+			continue // admitted by package admission, not matched
+		}
 		for _, region := range q.Regions {
 			covered[matcher.Partition{Queue: q.Name, Region: region}] = true
 			for _, p := range q.Pools(region) {
