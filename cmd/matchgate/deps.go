@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/matchgate/matchgate/admission"
 	"github.com/matchgate/matchgate/allocator"
 	"github.com/matchgate/matchgate/internal/clock"
 	"github.com/matchgate/matchgate/matcher"
@@ -60,6 +61,10 @@ type deps struct {
 	svc       *engine.Service
 	// core are the dependencies the Service and the Runner share.
 	core engine.Deps
+	// The admission queues' Service, record and line; nil without one.
+	adm       *admission.Service
+	admRecord admission.Record
+	admLine   admission.Line
 
 	// runner is the matcher role's, nil without it. matcherRole sets it
 	// before anything runs; joins' wake-ups and queue changes reach it.
@@ -176,6 +181,9 @@ func newDeps(ctx context.Context, f serveFlags, stderr io.Writer) (_ *deps, err 
 	}
 	d.sec.sweepBans(d.svc)
 	d.reg.MustRegister(engine.NewPoolCollector(d.pool, d.svc.QueueList))
+	if err := d.openAdmission(); err != nil {
+		return nil, err
+	}
 	return d, nil
 }
 

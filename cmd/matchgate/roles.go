@@ -56,7 +56,11 @@ func matcherRole(d *deps) ([]task, error) {
 		return nil, err
 	}
 	d.runner = r
-	return []task{{"matcher", r.Run}}, nil
+	admitters, err := admitterTasks(d)
+	if err != nil {
+		return nil, err
+	}
+	return append([]task{{"matcher", r.Run}}, admitters...), nil
 }
 
 // relayRole publishes what the outbox still holds.
@@ -79,7 +83,12 @@ func gatewayRole(ctx context.Context, d *deps) (*gateway.Server, []task, error) 
 	if d.f.origins != "" {
 		origins = strings.Split(d.f.origins, ",")
 	}
+	var adm gateway.Admissions // a nil *admission.Service would not be a nil interface
+	if d.adm != nil {
+		adm = d.adm
+	}
 	gw, err := gateway.New(d.sec.gateway(gateway.Config{
+		Admissions: adm,
 		Matchmaker: d.svc, Subscriber: hub, Presence: d.tracker, Ready: func(context.Context) error { return d.health.Err() }, Logger: d.log,
 		Registerer: d.reg, Gatherer: d.reg, Node: d.node, Secret: d.secret, Guests: d.guests,
 		AllowedOrigins: origins, ShutdownTimeout: d.f.shutdownTimeout, Now: d.clk.Now,
