@@ -368,7 +368,7 @@ func (m *Memory) RenewLease(_ context.Context, queue, owner string, token int64,
 	return true, nil
 }
 
-// ReleaseLease is Redis.ReleaseLease: like lease_release.lua it reads no
+// ReleaseLease is Redis.ReleaseLease: like internal/redislease's release it reads no
 // clock.
 func (m *Memory) ReleaseLease(_ context.Context, queue, owner string, token int64) (bool, error) {
 	if err := checkOwner(queue, owner); err != nil {

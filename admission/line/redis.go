@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/matchgate/matchgate/admission"
+	"github.com/matchgate/matchgate/internal/redislease"
 )
 
 var (
@@ -36,27 +37,18 @@ var (
 	headSrc string
 	//go:embed lua/size.lua
 	sizeSrc string
-	//go:embed lua/lease_acquire.lua
-	leaseAcquireSrc string
-	//go:embed lua/lease_renew.lua
-	leaseRenewSrc string
-	//go:embed lua/lease_release.lua
-	leaseReleaseSrc string
 )
 
 var (
-	addScript     = redis.NewScript(addSrc)
-	takeScript    = redis.NewScript(takeSrc)
-	ackScript     = redis.NewScript(ackSrc)
-	staleScript   = redis.NewScript(staleSrc)
-	returnScript  = redis.NewScript(returnSrc)
-	removeScript  = redis.NewScript(removeSrc)
-	rankScript    = redis.NewScript(rankSrc)
-	headScript    = redis.NewScript(headSrc)
-	sizeScript    = redis.NewScript(sizeSrc)
-	acquireScript = redis.NewScript(leaseAcquireSrc)
-	renewScript   = redis.NewScript(leaseRenewSrc)
-	releaseScript = redis.NewScript(leaseReleaseSrc)
+	addScript    = redis.NewScript(addSrc)
+	takeScript   = redis.NewScript(takeSrc)
+	ackScript    = redis.NewScript(ackSrc)
+	staleScript  = redis.NewScript(staleSrc)
+	returnScript = redis.NewScript(returnSrc)
+	removeScript = redis.NewScript(removeSrc)
+	rankScript   = redis.NewScript(rankSrc)
+	headScript   = redis.NewScript(headSrc)
+	sizeScript   = redis.NewScript(sizeSrc)
 
 	allScripts = []struct {
 		name string
@@ -65,8 +57,8 @@ var (
 		{"add", addScript}, {"take", takeScript}, {"ack", ackScript},
 		{"stale", staleScript}, {"return", returnScript}, {"remove", removeScript},
 		{"rank", rankScript}, {"head", headScript}, {"size", sizeScript},
-		{"lease_acquire", acquireScript}, {"lease_renew", renewScript},
-		{"lease_release", releaseScript},
+		{"lease_acquire", redislease.Scripts["lease_acquire"]}, {"lease_renew", redislease.Scripts["lease_renew"]},
+		{"lease_release", redislease.Scripts["lease_release"]},
 	}
 )
 
@@ -359,8 +351,7 @@ func (r *Redis) AcquireLease(ctx context.Context, queue, owner string, now time.
 	if err := checkLease(queue, owner, now, ttl); err != nil {
 		return 0, err
 	}
-	keys := []string{r.Key(queue, "lease"), r.Key(queue, "fence")}
-	return acquireScript.Run(ctx, r.rdb, keys, owner, msTime(now), msTime(now.Add(ttl)), ms(ttl+expirySlack), strconv.FormatInt(floor, 10)).Int64()
+	return redislease.Acquire(ctx, r.rdb, r.leaseKeys(queue), owner, now, ttl, expirySlack, floor)
 }
 
 // RenewLease extends owner's lease holding token until now + ttl. False
@@ -371,9 +362,7 @@ func (r *Redis) RenewLease(ctx context.Context, queue, owner string, token int64
 	if err := checkLease(queue, owner, now, ttl); err != nil {
 		return false, err
 	}
-	keys := []string{r.Key(queue, "lease"), r.Key(queue, "fence")}
-	n, err := renewScript.Run(ctx, r.rdb, keys, owner, strconv.FormatInt(token, 10), msTime(now), msTime(now.Add(ttl)), ms(ttl+expirySlack)).Int()
-	return n == 1, err
+	return redislease.Renew(ctx, r.rdb, r.leaseKeys(queue), owner, token, now, ttl, expirySlack)
 }
 
 // ReleaseLease gives the lease up if owner still holds it with token, so
@@ -383,8 +372,11 @@ func (r *Redis) ReleaseLease(ctx context.Context, queue, owner string, token int
 	if err := checkOwner(queue, owner); err != nil {
 		return false, err
 	}
-	n, err := releaseScript.Run(ctx, r.rdb, []string{r.Key(queue, "lease")}, owner, strconv.FormatInt(token, 10)).Int()
-	return n == 1, err
+	return redislease.Release(ctx, r.rdb, r.leaseKeys(queue), owner, token)
+}
+
+func (r *Redis) leaseKeys(queue string) redislease.Keys {
+	return redislease.Keys{Lease: r.Key(queue, "lease"), Fence: r.Key(queue, "fence")}
 }
 
 // parseTaken reads a flat reply of width fields per waiter, the first two
@@ -453,26 +445,17 @@ func checkSeq(seq int64) error {
 }
 
 func checkLease(queue, owner string, now time.Time, ttl time.Duration) error {
-	if err := checkOwner(queue, owner); err != nil {
+	if err := checkQueue(queue); err != nil {
 		return err
 	}
-	if now.IsZero() {
-		return errors.New("zero now")
-	}
-	if ttl < time.Millisecond {
-		return errors.New("lease ttl below 1ms")
-	}
-	return nil
+	return redislease.CheckTimed(owner, now, ttl)
 }
 
 func checkOwner(queue, owner string) error {
 	if err := checkQueue(queue); err != nil {
 		return err
 	}
-	if owner == "" {
-		return errors.New("empty owner")
-	}
-	return nil
+	return redislease.Check(owner)
 }
 
 func isFenced(err error) bool {

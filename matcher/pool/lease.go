@@ -2,9 +2,9 @@ package pool
 
 import (
 	"context"
-	"errors"
-	"strconv"
 	"time"
+
+	"github.com/matchgate/matchgate/internal/redislease"
 )
 
 // LeaseKey is the partition's lease: "<owner> <token> <expiry, unix ms>",
@@ -12,6 +12,10 @@ import (
 // the partition's hash tag with FenceKey, so the lease scripts touch one
 // Redis Cluster slot.
 func (p *Pool) LeaseKey(partition string) string { return p.Key(partition, "lease") }
+
+func (p *Pool) leaseKeys(partition string) redislease.Keys {
+	return redislease.Keys{Lease: p.LeaseKey(partition), Fence: p.FenceKey(partition)}
+}
 
 // AcquireLease takes the partition's lease for owner until now + ttl unless
 // someone holds it as of now (the caller's clock: a lease whose stored
@@ -23,8 +27,7 @@ func (p *Pool) AcquireLease(ctx context.Context, partition, owner string, now ti
 	if err := checkLease(partition, owner, now, ttl); err != nil {
 		return 0, err
 	}
-	keys := []string{p.LeaseKey(partition), p.FenceKey(partition)}
-	return acquireScript.Run(ctx, p.rdb, keys, owner, msTime(now), msTime(now.Add(ttl)), ms(ttl+expirySlack), strconv.FormatInt(floor, 10)).Int64()
+	return redislease.Acquire(ctx, p.rdb, p.leaseKeys(partition), owner, now, ttl, expirySlack, floor)
 }
 
 // RenewLease extends owner's lease holding token until now + ttl. False
@@ -35,9 +38,7 @@ func (p *Pool) RenewLease(ctx context.Context, partition, owner string, token in
 	if err := checkLease(partition, owner, now, ttl); err != nil {
 		return false, err
 	}
-	keys := []string{p.LeaseKey(partition), p.FenceKey(partition)}
-	n, err := renewScript.Run(ctx, p.rdb, keys, owner, strconv.FormatInt(token, 10), msTime(now), msTime(now.Add(ttl)), ms(ttl+expirySlack)).Int()
-	return n == 1, err
+	return redislease.Renew(ctx, p.rdb, p.leaseKeys(partition), owner, token, now, ttl, expirySlack)
 }
 
 // ReleaseLease gives the lease up if owner still holds it with token, so
@@ -47,29 +48,19 @@ func (p *Pool) ReleaseLease(ctx context.Context, partition, owner string, token 
 	if err := checkOwner(partition, owner); err != nil {
 		return false, err
 	}
-	n, err := releaseScript.Run(ctx, p.rdb, []string{p.LeaseKey(partition)}, owner, strconv.FormatInt(token, 10)).Int()
-	return n == 1, err
+	return redislease.Release(ctx, p.rdb, p.leaseKeys(partition), owner, token)
 }
 
 func checkLease(partition, owner string, now time.Time, ttl time.Duration) error {
-	if err := checkOwner(partition, owner); err != nil {
+	if err := checkPartition(partition); err != nil {
 		return err
 	}
-	if now.IsZero() {
-		return errors.New("zero now")
-	}
-	if ttl < time.Millisecond {
-		return errors.New("lease ttl below 1ms")
-	}
-	return nil
+	return redislease.CheckTimed(owner, now, ttl)
 }
 
 func checkOwner(partition, owner string) error {
 	if err := checkPartition(partition); err != nil {
 		return err
 	}
-	if owner == "" {
-		return errors.New("empty owner")
-	}
-	return nil
+	return redislease.Check(owner)
 }

@@ -78,7 +78,7 @@ type memSkill struct {
 type memLease struct {
 	owner string
 	token int64
-	until int64 // unix ms, as lease_acquire.lua stores it
+	until int64 // unix ms, as internal/redislease stores it
 }
 
 // NewMemory returns an empty memory pool on clock (time.Now when nil),
@@ -933,7 +933,7 @@ func (p *Memory) RenewLease(_ context.Context, partition, owner string, token in
 	return true, nil
 }
 
-// ReleaseLease is Pool.ReleaseLease: like lease_release.lua it reads no
+// ReleaseLease is Pool.ReleaseLease: like internal/redislease's release it reads no
 // clock.
 func (p *Memory) ReleaseLease(_ context.Context, partition, owner string, token int64) (bool, error) {
 	if err := checkOwner(partition, owner); err != nil {

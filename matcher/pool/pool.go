@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/matchgate/matchgate/internal/group"
+	"github.com/matchgate/matchgate/internal/redislease"
 	"github.com/matchgate/matchgate/matcher"
 )
 
@@ -32,12 +33,6 @@ var (
 	heartbeatSrc string
 	//go:embed lua/scan.lua
 	scanSrc string
-	//go:embed lua/lease_acquire.lua
-	leaseAcquireSrc string
-	//go:embed lua/lease_renew.lua
-	leaseRenewSrc string
-	//go:embed lua/lease_release.lua
-	leaseReleaseSrc string
 	//go:embed lua/promote.lua
 	promoteSrc string
 	//go:embed lua/offer.lua
@@ -55,9 +50,6 @@ var (
 	requeueScript   = redis.NewScript(endedSrc + requeueSrc)
 	heartbeatScript = redis.NewScript(endedSrc + heartbeatSrc)
 	scanScript      = redis.NewScript(endedSrc + scanSrc)
-	acquireScript   = redis.NewScript(leaseAcquireSrc)
-	renewScript     = redis.NewScript(leaseRenewSrc)
-	releaseScript   = redis.NewScript(leaseReleaseSrc)
 	promoteScript   = redis.NewScript(promoteSrc)
 	offerScript     = redis.NewScript(offerSrc)
 	offersScript    = redis.NewScript(offersSrc)
@@ -73,9 +65,9 @@ var (
 		{"requeue", requeueScript},
 		{"heartbeat", heartbeatScript},
 		{"scan", scanScript},
-		{"lease_acquire", acquireScript},
-		{"lease_renew", renewScript},
-		{"lease_release", releaseScript},
+		{"lease_acquire", redislease.Scripts["lease_acquire"]},
+		{"lease_renew", redislease.Scripts["lease_renew"]},
+		{"lease_release", redislease.Scripts["lease_release"]},
 		{"promote", promoteScript},
 		{"offer", offerScript},
 		{"offers", offersScript},

@@ -1,4 +1,4 @@
--- lease_acquire.lua: take a partition's lease if nobody holds it, and issue
+-- acquire.lua: take a lease (a partition's or an admitter's) if nobody holds it, and issue
 -- the next fencing token.
 --
 -- Whether the lease is held is decided by the caller's clock: the value

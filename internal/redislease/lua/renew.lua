@@ -1,4 +1,4 @@
--- lease_renew.lua: extend a lease, only for the owner holding the current
+-- renew.lua: extend a lease, only for the owner holding the current
 -- token, and only while the lease has not expired by the caller's clock.
 --
 -- A lease past its stored expiry is lost even though Redis still has the
