@@ -44,6 +44,10 @@ type Admitter struct {
 	built bool      // the line was rebuilt from the record under this lease
 	// renewed is when the lease was last renewed or acquired.
 	renewed time.Time
+	// swept is when a pass last settled processing and expired tokens:
+	// once a second is enough for both (grace and lives are seconds), so
+	// the record is not read on every tick.
+	swept time.Time
 }
 
 // NewAdmitter checks the configuration; it starts nothing.
@@ -159,8 +163,8 @@ type PassResult struct {
 
 // Pass is one admission pass under the lease: the line rebuilt from the
 // record once per lease, the waiters left in processing by a dead pass
-// settled from the record, tokens past their life expired, and up to the
-// rate's allowance of the first waiters admitted.
+// settled from the record and tokens past their life expired (once a
+// second), and up to the rate's allowance of the first waiters admitted.
 func (a *Admitter) Pass(ctx context.Context) (PassResult, error) {
 	var res PassResult
 	if a.token == 0 {
@@ -178,14 +182,16 @@ func (a *Admitter) Pass(ctx context.Context) (PassResult, error) {
 		}
 		res.Rebuilt, a.built = n, true
 	}
-	if err := a.settle(ctx, now, &res); err != nil {
-		return res, err
+	if now.Sub(a.swept) >= sweepEvery || now.Before(a.swept) {
+		if err := a.settle(ctx, now, &res); err != nil {
+			return res, err
+		}
+		expired, err := a.cfg.Record.Expire(ctx, q.Name, now, 256)
+		if err != nil {
+			return res, fmt.Errorf("expire tokens: %w", err)
+		}
+		res.Expired, a.swept = len(expired), now
 	}
-	expired, err := a.cfg.Record.Expire(ctx, q.Name, now, 256)
-	if err != nil {
-		return res, fmt.Errorf("expire tokens: %w", err)
-	}
-	res.Expired = len(expired)
 	taken, err := a.cfg.Line.Take(ctx, q.Name, a.token, q.Rate, q.Rate, now)
 	if errors.Is(err, ErrFenced) {
 		a.lost("fenced")
@@ -281,6 +287,9 @@ func (a *Admitter) settle(ctx context.Context, now time.Time, res *PassResult) e
 	}
 	return nil
 }
+
+// sweepEvery is the period of settling processing and expiring tokens.
+const sweepEvery = time.Second
 
 // rebuild adds every WAITING place of the record to the line, in order:
 // after a loss of the line the waiters are back in their places.
