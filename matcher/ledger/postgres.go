@@ -145,8 +145,8 @@ func (l *Postgres) CreateTicket(ctx context.Context, t matcher.Ticket) (matcher.
 // wrote. The batch drives the join through the indexes whatever the
 // table's statistics say, and the uncorrelated EXISTS (a one-time filter
 // on the pending matches' partial index) skips it whole while no match
-// waits for accepts: a cached plan made when the table was small once cost
-// a join eight times its insert.
+// waits for accepts (the former shape cost a batch of 64 joins eight times
+// as much: docs/BENCHMARKS.md §5).
 const refuseMatchedSQL = `DELETE FROM tickets t
 	USING unnest($1::uuid[], $2::text[]) AS j(id, user_id)
 	JOIN tickets p ON p.user_id = j.user_id AND p.status = 'MATCHED'
