@@ -122,6 +122,10 @@ type QueueConfig struct {
 	Name string `yaml:"name"`
 	// Kind is "skill" (default) or "room".
 	Kind string `yaml:"kind"`
+	// Admission names a queue of kind admission in front of this matched
+	// queue: a join then takes the user's READY token there, consumed with
+	// the join (ARCHITECTURE.md §10). Empty: joins need no token.
+	Admission string `yaml:"admission"`
 
 	Seats       `yaml:",inline"`
 	SkillRules  `yaml:",inline"`
@@ -295,12 +299,38 @@ func (c *Config) Normalize() error {
 		}
 		seen[q.Name] = true
 	}
+	return c.checkAdmission()
+}
+
+// checkAdmission refuses a queue whose admission names no admission queue
+// of the same configuration: its joins could never be admitted.
+func (c *Config) checkAdmission() error {
+	kinds := make(map[string]string, len(c.Queues))
+	for _, q := range c.Queues {
+		kinds[q.Name] = q.Kind
+	}
+	for _, q := range c.Queues {
+		if q.Admission == "" {
+			continue
+		}
+		switch kind, ok := kinds[q.Admission]; {
+		case !ok:
+			return fmt.Errorf("queue %q: admission %q names no queue", q.Name, q.Admission)
+		case kind != KindAdmission:
+			return fmt.Errorf("queue %q: admission %q is a queue of kind %s, not admission", q.Name, q.Admission, kind)
+		}
+	}
 	return nil
 }
 
 // inherit fills q's zero fields from d, concern by concern.
 func (q *QueueConfig) inherit(d QueueConfig) {
 	orDefault(&q.Kind, d.Kind)
+	if q.Matched() {
+		// An admission queue stands behind nothing: the defaults' gate is
+		// the matched queues'.
+		orDefault(&q.Admission, d.Admission)
+	}
 	q.Seats.inherit(d.Seats)
 	q.SkillRules.inherit(d.SkillRules)
 	q.Timing.inherit(d.Timing)
@@ -433,7 +463,13 @@ func (q *QueueConfig) Validate() error {
 		if q.AdmissionRules != (AdmissionRules{}) {
 			errs = append(errs, "rate, tokenTTL and abandonAfter are for kind admission")
 		}
+		if q.Admission != "" && !ValidName(q.Admission) {
+			errs = append(errs, "admission must name a queue of kind admission")
+		}
 	case KindAdmission:
+		if q.Admission != "" {
+			errs = append(errs, "admission is for matched queues (skill, room): an admission queue stands behind no other")
+		}
 		if q.Rate < 1 || q.Rate > 1_000_000 {
 			errs = append(errs, "rate must be 1–1000000 admissions a second")
 		}

@@ -23,6 +23,8 @@ func FuzzParseConfig(f *testing.F) {
 		"queues: &a [*a]\n",
 		"{\"queues\":[{\"name\":\"json\",\"deadline\":\"2m\"}]}",
 		"queues:\n  - name: q\n    window: [{after: 1m, width: 5}, {after: 0s, width: 1}]\n",
+		"defaults: {admission: l}\nqueues: [{name: r}, {name: l, kind: admission, rate: 5}]\n",
+		"queues: [{name: r, admission: r}]\n",
 		"", "queues: []", "defaults: {players: 3}", "- a\n- b\n", "queues: [{name: q, unknown: 1}]",
 	} {
 		f.Add([]byte(s))

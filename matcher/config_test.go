@@ -204,15 +204,16 @@ func TestParseConfigEveryKey(t *testing.T) {
 		{"overflowAfter", `"25s"`, func(q matcher.QueueConfig) any { return q.OverflowAfter }, 25 * time.Second},
 	}
 
-	// The table names every key of the file: each tagged field but name
-	// and the admission queue's (TestParseAdmissionQueue).
+	// The table names every key of the file: each tagged field but name,
+	// the admission queue's (TestParseAdmissionQueue) and admission, which
+	// needs a second queue (TestParseAdmissionGate).
 	tagged := map[string]bool{}
 	admissionKeys := map[string]bool{}
 	for _, f := range reflect.VisibleFields(reflect.TypeOf(matcher.AdmissionRules{})) {
 		admissionKeys[f.Tag.Get("yaml")] = true
 	}
 	for _, f := range reflect.VisibleFields(reflect.TypeOf(matcher.QueueConfig{})) {
-		if tag, _, _ := strings.Cut(f.Tag.Get("yaml"), ","); tag != "" && tag != "name" && !admissionKeys[tag] {
+		if tag, _, _ := strings.Cut(f.Tag.Get("yaml"), ","); tag != "" && tag != "name" && tag != "admission" && !admissionKeys[tag] {
 			tagged[tag] = true
 		}
 	}
@@ -251,7 +252,7 @@ func TestParseConfigEveryKey(t *testing.T) {
 
 	// The groups are no keys of the file, nor are the Go names; a typo is
 	// refused wherever a queue is written.
-	for _, key := range []string{"playrs", "seats", "Seats", "skillRules", "timing", "regionRules", "acceptRules", "sharding", "admission", "Players"} {
+	for _, key := range []string{"playrs", "seats", "Seats", "skillRules", "timing", "regionRules", "acceptRules", "sharding", "admissionRules", "Players"} {
 		for _, doc := range []string{
 			"queues: [{name: a, " + key + ": {players: 3}}]",
 			"defaults: {" + key + ": {players: 3}}\nqueues: [{name: a}]",
@@ -287,6 +288,44 @@ func TestParseAdmissionQueue(t *testing.T) {
 		"queues: [{name: a, kind: admission, rate: 5, tokenTTL: 10ms}]": "at least 1s",
 		"queues: [{name: a, rate: 5}]":                                  "are for kind admission",
 		"queues: [{name: a, kind: lottery}]":                            "kind must be skill, room or admission",
+	} {
+		if _, err := matcher.ParseConfig([]byte(doc)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", doc, err, want)
+		}
+	}
+}
+
+// A matched queue may stand behind an admission queue of the same
+// configuration, named by admission, also from the defaults; a name that
+// is no admission queue, or an admission queue behind another, is refused.
+func TestParseAdmissionGate(t *testing.T) {
+	c, err := matcher.ParseConfig([]byte(`defaults: {admission: launch}
+queues:
+  - {name: ranked, players: 4}
+  - {name: chat, kind: room, admission: surge}
+  - {name: launch, kind: admission, rate: 50}
+  - {name: surge, kind: admission, rate: 5}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{"launch", "surge", "", ""} {
+		if q := c.Queues[i]; q.Admission != want {
+			t.Errorf("%s: admission %q, want %q", q.Name, q.Admission, want)
+		}
+	}
+	again := c
+	again.Queues = append([]matcher.QueueConfig(nil), c.Queues...)
+	if err := again.Normalize(); err != nil || again.Queues[0].Admission != "launch" {
+		t.Fatalf("normalized again: %v, %+v", err, again.Queues[0])
+	}
+	for doc, want := range map[string]string{
+		"queues: [{name: a, admission: b}]":            `admission "b" names no queue`,
+		"queues: [{name: a, admission: b}, {name: b}]": `admission "b" is a queue of kind skill, not admission`,
+		"queues: [{name: a, admission: a}]":            `admission "a" is a queue of kind skill`,
+		"queues: [{name: a, kind: admission, rate: 5, admission: b}, {name: b, kind: admission, rate: 5}]": "admission is for matched queues",
+		"queues: [{name: a, admission: \"B;\"}, {name: b, kind: admission, rate: 5}]":                      "admission must name a queue of kind admission",
+		"queues: [{name: a, admission: {name: b}}]":                                                        "cannot unmarshal",
 	} {
 		if _, err := matcher.ParseConfig([]byte(doc)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", doc, err, want)

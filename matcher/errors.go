@@ -32,6 +32,9 @@ const (
 	CodeRateLimited
 	CodeCooldown
 	CodeUnavailable
+	// CodeAdmissionRequired: the queue stands behind an admission queue,
+	// and the user holds no READY token there.
+	CodeAdmissionRequired
 	numCodes
 )
 
@@ -41,7 +44,7 @@ var codeNames = [numCodes]string{
 	CodeForbidden: "forbidden", CodeUnknownQueue: "unknown queue", CodeAlreadyQueued: "already queued",
 	CodeAlreadyMatched: "already matched", CodeAlreadyCancelled: "already cancelled",
 	CodeNotFound: "not found", CodeRateLimited: "rate limited", CodeCooldown: "cooldown",
-	CodeUnavailable: "unavailable",
+	CodeUnavailable: "unavailable", CodeAdmissionRequired: "admission required",
 }
 
 // Codes lists every Code, for the tables that must name them all.

@@ -31,6 +31,9 @@ const (
 	// CodeNotClaimed: an admission token consumed or released without
 	// being claimed first.
 	CodeNotClaimed Code = "NOT_CLAIMED"
+	// CodeAdmissionRequired: a join of a queue behind an admission queue
+	// by a user who holds no READY token there.
+	CodeAdmissionRequired Code = "ADMISSION_REQUIRED"
 )
 
 // statusOf is every code's HTTP status.
@@ -49,6 +52,9 @@ var statusOf = map[Code]int{
 	CodeCooldown:         http.StatusTooManyRequests,
 	CodeUnavailable:      http.StatusServiceUnavailable,
 	CodeInternal:         http.StatusInternalServerError,
+
+	// A join without its admission token is refused, as FORBIDDEN is.
+	CodeAdmissionRequired: http.StatusForbidden,
 }
 
 // kindCode is the one table from the domain's error kinds to the wire. A
@@ -66,6 +72,8 @@ var kindCode = map[matcher.Code]Code{
 	matcher.CodeCooldown:         CodeCooldown,
 	matcher.CodeUnavailable:      CodeUnavailable,
 	matcher.CodeInternal:         CodeInternal,
+
+	matcher.CodeAdmissionRequired: CodeAdmissionRequired,
 }
 
 // admissionCodes maps the admission package's refusals, sentinel errors
@@ -115,5 +123,5 @@ func StatusOf(c Code) int {
 func Codes() []Code {
 	return []Code{CodeBadRequest, CodeUnauthorized, CodeForbidden, CodeUnknownQueue, CodeAlreadyQueued,
 		CodeAlreadyMatched, CodeAlreadyCancelled, CodeNotFound, CodeRateLimited, CodeCooldown,
-		CodeUnavailable, CodeInternal, CodeAlreadyClaimed, CodeNotClaimed}
+		CodeUnavailable, CodeInternal, CodeAlreadyClaimed, CodeNotClaimed, CodeAdmissionRequired}
 }

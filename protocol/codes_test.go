@@ -83,3 +83,15 @@ func TestAdmissionCodeOf(t *testing.T) {
 		}
 	}
 }
+
+// A join refused for want of an admission token is 403, as FORBIDDEN, with
+// a code of its own: the client's next step is to enter the admission
+// queue, not to give up.
+func TestAdmissionRequired(t *testing.T) {
+	if c, st := CodeOf(matcher.CodeAdmissionRequired); c != CodeAdmissionRequired || st != http.StatusForbidden {
+		t.Fatalf("CodeOf(admission required) = %s %d, want ADMISSION_REQUIRED 403", c, st)
+	}
+	if _, _, ok := AdmissionCodeOf(matcher.Errorf(matcher.CodeAdmissionRequired, "enter launch")); ok {
+		t.Fatal("a domain error is no admission refusal of the token routes")
+	}
+}

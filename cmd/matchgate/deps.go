@@ -176,6 +176,7 @@ func newDeps(ctx context.Context, f serveFlags, stderr io.Writer) (_ *deps, err 
 		Available: d.health.Err,
 		Banned:    d.sec.bans.Banned,
 		Wake:      d.wake,
+		Admission: admissionGate{d},
 	}); err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"log/slog"
 	"time"
 
@@ -30,3 +31,24 @@ type Deps struct {
 	Logger  *slog.Logger
 	Metrics *Metrics
 }
+
+// AdmissionGate admits the joins of a queue behind an admission queue
+// (matcher.QueueConfig.Admission, ARCHITECTURE.md §10): the Service claims
+// the user's token before the join, consumes it once the ticket is
+// recorded and releases it when the record refused the ticket, so that a
+// token authorizes exactly one join.
+type AdmissionGate interface {
+	// Claim finds the user's READY, unexpired token in admissionQueue and
+	// claims it, atomically: of two claims of one token, one wins. A user
+	// who holds none is refused with an error holding an
+	// AdmissionRefusal; any other error is a failure.
+	Claim(ctx context.Context, admissionQueue, userID string) (token string, err error)
+	// Consume ends a claimed token: its join was recorded.
+	Consume(ctx context.Context, admissionQueue, token string) error
+	// Release gives a claimed token back: its join was refused.
+	Release(ctx context.Context, admissionQueue, token string) error
+}
+
+// AdmissionRefusal is an AdmissionGate's refusal, anywhere in the chain of
+// Claim's error: NotAdmitted says why, in words for the player.
+type AdmissionRefusal interface{ NotAdmitted() string }

@@ -49,6 +49,9 @@ type ServiceConfig struct {
 	// a ban survives neither this check nor the ban's sweep (see
 	// control.BanList).
 	Banned func(userID string) bool
+	// Admission admits the joins of the queues behind an admission queue
+	// (gate.go); nil refuses them all with ADMISSION_REQUIRED.
+	Admission AdmissionGate
 }
 
 // Service joins, cancels and answers status. It talks to the ledger and the
@@ -137,7 +140,8 @@ func (s *Service) Queue(name string) (*matcher.QueueConfig, bool) {
 }
 
 // Join records a WAITING ticket (the record first, then the pool) and wakes
-// the partition's engine.
+// the partition's engine. A queue behind an admission queue first takes
+// the user's token there (gate.go).
 func (s *Service) Join(ctx context.Context, req matcher.JoinRequest) (matcher.Ticket, error) {
 	q, ok := s.qs.Load().byName[req.Queue]
 	if !ok {
@@ -176,6 +180,17 @@ func (s *Service) Join(ctx context.Context, req matcher.JoinRequest) (matcher.Ti
 				Message: fmt.Sprintf("a match of %s was declined or not accepted; join again in %ds", q.Name, int(math.Ceil(wait.Seconds())))}
 		}
 	}
+	if q.Admission != "" {
+		return s.joinAdmitted(ctx, q, region, req, activity)
+	}
+	t, _, err := s.recordJoin(ctx, q, region, req, activity)
+	return t, err
+}
+
+// recordJoin is the join once it is checked: the ticket recorded, then put in
+// the pool. recorded reports that the record holds the ticket, whatever
+// happened after.
+func (s *Service) recordJoin(ctx context.Context, q *matcher.QueueConfig, region string, req matcher.JoinRequest, activity float64) (_ matcher.Ticket, recorded bool, _ error) {
 	skill, estimated := s.cfg.DefaultSkill, true
 	if req.Skill != nil {
 		skill, estimated = *req.Skill, false
@@ -195,17 +210,17 @@ func (s *Service) Join(ctx context.Context, req matcher.JoinRequest) (matcher.Ti
 	if err != nil {
 		var aq *matcher.AlreadyQueuedError
 		if errors.As(err, &aq) {
-			return aq.Existing, &matcher.Error{Code: matcher.CodeAlreadyQueued, Message: "already waiting in queue " + aq.Existing.Queue, TicketID: aq.Existing.ID}
+			return aq.Existing, false, alreadyQueued(aq.Existing)
 		}
 		var am *matcher.AlreadyMatchedError
 		if errors.As(err, &am) {
 			// One live match at a time (README): accept or decline it first.
-			return matcher.Ticket{}, &matcher.Error{Code: matcher.CodeAlreadyMatched, Message: "a match is waiting for your accept", MatchID: am.MatchID}
+			return matcher.Ticket{}, false, &matcher.Error{Code: matcher.CodeAlreadyMatched, Message: "a match is waiting for your accept", MatchID: am.MatchID}
 		}
-		return matcher.Ticket{}, matcher.Unavailable(fmt.Errorf("join %s: record ticket: %w", q.Name, err))
+		return matcher.Ticket{}, false, matcher.Unavailable(fmt.Errorf("join %s: record ticket: %w", q.Name, err))
 	}
 	if s.cfg.Banned != nil && s.cfg.Banned(t.UserID) {
-		return matcher.Ticket{}, s.refuseBanned(ctx, t)
+		return matcher.Ticket{}, true, s.refuseBanned(ctx, t)
 	}
 	s.cfg.Metrics.joined(q.Name)
 	part := q.PoolOf(t.UserID, t.Region)
@@ -213,10 +228,16 @@ func (s *Service) Join(ctx context.Context, req matcher.JoinRequest) (matcher.Ti
 		// The ticket is recorded; the reconciler adds it to the pool from the
 		// record, so the join stands.
 		s.log.Warn("enqueue after record failed; left to the reconciler", "ticket", t.ID, "err", err)
-		return t, nil
+		return t, true, nil
 	}
 	s.cfg.Wake(part)
-	return t, nil
+	return t, true, nil
+}
+
+// alreadyQueued answers the join of a user who already waits, with that
+// ticket.
+func alreadyQueued(t matcher.Ticket) error {
+	return &matcher.Error{Code: matcher.CodeAlreadyQueued, Message: "already waiting in queue " + t.Queue, TicketID: t.ID}
 }
 
 // errBanned answers the join of a banned user.
