@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 )
 
@@ -48,6 +49,12 @@ type Admitter struct {
 	// once a second is enough for both (grace and lives are seconds), so
 	// the record is not read on every tick.
 	swept time.Time
+
+	// q is the queue's settings in force, changed at run time by SetQueue
+	// from another goroutine; a pass reads them once, through queue().
+	// cfg.Queue keeps the settings it started with (and the name).
+	qmu sync.Mutex
+	q   Queue
 }
 
 // NewAdmitter checks the configuration; it starts nothing.
@@ -70,7 +77,32 @@ func NewAdmitter(cfg AdmitterConfig) (*Admitter, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Admitter{cfg: cfg, log: cfg.Logger.With("admission", cfg.Queue.Name)}, nil
+	return &Admitter{cfg: cfg, log: cfg.Logger.With("admission", cfg.Queue.Name), q: cfg.Queue}, nil
+}
+
+// SetQueue puts new settings of the queue in force (a change made through
+// the admin API): the next pass takes at the new rate, and gives the new
+// token life to those it admits. The line's window bounds every one-second
+// window by the rate each take passes, so a lower rate admits nobody until
+// the last second's admissions are under it. The name cannot change.
+func (a *Admitter) SetQueue(q Queue) error {
+	if err := q.Normalize(); err != nil {
+		return err
+	}
+	if q.Name != a.cfg.Queue.Name {
+		return fmt.Errorf("admitter of %s: cannot become %s", a.cfg.Queue.Name, q.Name)
+	}
+	a.qmu.Lock()
+	a.q = q
+	a.qmu.Unlock()
+	return nil
+}
+
+// queue is the queue's settings in force.
+func (a *Admitter) queue() Queue {
+	a.qmu.Lock()
+	defer a.qmu.Unlock()
+	return a.q
 }
 
 // Run steps every Tick until ctx ends, then gives the lease up.
@@ -174,7 +206,7 @@ func (a *Admitter) Pass(ctx context.Context) (PassResult, error) {
 	if !now.Before(a.until) {
 		return res, nil // the lease's validity ran out: wait for the renewal
 	}
-	q := a.cfg.Queue
+	q := a.queue()
 	if !a.built {
 		n, err := a.rebuild(ctx)
 		if err != nil {

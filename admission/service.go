@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -62,17 +63,45 @@ type ServiceConfig struct {
 // Service is the player's and the protected downstream's side of the
 // admission queues: enter, position, leave; claim, consume, release.
 type Service struct {
-	cfg    ServiceConfig
-	queues map[string]Queue
-	log    *slog.Logger
+	cfg ServiceConfig
+	// qs are the queues in force, swapped whole by SetQueues, so that a
+	// call sees either the old or the new queues, never a mix.
+	qs  atomic.Pointer[queueSet]
+	log *slog.Logger
 
 	mu       sync.Mutex
 	measured map[string]cachedRates
+	figures  map[string]cachedStats
+}
+
+type queueSet struct {
+	list   []Queue
+	byName map[string]Queue
+}
+
+func newQueueSet(qs []Queue) (*queueSet, error) {
+	set := &queueSet{byName: make(map[string]Queue, len(qs))}
+	for _, q := range qs {
+		if err := q.Normalize(); err != nil {
+			return nil, err
+		}
+		if _, dup := set.byName[q.Name]; dup {
+			return nil, fmt.Errorf("admission queue %s: defined twice", q.Name)
+		}
+		set.list = append(set.list, q)
+		set.byName[q.Name] = q
+	}
+	return set, nil
 }
 
 type cachedRates struct {
 	at    time.Time
 	rates Rates
+}
+
+type cachedStats struct {
+	at    time.Time
+	stats QueueStats
 }
 
 // NewService checks the configuration; it starts nothing.
@@ -86,14 +115,26 @@ func NewService(cfg ServiceConfig) (*Service, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Service{cfg: cfg, queues: map[string]Queue{}, log: cfg.Logger, measured: map[string]cachedRates{}}
-	for _, q := range cfg.Queues {
-		if err := q.Normalize(); err != nil {
-			return nil, err
-		}
-		s.queues[q.Name] = q
+	s := &Service{cfg: cfg, log: cfg.Logger, measured: map[string]cachedRates{}, figures: map[string]cachedStats{}}
+	if err := s.SetQueues(cfg.Queues); err != nil {
+		return nil, err
 	}
 	return s, nil
+}
+
+// SetQueues puts the admission queues in force at once (a change made
+// through the admin API): a new queue takes entries, a changed one's
+// predictions stand in with its new rate until admissions measure it, and
+// a queue no longer in force (retired) takes no entry but still serves
+// what its record holds (see known). A set that does not normalize is
+// refused whole, and the queues in force stay.
+func (s *Service) SetQueues(qs []Queue) error {
+	set, err := newQueueSet(qs)
+	if err != nil {
+		return err
+	}
+	s.qs.Store(set)
+	return nil
 }
 
 // ErrUnknownQueue is the answer for a queue that is not an admission
@@ -101,11 +142,29 @@ func NewService(cfg ServiceConfig) (*Service, error) {
 var ErrUnknownQueue = errors.New("admission: no such admission queue")
 
 func (s *Service) queue(name string) (Queue, error) {
-	q, ok := s.queues[name]
+	q, ok := s.qs.Load().byName[name]
 	if !ok {
-		return Queue{}, fmt.Errorf("%w: %q", ErrUnknownQueue, name)
+		return Queue{}, unknownQueue(name)
 	}
 	return q, nil
+}
+
+func unknownQueue(name string) error { return fmt.Errorf("%w: %q", ErrUnknownQueue, name) }
+
+// known is the queue called name in force (live), or for a name not in
+// force — a queue retired, or none ever — a Queue of the name alone (rate
+// 0: nobody admits it). A retired queue takes no entry, but what its
+// record holds is still the users': a place is told (WAITING with its rank
+// and no ETA, READY with its token), given up, and a token claimed,
+// consumed or released until its life ends; a name whose record holds
+// nothing asked for is an unknown queue. Every process answers so, started
+// before the retirement or after: it asks the record, not its memory.
+func (s *Service) known(name string) (q Queue, live bool) {
+	q, live = s.qs.Load().byName[name]
+	if !live {
+		q = Queue{Name: name}
+	}
+	return q, live
 }
 
 // Position is what a user is told of their place.
@@ -158,13 +217,12 @@ func (s *Service) Enter(ctx context.Context, queue, userID string) (Position, bo
 
 // Position returns the user's place in queue.
 func (s *Service) Position(ctx context.Context, queue, userID string) (Position, error) {
-	q, err := s.queue(queue)
-	if err != nil {
-		return Position{}, err
-	}
+	q, live := s.known(queue)
 	now := s.cfg.Now()
 	p, err := s.cfg.Record.Place(ctx, q.Name, userID)
 	switch {
+	case errors.Is(err, ErrNotFound) && !live:
+		return Position{}, unknownQueue(queue)
 	case errors.Is(err, ErrNotFound):
 		return Position{}, nil
 	case err != nil:
@@ -213,11 +271,11 @@ func seconds(s float64) time.Duration {
 
 // Leave gives the user's place up.
 func (s *Service) Leave(ctx context.Context, queue, userID string) error {
-	q, err := s.queue(queue)
-	if err != nil {
-		return err
-	}
+	q, live := s.known(queue)
 	if _, err := s.cfg.Record.Leave(ctx, q.Name, userID, s.cfg.Now()); err != nil {
+		if !live && errors.Is(err, ErrNotFound) {
+			return unknownQueue(queue)
+		}
 		return fmt.Errorf("leave %s: %w", q.Name, err)
 	}
 	if err := s.cfg.Line.Remove(ctx, q.Name, []string{userID}); err != nil {
@@ -245,27 +303,48 @@ func (s *Service) Release(ctx context.Context, queue, token string) (Place, erro
 
 func (s *Service) tokenCall(ctx context.Context, queue, token string,
 	call func(context.Context, string, string, time.Time) (Place, error)) (Place, error) {
-	q, err := s.queue(queue)
-	if err != nil {
-		return Place{}, err
-	}
+	q, live := s.known(queue)
 	if token == "" {
 		return Place{}, ErrNotFound
 	}
-	return call(ctx, q.Name, token, s.cfg.Now())
+	p, err := call(ctx, q.Name, token, s.cfg.Now())
+	if err != nil && !live && errors.Is(err, ErrNotFound) {
+		return Place{}, unknownQueue(queue)
+	}
+	return p, err
 }
 
-// QueueStats are an admission queue's figures for GET /v1/queues.
+// QueueStats are an admission queue's figures for GET /v1/queues and
+// the metrics.
 type QueueStats struct {
+	// Queue is the queue's settings in force.
+	Queue   Queue
 	Waiting int64
-	Rates   Rates
+	// Rates are measured from the admissions of the last RateWindow (the
+	// configured rate stands in until there are any).
+	Rates Rates
 	// ETAError is the error of the predictions made at entry, over the
-	// admissions of the last ErrorWindow.
+	// admissions of the last ErrorWindow (the newest maxMeasured of them).
 	ETAError ErrorStats
 }
 
 // ErrorWindow is how far back the ETA's error is measured.
 const ErrorWindow = 10 * time.Minute
+
+// Queues returns the figures of every admission queue in force, in the
+// order of the configuration.
+func (s *Service) Queues(ctx context.Context) ([]QueueStats, error) {
+	list := s.qs.Load().list
+	out := make([]QueueStats, 0, len(list))
+	for _, q := range list {
+		st, err := s.stats(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
 
 // Stats returns the queue's figures.
 func (s *Service) Stats(ctx context.Context, queue string) (QueueStats, error) {
@@ -273,16 +352,46 @@ func (s *Service) Stats(ctx context.Context, queue string) (QueueStats, error) {
 	if err != nil {
 		return QueueStats{}, err
 	}
+	return s.stats(ctx, q)
+}
+
+// statsEvery is how long a queue's figures are reused: the listing is
+// public, and each measure reads up to maxMeasured admissions twice.
+const statsEvery = time.Second
+
+func (s *Service) stats(ctx context.Context, q Queue) (QueueStats, error) {
 	now := s.cfg.Now()
+	s.mu.Lock()
+	c, ok := s.figures[q.Name]
+	s.mu.Unlock()
+	if ok && now.Sub(c.at) < statsEvery && !now.Before(c.at) {
+		c.stats.Queue = q // a change of the settings shows at once
+		return c.stats, nil
+	}
 	n, err := s.cfg.Line.Size(ctx, q.Name)
 	if err != nil {
-		return QueueStats{}, err
+		return QueueStats{}, fmt.Errorf("line size of %s: %w", q.Name, err)
 	}
-	admitted, err := s.cfg.Record.Admitted(ctx, q.Name, now.Add(-ErrorWindow), maxMeasured)
+	admitted, err := s.cfg.Record.Admitted(ctx, q.Name, measureSince(now, ErrorWindow, q.Rate), maxMeasured)
 	if err != nil {
-		return QueueStats{}, err
+		return QueueStats{}, fmt.Errorf("admissions of %s: %w", q.Name, err)
 	}
-	return QueueStats{Waiting: n, Rates: s.rates(ctx, q, now), ETAError: ETAErrors(admitted)}, nil
+	st := QueueStats{Queue: q, Waiting: n, Rates: s.rates(ctx, q, now), ETAError: ETAErrors(admitted)}
+	s.mu.Lock()
+	s.figures[q.Name] = cachedStats{at: now, stats: st}
+	s.mu.Unlock()
+	return st, nil
+}
+
+// measureSince is where a measure over window ending at now starts: in a
+// queue fast enough to admit more than maxMeasured in it, later, so that
+// the newest admissions (which Admitted, oldest first, would otherwise cut
+// off) are the ones measured.
+func measureSince(now time.Time, window time.Duration, rate int) time.Time {
+	if rate > 0 && float64(rate)*window.Seconds() > maxMeasured {
+		window = time.Duration(float64(maxMeasured) / float64(rate) * float64(time.Second))
+	}
+	return now.Add(-window)
 }
 
 // maxMeasured bounds the admissions one measurement reads.
@@ -291,6 +400,10 @@ const maxMeasured = 20000
 // rates measures q's admission rate, at most once a second per process; a
 // failed read keeps the last measure (or the configured rate).
 func (s *Service) rates(ctx context.Context, q Queue, now time.Time) Rates {
+	if q.Rate == 0 {
+		// Not in force (known): nobody admits it, whatever it did before.
+		return Rates{}
+	}
 	s.mu.Lock()
 	c, ok := s.measured[q.Name]
 	s.mu.Unlock()
@@ -302,13 +415,7 @@ func (s *Service) rates(ctx context.Context, q Queue, now time.Time) Rates {
 	if ok {
 		r = c.rates
 	}
-	// The newest admissions are the ones that matter: read back from the
-	// window's end in a fast queue.
-	since := now.Add(-RateWindow)
-	if float64(q.Rate)*RateWindow.Seconds() > maxMeasured {
-		since = now.Add(-time.Duration(float64(maxMeasured) / float64(q.Rate) * float64(time.Second)))
-	}
-	places, err := s.cfg.Record.Admitted(ctx, q.Name, since, maxMeasured)
+	places, err := s.cfg.Record.Admitted(ctx, q.Name, measureSince(now, RateWindow, q.Rate), maxMeasured)
 	if err != nil {
 		s.log.Warn("measure the admission rate", "queue", q.Name, "err", err)
 	} else {

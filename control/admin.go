@@ -182,8 +182,12 @@ func (a *Admin) put(ctx context.Context, o QueueOverride) (QueueOverride, error)
 		return QueueOverride{}, matcher.Errorf(matcher.CodeNotFound, "no queue named %s in force", o.Name)
 	}
 	o.Version = maxVersion(os) + 1
-	if _, err := Effective(a.cfg.Base, append(os, o)); err != nil {
+	next, err := Effective(a.cfg.Base, append(os, o))
+	if err != nil {
 		return QueueOverride{}, matcher.Errorf(matcher.CodeBadRequest, "%s", err.Error())
+	}
+	if err := kindChange(a.cfg.Base, current, next, o.Name); err != nil {
+		return QueueOverride{}, err
 	}
 	stored, err := a.cfg.Queues.PutQueue(ctx, o.Name, o.Config, o.Retired)
 	if err != nil {
@@ -191,6 +195,39 @@ func (a *Admin) put(ctx context.Context, o QueueOverride) (QueueOverride, error)
 	}
 	a.publish(ctx, Message{Op: OpQueues})
 	return stored, nil
+}
+
+// kindChange refuses to turn a matched queue (skill, room) into an
+// admission queue or back, in force or as the queue file defines it: the
+// waiters of one kind are kept where the other never looks (tickets in the
+// pool, places in the admission record), so they would be stranded. A
+// queue under another name is the way to change kind.
+func kindChange(base, current, next matcher.Config, name string) error {
+	after, ok := findQueue(next, name)
+	if !ok {
+		return nil
+	}
+	before, ok := findQueue(current, name)
+	if !ok {
+		if before, ok = findQueue(base, name); !ok {
+			return nil
+		}
+	}
+	if before.Matched() == after.Matched() {
+		return nil
+	}
+	return matcher.Errorf(matcher.CodeBadRequest,
+		"queue %s: kind %s cannot become %s: its waiters would be stranded (a matched queue's tickets and an admission queue's places are kept apart); use another name",
+		name, before.Kind, after.Kind)
+}
+
+func findQueue(c matcher.Config, name string) (matcher.QueueConfig, bool) {
+	for _, q := range c.Queues {
+		if q.Name == name {
+			return q, true
+		}
+	}
+	return matcher.QueueConfig{}, false
 }
 
 func hasQueue(c matcher.Config, name string) bool {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -32,6 +33,7 @@ type fakeAdmissions struct {
 	position func(ctx context.Context, queue, userID string) (admission.Position, error)
 	leave    func(ctx context.Context, queue, userID string) error
 	claim    func(ctx context.Context, queue, token string) (admission.Place, error)
+	list     func(ctx context.Context) ([]admission.QueueStats, error)
 }
 
 func newFakeAdmissions(queues ...string) *fakeAdmissions {
@@ -42,6 +44,22 @@ func newFakeAdmissions(queues ...string) *fakeAdmissions {
 		f.ready[q] = map[string]string{}
 	}
 	return f
+}
+
+// Queues lists the fake's queues, sorted, with their lines' lengths.
+func (f *fakeAdmissions) Queues(ctx context.Context) ([]admission.QueueStats, error) {
+	f.record("queues")
+	if f.list != nil {
+		return f.list(ctx)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []admission.QueueStats
+	for q := range f.queues {
+		out = append(out, admission.QueueStats{Queue: admission.Queue{Name: q, Rate: 5}, Waiting: int64(len(f.line[q]))})
+	}
+	slices.SortFunc(out, func(a, b admission.QueueStats) int { return strings.Compare(a.Queue.Name, b.Queue.Name) })
+	return out, nil
 }
 
 func (f *fakeAdmissions) record(call string) {

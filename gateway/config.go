@@ -68,6 +68,9 @@ type Admissions interface {
 	Consume(ctx context.Context, queue, token string) (admission.Place, error)
 	// Release gives a CLAIMED token back (ErrNotClaimed otherwise).
 	Release(ctx context.Context, queue, token string) (admission.Place, error)
+	// Queues are the admission queues in force with their figures, for
+	// GET /v1/queues; the service measures each at most once a second.
+	Queues(ctx context.Context) ([]admission.QueueStats, error)
 }
 
 // Subscriber delivers the frames published on a user's channel

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -209,9 +210,12 @@ func (s *Server) matchCall(w http.ResponseWriter, r *http.Request, p principal,
 	writeJSON(w, http.StatusOK, protocol.MatchBody{Match: protocol.MatchOf(m)})
 }
 
-// handleQueues: GET /v1/queues → 200 {"queues":[…]}. Public: queue names
-// and depths carry no user data, and the demo lists them before sign-in.
-// It is limited per user with a valid token, else per client address.
+// handleQueues: GET /v1/queues → 200 {"queues":[…]}: the matched queues,
+// then the admission queues with their rates and the ETA's error. Public:
+// queue names, depths and rates carry no user data, and the demo lists them
+// before sign-in. It is limited per user with a valid token, else per
+// client address; the admission figures are the service's, measured at
+// most once a second.
 func (s *Server) handleQueues(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := s.callCtx(r)
 	defer cancel()
@@ -230,8 +234,19 @@ func (s *Server) handleQueues(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if qs == nil {
-		qs = []matcher.QueueInfo{}
+	list := make([]protocol.WireQueue, 0, len(qs))
+	for i := range qs {
+		list = append(list, protocol.WireQueue{Matched: &qs[i]})
 	}
-	writeJSON(w, http.StatusOK, protocol.QueuesBody{Queues: qs})
+	if s.cfg.Admissions != nil {
+		as, err := s.cfg.Admissions.Queues(ctx)
+		if err != nil {
+			s.writeError(w, r, matcher.Unavailable(fmt.Errorf("admission queues: %w", err)))
+			return
+		}
+		for _, a := range as {
+			list = append(list, protocol.AdmissionQueueOf(a))
+		}
+	}
+	writeJSON(w, http.StatusOK, protocol.QueuesBody{Queues: list})
 }

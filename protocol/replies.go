@@ -82,7 +82,8 @@ type MatchBody struct {
 	Match WireMatch `json:"match"`
 }
 
-// QueuesBody is the body of GET /v1/queues.
+// QueuesBody is the body of GET /v1/queues: the matched queues, then the
+// admission queues (WireQueue).
 type QueuesBody struct {
-	Queues []matcher.QueueInfo `json:"queues"`
+	Queues []WireQueue `json:"queues"`
 }

@@ -61,10 +61,12 @@ type deps struct {
 	svc       *engine.Service
 	// core are the dependencies the Service and the Runner share.
 	core engine.Deps
-	// The admission queues' Service, record and line; nil without one.
+	// The admission queues' Service, record and line.
 	adm       *admission.Service
 	admRecord admission.Record
 	admLine   admission.Line
+	// admitters are the matcher role's, nil without it.
+	admitters *admission.Supervisor
 
 	// runner is the matcher role's, nil without it. matcherRole sets it
 	// before anything runs; joins' wake-ups and queue changes reach it.
@@ -281,14 +283,16 @@ func (d *deps) wake(p matcher.Partition) {
 
 // applyQueues puts a queue change made through the admin API in force in
 // this process (called from the queue watcher's goroutine, one at a time):
-// the Service takes new joins by the new queues at once, and the matcher
-// starts, restarts or keeps engines to match.
+// the Service takes new joins by the new queues at once, the admission
+// queues follow (applyAdmission), and the matcher starts, restarts or
+// keeps engines to match.
 func (d *deps) applyQueues(c matcher.Config) {
 	names := make([]string, 0, len(c.Queues))
 	for _, q := range c.Queues {
 		names = append(names, q.Name)
 	}
 	d.svc.SetQueues(c)
+	d.applyAdmission(c)
 	if d.runner != nil {
 		if err := d.runner.SetQueues(c); err != nil {
 			d.log.Error("apply queue configuration to the matcher", "err", err)
