@@ -39,6 +39,16 @@ const view = {
   busy: false,
   sims: /** @type {Sim[]} */ ([]),
   logCount: 0,
+  adm: {
+    followed: loadFollowed(), // queue → {rank0}: the places this tab follows, kept across a reload
+    heard: new Map(),         // queue → when its place was last heard (ms): ETAs count from then
+    ended: new Map(),         // queue → why the followed place ended, shown until dismissed
+    leaving: new Set(),       // queues whose place this tab is giving up
+    busy: new Set(),          // queues being entered or left
+    asked: new Map(),         // queue → the token it was asked about once its life ran out here
+    nodes: new Map(),         // queue → its rendered place
+    error: '',
+  },
 };
 
 const lobbyClient = new MatchgateClient({ baseUrl: ORIGIN });
@@ -72,6 +82,9 @@ function signOut(message) {
   for (const k of ['token', 'userId', 'name', 'skill']) session.set(k, null);
   view.userId = null;
   view.explain.clear();
+  session.set('adm', null);
+  Object.assign(view.adm, { followed: {}, error: '' });
+  for (const k of ['heard', 'ended', 'leaving', 'busy', 'asked']) view.adm[k].clear();
   setConn('off');
   $('play').hidden = true;
   $('match-card').hidden = true;
@@ -79,6 +92,8 @@ function signOut(message) {
   $('me').hidden = true;
   showError(typeof message === 'string' ? message : '', true);
   render();
+  renderAdmission();
+  updateEnterButtons();
 }
 
 function start(token) {
@@ -99,7 +114,12 @@ function start(token) {
     if (s.state === 'closed' && (s.code === 4401 || s.code === 4403)) {
       signOut(s.code === 4401 ? 'Your session expired: sign in again.' : 'This account may not play right now.');
     }
+    if (s.state === 'open') resumeAdmissions(me);
     render();
+  });
+  me.on('admission', ({ queue, position, at }) => {
+    if (me !== view.me) return;
+    onAdmission(queue, position, at);
   });
   me.on('message', (f) => {
     logFrame('in', f);
@@ -113,6 +133,7 @@ function start(token) {
   me.on('match', () => render());
   me.connect('/v1/ws', token).catch(() => { /* reported through the state event */ });
   render();
+  updateEnterButtons();
 }
 
 // ---- queue picker and lobby ------------------------------------------------
@@ -125,14 +146,26 @@ async function refreshLobby() {
   } catch (err) {
     view.lobbyError = describe(err);
   }
-  if (!view.queues.some((q) => q.name === view.queue) && view.queues.length) selectQueue(view.queues[0].name);
+  const matched = matchQueues();
+  if (!matched.some((q) => q.name === view.queue) && matched.length) selectQueue(matched[0].name);
   renderQueues();
   renderLobby();
+  renderAdmission();
+}
+
+// matchQueues are the queues a player joins to be matched; admission
+// queues (waiting rooms) are entered from the lobby instead.
+function matchQueues() {
+  return view.queues.filter((q) => !isAdmission(q));
+}
+
+function isAdmission(q) {
+  return !!q && q.kind === 'admission';
 }
 
 function selectQueue(name, region) {
   const q = view.queues.find((x) => x.name === name);
-  if (!q) return;
+  if (!q || isAdmission(q)) return;
   view.queue = name;
   const regions = q.regions || [];
   view.region = region && regions.includes(region) ? region
@@ -145,18 +178,33 @@ function selectQueue(name, region) {
 }
 
 function queueBlurb(q) {
+  if (isAdmission(q)) return admissionRateText(q);
   if (q.kind === 'room') return `Rooms of ${q.players}`;
   return q.players === 2 ? '1 vs 1 · by skill' : `${q.players} players · by skill`;
 }
 
+// admissionRateText is an admission queue's configured rate.
+function admissionRateText(q) {
+  return Number(q.rate) > 0 ? `Admits ${fmtNumber(q.rate)} a second` : 'Admits at a set rate';
+}
+
+// measuredRateText is the rate measured from the queue's admissions
+// (measuredRate {mean, measured}), which its ETAs are computed from; ''
+// until there are admissions to measure.
+function measuredRateText(q) {
+  const m = q.measuredRate;
+  return m && m.measured && Number.isFinite(Number(m.mean)) ? `${fmtNumber(m.mean)}/s measured` : '';
+}
+
 function totalDepth(q) {
+  if (isAdmission(q) && Number.isFinite(Number(q.waiting))) return Number(q.waiting);
   return Object.values(q.depth || {}).reduce((a, b) => a + (Number(b) || 0), 0);
 }
 
 function renderQueues() {
   const box = $('queues');
   const locked = !!waitingTicket();
-  const nodes = view.queues.map((q) => {
+  const nodes = matchQueues().map((q) => {
     const label = document.createElement('label');
     label.className = 'queue-option' + (q.name === view.queue ? ' selected' : '');
     label.dataset.queue = q.name;
@@ -226,7 +274,8 @@ function queueStats(q) {
 }
 
 function renderLobby() {
-  const stats = view.queues.map(queueStats);
+  const none = { perMin: null, percentiles: [], timeouts: null };
+  const stats = view.queues.map((q) => (isAdmission(q) ? none : queueStats(q)));
   const hasRate = stats.some((s) => s.perMin !== null);
   const hasWait = stats.some((s) => s.percentiles.length);
   const head = [el('th', '', 'Queue'), el('th', 'num', 'Waiting')];
@@ -235,8 +284,10 @@ function renderLobby() {
   $('lobby-head').replaceChildren(...head);
 
   const rows = view.queues.map((q, i) => {
+    if (isAdmission(q)) return admissionRow(q, head.length);
     const tr = document.createElement('tr');
     tr.dataset.queue = q.name;
+    tr.dataset.kind = q.kind || '';
     if (q.name === view.queue) tr.className = 'selected';
     tr.tabIndex = 0;
     tr.title = 'Select ' + q.name;
@@ -272,7 +323,47 @@ function renderLobby() {
     rows.push(tr);
   }
   $('lobby-body').replaceChildren(...rows);
+  updateEnterButtons();
   updateLobbyAge();
+}
+
+// admissionRow is an admission queue's row of the lobby: its kind, rate,
+// waiters and ETA error, and the Enter action. It is not a matchmaking
+// choice, so selecting the row does nothing. Its measured rate and ETA
+// error stand where the matched queues show their throughput and waits.
+function admissionRow(q, columns) {
+  const tr = document.createElement('tr');
+  tr.dataset.queue = q.name;
+  tr.dataset.kind = 'admission';
+  tr.className = 'adm-row';
+  const name = el('td');
+  const title = el('span', 'lobby-name', q.name);
+  title.append(' ', el('span', 'kind-tag', 'waiting room'));
+  name.append(title, el('span', 'lobby-blurb', queueBlurb(q)));
+  const enter = el('button', 'secondary small adm-enter', 'Enter');
+  enter.type = 'button';
+  enter.dataset.queue = q.name;
+  enter.addEventListener('click', () => enterAdmission(q.name));
+  const n = totalDepth(q);
+  const waiting = el('td', 'num');
+  waiting.append(el('span', 'depth-pill' + (n ? ' busy' : ''), String(n)));
+  const figures = [];
+  const rate = measuredRateText(q);
+  if (rate) figures.push(el('span', 'lobby-blurb', rate));
+  const err = etaErrorText(q);
+  if (err) figures.push(el('span', 'lobby-blurb lobby-eta-error', err));
+  const cells = [name, waiting];
+  if (columns > 2) {
+    const td = el('td', 'num small');
+    td.colSpan = columns - 2;
+    td.append(...figures);
+    cells.push(td);
+  } else {
+    name.append(...figures);
+  }
+  name.append(enter);
+  tr.append(...cells);
+  return tr;
 }
 
 function updateLobbyAge() {
@@ -366,6 +457,337 @@ async function refreshExplain() {
     if (v && v.explain && typeof v.explain === 'object') view.explain.set(t.id, v.explain);
   } catch { /* the socket keeps the state current; this is only the extra detail */ }
   render();
+}
+
+// ---- admission queues (waiting rooms) -------------------------------------
+
+// The page follows the places this tab entered (view.adm.followed, in
+// sessionStorage), so that a reload shows them again even when hello does
+// not list them; the place itself is always the server's, as the client
+// last heard it (me.admission).
+
+function loadFollowed() {
+  try {
+    const v = JSON.parse(session.get('adm') || '{}');
+    return v && typeof v === 'object' && !Array.isArray(v) ? v : {};
+  } catch {
+    return {};
+  }
+}
+
+function saveFollowed() {
+  const f = view.adm.followed;
+  session.set('adm', Object.keys(f).length ? JSON.stringify(f) : null);
+}
+
+function livePlace(queue) {
+  const p = view.me ? view.me.admission(queue) : null;
+  return p && (p.status === 'WAITING' || p.status === 'READY') ? p : null;
+}
+
+// resumeAdmissions asks, once the socket is up, for each followed place
+// that hello did not tell of.
+function resumeAdmissions(me) {
+  for (const queue of Object.keys(view.adm.followed)) {
+    if (!me.admission(queue)) me.admissionPosition(queue).catch(() => {});
+  }
+}
+
+function onAdmission(queue, p, at) {
+  const a = view.adm;
+  a.heard.set(queue, at || Date.now());
+  const rec = a.followed[queue];
+  if (p.status === 'WAITING' || p.status === 'READY') {
+    const rank = p.status === 'WAITING' ? Number(p.rank) || 0 : 0;
+    a.followed[queue] = { rank0: Math.max(rank, rec ? Number(rec.rank0) || 0 : rank) };
+    a.ended.delete(queue);
+  } else {
+    if (rec || a.leaving.has(queue)) {
+      a.ended.set(queue, a.leaving.has(queue) ? 'left' : a.asked.has(queue) ? 'expired' : 'ended');
+    }
+    delete a.followed[queue];
+    a.leaving.delete(queue);
+  }
+  saveFollowed();
+  renderAdmission();
+  updateEnterButtons();
+}
+
+async function enterAdmission(queue) {
+  const me = view.me;
+  const a = view.adm;
+  if (!me || a.busy.has(queue) || livePlace(queue)) return;
+  // A new place: its progress counts from its own first rank.
+  delete a.followed[queue];
+  a.ended.delete(queue);
+  a.asked.delete(queue);
+  a.error = '';
+  a.busy.add(queue);
+  updateEnterButtons();
+  renderAdmission();
+  logFrame('out', { type: 'enter', queue });
+  try {
+    await me.enter(queue);
+    refreshLobbySoon();
+    // Entered from the lobby, which may be a screen away (a phone).
+    $('admission-card').scrollIntoView({ block: 'nearest' });
+  } catch (err) {
+    a.error = `${queue}: ${describe(err)}`;
+  } finally {
+    a.busy.delete(queue);
+    updateEnterButtons();
+    renderAdmission();
+  }
+}
+
+async function leaveAdmission(queue) {
+  const me = view.me;
+  const a = view.adm;
+  if (!me || a.busy.has(queue)) return;
+  a.error = '';
+  a.busy.add(queue);
+  a.leaving.add(queue);
+  renderAdmission();
+  logFrame('out', { type: 'leave', queue });
+  try {
+    await me.leaveAdmission(queue);
+    refreshLobbySoon();
+  } catch (err) {
+    a.leaving.delete(queue);
+    if (err instanceof MatchgateError && err.code === 'ALREADY_CLAIMED') {
+      a.error = 'Your token is being used right now, so the place cannot be given up.';
+    } else if (err instanceof MatchgateError && err.code === 'NOT_FOUND') {
+      me.admissionPosition(queue).catch(() => {}); // the place ended already: hear how it stands
+    } else {
+      a.error = `${queue}: ${describe(err)}`;
+    }
+  } finally {
+    a.busy.delete(queue);
+    renderAdmission();
+  }
+}
+
+function updateEnterButtons() {
+  for (const b of document.querySelectorAll('#lobby-body button.adm-enter')) {
+    const q = b.dataset.queue;
+    const p = livePlace(q);
+    const busy = view.adm.busy.has(q);
+    b.disabled = !view.me || !!p || busy;
+    b.textContent = p ? (p.status === 'READY' ? 'Your turn' : 'In line') : busy ? 'Entering…' : 'Enter';
+    b.title = view.me ? '' : 'Sign in first';
+  }
+}
+
+// progressOf is how far a place has come through the line, 0..1, counted in
+// admissions rather than in time: of the rank0 + 1 admissions it waits for
+// (everyone who was ahead of it when first seen, and its own), how many
+// have happened. Time waited over time predicted would move the bar by the
+// ETA's guess, which is wrong by the queue's ETA error and can run
+// backwards when the rate drops; the rank is the server's fact. rank0 is
+// the most waiters ever seen ahead of this place (kept across a reload), so
+// a place first seen mid-line counts from there, and someone ahead leaving
+// moves it on too: one fewer to wait for. A rank that grows back (waiters
+// returned by a failed admitter) moves the bar back, honestly.
+function progressOf(p, rank0) {
+  if (p.status === 'READY') return 1;
+  const rank = Math.max(0, Number(p.rank) || 0);
+  const r0 = Math.max(rank, Number(rank0) || 0);
+  return (r0 - rank) / (r0 + 1);
+}
+
+// etaErrorText is the queue's ETA error as GET /v1/queues reports it:
+// etaError {p50, p90, admissions}, the miss of the admission predicted at
+// entry relative to the wait (|admitted − predicted| / wait), over the
+// recent admissions. '' when the listing has none.
+function etaErrorText(q) {
+  const e = q && q.etaError;
+  if (!e || typeof e !== 'object') return '';
+  const n = Number(e.admissions ?? e.count);
+  if (!(n > 0) || !Number.isFinite(Number(e.p50 ?? NaN)) || !Number.isFinite(Number(e.p90 ?? NaN))) {
+    return 'ETA error: no admissions measured yet';
+  }
+  const pct = (v) => `${Math.round(Number(v) * 100)}%`;
+  return `ETA error ${pct(e.p50)} median, ${pct(e.p90)} p90 (${n} admitted)`;
+}
+
+// etaText is a waiting place's ETA, "about 40 s, 30–60 s", counted down
+// from when it was heard: the server's seconds are from then.
+function etaText(eta, sinceMs) {
+  if (!eta || !Number.isFinite(Number(eta.seconds))) return 'No estimate yet';
+  const gone = Math.max(0, sinceMs) / 1000;
+  const left = (v) => Math.max(0, Number(v) - gone);
+  const s = left(eta.seconds);
+  const low = left(eta.low);
+  const high = eta.high === null || eta.high === undefined ? null : left(eta.high);
+  if (high !== null && high < 1) return 'Any moment now';
+  if (high === null) return `About ${fmtWait(s)}, at least ${fmtWait(low)}`;
+  // A range that rounds to one value (a steady rate) is not worth saying.
+  return fmtWait(low) === fmtWait(high) ? `About ${fmtWait(s)}` : `About ${fmtWait(s)}, ${fmtRange(low, high)}`;
+}
+
+function waitUnit(s) {
+  return s < 59.5 ? ['s', 1] : s < 3570 ? ['min', 60] : ['h', 3600];
+}
+
+function fmtWait(s) {
+  const [u, d] = waitUnit(s);
+  return `${u === 'h' ? (s / d).toFixed(1) : Math.round(s / d)} ${u}`;
+}
+
+function fmtRange(low, high) {
+  const [ul, dl] = waitUnit(low);
+  const [uh] = waitUnit(high);
+  if (ul !== uh || ul === 'h') return `${fmtWait(low)} – ${fmtWait(high)}`;
+  return `${Math.round(low / dl)}–${Math.round(high / dl)} ${ul}`;
+}
+
+const ENDED = {
+  left: ['Left', 'You left the waiting room', 'Your place was given up; enter again from the lobby to take a new one.'],
+  expired: ['Expired', 'Your token expired', 'It was not used in time. Enter again from the lobby to wait for a new one.'],
+  ended: ['Ended', 'Your place ended', 'The token was used, the place was given up elsewhere, or it was lost while this page was away.'],
+};
+
+function renderAdmission() {
+  const a = view.adm;
+  const me = view.me;
+  const queues = new Set(a.ended.keys());
+  if (me) for (const [q, p] of me.admissions) if (p.status === 'WAITING' || p.status === 'READY') queues.add(q);
+  for (const q of a.busy) queues.add(q);
+  const shown = [...queues].sort();
+  $('admission-card').hidden = !me || (!shown.length && !a.error);
+  $('adm-error').textContent = a.error;
+  for (const [q, node] of a.nodes) {
+    if (!queues.has(q)) {
+      node.root.remove();
+      a.nodes.delete(q);
+    }
+  }
+  const box = $('adm-places');
+  shown.forEach((q, i) => {
+    let node = a.nodes.get(q);
+    if (!node) {
+      node = placeNode(q);
+      a.nodes.set(q, node);
+    }
+    updatePlace(node, q);
+    // A node already in its place is left there, not moved or rebuilt.
+    if (box.children[i] !== node.root) box.insertBefore(node.root, box.children[i] || null);
+  });
+}
+
+// placeNode builds a place's view once; updatePlace fills it in on every
+// change and tick, so that its buttons are never replaced under a click.
+function placeNode(queue) {
+  const root = el('article', 'adm-place');
+  root.dataset.queue = queue;
+  const head = el('div', 'adm-head');
+  const chip = el('span', 'adm-chip');
+  head.append(el('span', 'adm-queue', queue), chip);
+  const title = el('div', 'adm-title');
+  const rank = el('div', 'adm-rank');
+  const eta = el('div', 'adm-eta');
+  const meter = el('div', 'meter adm-meter');
+  meter.setAttribute('role', 'progressbar');
+  meter.setAttribute('aria-label', `Progress through the ${queue} line`);
+  meter.setAttribute('aria-valuemin', '0');
+  meter.setAttribute('aria-valuemax', '100');
+  const fill = el('div', 'meter-fill adm-progress');
+  meter.append(fill);
+  const tokenBox = el('div', 'server adm-token-box');
+  const token = el('code', 'adm-token');
+  const expiry = el('span', 'server-session adm-expiry');
+  tokenBox.append(el('span', 'server-label', 'Entry token'), token, expiry);
+  const etaError = el('p', 'muted small adm-eta-error');
+  const actions = el('div', 'adm-actions');
+  const leave = el('button', 'ghost adm-leave', 'Leave');
+  leave.type = 'button';
+  leave.addEventListener('click', () => leaveAdmission(queue));
+  const dismiss = el('button', 'ghost adm-dismiss', 'Close');
+  dismiss.type = 'button';
+  dismiss.addEventListener('click', () => {
+    view.adm.ended.delete(queue);
+    renderAdmission();
+  });
+  actions.append(leave, dismiss);
+  root.append(head, title, rank, eta, meter, tokenBox, etaError, actions);
+  return { root, chip, title, rank, eta, meter, fill, tokenBox, token, expiry, etaError, leave, dismiss };
+}
+
+function updatePlace(n, queue) {
+  const a = view.adm;
+  const p = livePlace(queue);
+  const now = Date.now();
+  let status = p ? p.status : a.ended.has(queue) ? 'ENDED' : 'ENTERING';
+  let chip = '';
+  let title = '';
+  let rank = '';
+  let eta = '';
+  let progress = null;
+  let token = '';
+  let expiry = '';
+  if (p && p.status === 'WAITING') {
+    const r = Math.max(0, Number(p.rank) || 0);
+    const total = Math.max(r + 1, Number(p.total) || 0);
+    chip = 'In line';
+    title = r === 0 ? 'You are next' : `${r} ahead of you`;
+    rank = `Number ${r + 1} of ${total} in line`;
+    eta = etaText(p.eta, now - (a.heard.get(queue) || now));
+    progress = progressOf(p, (a.followed[queue] || {}).rank0);
+  } else if (p && p.status === 'READY') {
+    const left = Date.parse(p.expiresAt) - now;
+    progress = 1;
+    token = p.token || '';
+    if (!(left <= 0)) {
+      chip = 'Your turn';
+      title = 'It is your turn';
+      rank = 'This one-use token lets you in: hand it to the protected service.';
+      expiry = Number.isFinite(left) ? `valid for ${fmtClock(left)}` : '';
+    } else {
+      status = 'EXPIRED';
+      chip = 'Expired';
+      title = 'Your token expired';
+      expiry = 'expired';
+      // Hear the server end it, once: a clock behind the server's would
+      // otherwise ask on every tick.
+      if (a.asked.get(queue) !== p.token && view.me) {
+        a.asked.set(queue, p.token);
+        view.me.admissionPosition(queue).catch(() => {});
+      }
+    }
+  } else if (status === 'ENDED') {
+    [chip, title, rank] = ENDED[a.ended.get(queue)] || ENDED.ended;
+  } else {
+    chip = 'Entering';
+    title = 'Taking your place…';
+  }
+  n.root.dataset.status = status;
+  n.root.className = 'adm-place ' + status.toLowerCase();
+  n.chip.textContent = chip;
+  n.title.textContent = title;
+  n.rank.textContent = rank;
+  n.rank.hidden = !rank;
+  n.eta.textContent = eta;
+  n.eta.hidden = !eta;
+  n.meter.hidden = progress === null;
+  if (progress !== null) {
+    const pct = Math.round(Math.max(0, Math.min(1, progress)) * 100);
+    n.fill.style.width = `${pct}%`;
+    n.meter.setAttribute('aria-valuenow', String(pct));
+  }
+  n.tokenBox.hidden = !token;
+  n.token.textContent = token;
+  n.expiry.textContent = expiry;
+  n.etaError.textContent = etaErrorText(view.queues.find((q) => q.name === queue));
+  n.etaError.hidden = !n.etaError.textContent;
+  n.leave.hidden = !p || status === 'EXPIRED';
+  n.leave.disabled = a.busy.has(queue);
+  n.dismiss.hidden = status !== 'ENDED';
+}
+
+function positionSummary(p) {
+  if (p.status === 'WAITING') return `WAITING ${Number(p.rank) + 1}/${p.total}`;
+  if (p.status === 'READY') return `READY token ${short(p.token)}`;
+  return p.status;
 }
 
 // ---- simulated players -----------------------------------------------------
@@ -746,6 +1168,8 @@ function summary(f) {
   if (f.ticketId) parts.push('ticket ' + short(f.ticketId));
   if (f.matchId) parts.push('match ' + short(f.matchId));
   if (f.node) parts.push('node ' + f.node);
+  if (f.position) parts.push(positionSummary(f.position));
+  if (f.token) parts.push('token ' + short(f.token));
   return parts.join(' · ');
 }
 
@@ -850,6 +1274,7 @@ setInterval(() => {
   }
   updateConnText();
   updateLobbyAge();
+  renderAdmission();
 }, 250);
 setInterval(refreshLobby, LOBBY_EVERY_MS);
 setInterval(() => { if (waitingTicket()) refreshExplain(); }, EXPLAIN_EVERY_MS);
@@ -861,3 +1286,4 @@ const token = session.get('token');
 if (token && view.userId) start(token);
 refreshLobby();
 render();
+renderAdmission();

@@ -29,8 +29,11 @@
 //   - heartbeats: while a ticket is WAITING it is kept alive over REST
 //     (PUT /v1/tickets/{id}/heartbeat), connected or not;
 //   - admission queues (waiting rooms): enter, admissionPosition and
-//     leaveAdmission, and the user's place in each queue from their replies
-//     and the admission.position and admission.ready pushes (admission()).
+//     leaveAdmission, and the user's place in each queue from their replies,
+//     the admission.position and admission.ready pushes and hello's
+//     admission list (admission()); while a place is WAITING and nothing is
+//     heard of it for its pollAfter, the client asks for it (over the socket,
+//     or over REST while the socket is down).
 
 /**
  * @typedef {'WAITING'|'MATCHED'|'CANCELLED'|'EXPIRED'} TicketStatus
@@ -113,6 +116,8 @@
  * @property {number} [reconnectCapMs=15000]  largest backoff ceiling
  * @property {number} [requestTimeoutMs=10000] how long a request waits for its reply
  * @property {number} [heartbeatMs=10000]      heartbeat period for WAITING tickets (0: off)
+ * @property {boolean} [admissionPoll=true]   ask for a WAITING admission place after its pollAfter of silence
+ * @property {number} [admissionPollMinMs=1000] the shortest such wait
  * @property {typeof WebSocket} [WebSocket]   default: globalThis.WebSocket
  * @property {typeof fetch} [fetch]           default: globalThis.fetch
  * @property {() => number} [random]          default: Math.random (tests make it fixed)
@@ -468,6 +473,8 @@ export class MatchgateClient extends Emitter {
       reconnectCapMs: 15000,
       requestTimeoutMs: 10000,
       heartbeatMs: 10000,
+      admissionPoll: true,
+      admissionPollMinMs: 1000,
       ...options,
     };
     /** The tickets and matches seen so far, newest version of each. */
@@ -490,6 +497,8 @@ export class MatchgateClient extends Emitter {
     this._seq = 0;
     this._retryTimer = null;
     this._heartbeatTimer = null;
+    /** @type {Map<string, any>} per admission queue: the timer of its next poll */
+    this._admissionTimers = new Map();
     /** @type {Map<string, {resolve: Function, reject: Function, timer: any, type: string}>} */
     this._pending = new Map();
     /** @type {Set<Function>} waiters for the next hello */
@@ -620,6 +629,7 @@ export class MatchgateClient extends Emitter {
     clearTimeout(this._retryTimer);
     clearTimeout(this._heartbeatTimer);
     this._heartbeatTimer = null;
+    this._stopAdmissionPolls();
     const ws = this._ws;
     this._ws = null;
     if (ws) {
@@ -709,7 +719,7 @@ export class MatchgateClient extends Emitter {
    */
   async enter(queue) {
     const f = await this.request('enter', { queue });
-    this._putAdmission(queue, f.position);
+    this._putAdmission(queue, f.position, 'enter');
     return f.position;
   }
 
@@ -720,7 +730,7 @@ export class MatchgateClient extends Emitter {
    */
   async admissionPosition(queue) {
     const f = await this.request('position', { queue });
-    this._putAdmission(queue, f.position);
+    this._putAdmission(queue, f.position, 'reply');
     return f.position;
   }
 
@@ -731,7 +741,7 @@ export class MatchgateClient extends Emitter {
    */
   async leaveAdmission(queue) {
     await this.request('leave', { queue });
-    this._putAdmission(queue, { status: 'NOT_ENTERED' });
+    this._putAdmission(queue, { status: 'NOT_ENTERED' }, 'leave');
   }
 
   /**
@@ -830,6 +840,7 @@ export class MatchgateClient extends Emitter {
    */
   _terminal(code, reason) {
     this._want = false;
+    this._stopAdmissionPolls();
     const err = new MatchgateError(code === 4403 ? 'FORBIDDEN' : 'UNAUTHORIZED', reason || 'connection refused');
     this._failPending('DISCONNECTED', 'connection closed for good');
     this._rejectHello(err);
@@ -862,12 +873,13 @@ export class MatchgateClient extends Emitter {
       case 'status':
         for (const t of f.tickets || []) this._putTicket(t);
         for (const m of f.matches || []) this._putMatch(m);
+        if (f.type === 'hello' && Array.isArray(f.admission)) this._helloAdmissions(f.admission);
         break;
       case 'admission.position':
-        this._putAdmission(f.queue, f.position);
+        this._putAdmission(f.queue, f.position, 'push');
         break;
       case 'admission.ready':
-        this._putAdmission(f.queue, { status: 'READY', token: f.token, expiresAt: f.expiresAt });
+        this._putAdmission(f.queue, { status: 'READY', token: f.token, expiresAt: f.expiresAt }, 'push');
         break;
       default:
         if (f.ticket) this._putTicket(f.ticket);
@@ -909,15 +921,99 @@ export class MatchgateClient extends Emitter {
   }
 
   /**
-   * _putAdmission keeps the newest place heard of in queue and emits
-   * "admission" {queue, position}.
+   * _putAdmission keeps the newest place heard of in queue, emits
+   * "admission" {queue, position, at} (at: when it was heard, in ms since
+   * the epoch: an ETA counts from then) and arms the poll of a WAITING
+   * place.
+   *
+   * A place carries no version on the wire, so one rule stands in for it:
+   * a WAITING place heard in a poll or a push does not replace a READY one
+   * whose token is alive. A waiter's place only moves forward, and a
+   * position answered just before the admission can arrive just after
+   * admission.ready. An enter (a new place) and hello (the state after a
+   * reconnect) always replace it.
    * @param {string} queue
    * @param {Position|undefined} position
+   * @param {'enter'|'reply'|'leave'|'push'|'poll'|'hello'} source
    */
-  _putAdmission(queue, position) {
+  _putAdmission(queue, position, source) {
     if (typeof queue !== 'string' || !position || typeof position.status !== 'string') return;
+    const held = this.admissions.get(queue);
+    if (held && held.status === 'READY' && position.status === 'WAITING' && source !== 'enter' && source !== 'hello'
+      && !(Date.parse(held.expiresAt) <= Date.now())) {
+      return;
+    }
     this.admissions.set(queue, position);
-    this.emit('admission', { queue, position });
+    this._scheduleAdmissionPoll(queue);
+    this.emit('admission', { queue, position, at: Date.now() });
+  }
+
+  /**
+   * _helloAdmissions merges hello's admission list, the user's live places:
+   * a place held here that it does not name ended while this socket was
+   * away.
+   * @param {{queue: string, position: Position}[]} list
+   */
+  _helloAdmissions(list) {
+    const named = new Set();
+    for (const e of list) {
+      if (!e || typeof e.queue !== 'string') continue;
+      named.add(e.queue);
+      this._putAdmission(e.queue, e.position, 'hello');
+    }
+    for (const [queue, p] of [...this.admissions]) {
+      if (!named.has(queue) && p.status !== 'NOT_ENTERED') this._putAdmission(queue, { status: 'NOT_ENTERED' }, 'hello');
+    }
+  }
+
+  /**
+   * _scheduleAdmissionPoll (re)arms the poll of queue's place: pollAfter
+   * seconds after the last word on a WAITING place. Every reply or push
+   * re-arms it, so a socket that pushes the place costs no poll; one that
+   * does not (an older server, a lost push) still sees the line move, and
+   * the poll tells the server the waiter is still there.
+   * @param {string} queue
+   */
+  _scheduleAdmissionPoll(queue) {
+    clearTimeout(this._admissionTimers.get(queue));
+    this._admissionTimers.delete(queue);
+    const p = this.admissions.get(queue);
+    if (!this.options.admissionPoll || !this._want || !p || p.status !== 'WAITING') return;
+    const after = Number(p.pollAfter) > 0 ? p.pollAfter * 1000 : 5000;
+    this._admissionTimers.set(queue, setTimeout(() => {
+      this._admissionTimers.delete(queue);
+      this._pollAdmission(queue);
+    }, Math.max(this.options.admissionPollMinMs, after)));
+  }
+
+  _stopAdmissionPolls() {
+    for (const timer of this._admissionTimers.values()) clearTimeout(timer);
+    this._admissionTimers.clear();
+  }
+
+  /**
+   * _pollAdmission asks for queue's place: over the socket when it is
+   * open, else over REST. A queue that is gone (UNKNOWN_QUEUE, NOT_FOUND)
+   * ends the place; any other failure asks again after the same wait.
+   * @param {string} queue
+   */
+  async _pollAdmission(queue) {
+    try {
+      if (this.connected) {
+        await this.admissionPosition(queue);
+      } else {
+        const body = await this._rest('GET', `/v1/admission/${encodeURIComponent(queue)}/position`);
+        this._putAdmission(queue, body && body.position, 'poll');
+      }
+    } catch (err) {
+      if (err instanceof MatchgateError && (err.code === 'UNKNOWN_QUEUE' || err.code === 'NOT_FOUND')) {
+        this._putAdmission(queue, { status: 'NOT_ENTERED' }, 'poll');
+        return;
+      }
+    }
+    // Nothing replaced the place (a failure, or a stale answer ignored):
+    // ask again later.
+    if (!this._admissionTimers.has(queue)) this._scheduleAdmissionPoll(queue);
   }
 
   /** @param {any} m */

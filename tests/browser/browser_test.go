@@ -75,10 +75,26 @@ func TestClientUnit(t *testing.T) {
 	t.Logf("node --test unit/:\n%s", tail(out, 12))
 }
 
+// demoQueues is the built-in demo set (matcher.DemoConfig) written out, and
+// beside it an admission queue slow enough that the page is seen waiting
+// before it is admitted.
+const demoQueues = `queues:
+  - {name: duel, players: 2, bots: true, deadline: 2m, window: [{after: 0s, width: 100}, {after: 10s, width: 250}, {after: 30s, width: 600}]}
+  - {name: ranked, players: 4, minPlayers: 2, regions: [eu, na], window: {start: 50, step: 25, every: 5s, max: 400}}
+  - {name: chat-topic-42, kind: room, players: 3, minPlayers: 2, fallbackAfter: 60s}
+  - {name: chat-pairs, kind: room, players: 2}
+  - {name: launch, kind: admission, rate: 1, tokenTTL: 2m}
+`
+
+// adminToken is the server's admin token in this test, the service
+// credential with which demo.mjs checks the token the page shows.
+const adminToken = "browser-test-admin-token-0123456789abcdef"
+
 // TestDemoInBrowser builds and starts the server, then runs demo.mjs: two
 // pages matched together, a reload mid-wait, the lobby's depth, simulated
-// players, a phone-sized viewport, no console errors. Screenshots are left
-// in test-artifacts/browser/ at the repository root.
+// players, the waiting room of an admission queue, a phone-sized viewport,
+// no console errors. Screenshots are left in test-artifacts/browser/ at the
+// repository root.
 func TestDemoInBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a browser")
@@ -102,10 +118,14 @@ func TestDemoInBrowser(t *testing.T) {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
 
+	queues := filepath.Join(t.TempDir(), "queues.yaml")
+	if err := os.WriteFile(queues, []byte(demoQueues), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	addr := freeAddr(t)
 	base := "http://" + addr
 	logs := &syncBuffer{}
-	server := exec.Command(bin, "serve", "--addr", addr, "--log-level", "warn")
+	server := exec.Command(bin, "serve", "--addr", addr, "--log-level", "warn", "--config", queues, "--admin-token", adminToken)
 	server.Stdout, server.Stderr = logs, logs
 	if err := server.Start(); err != nil {
 		t.Fatal(err)
@@ -117,7 +137,7 @@ func TestDemoInBrowser(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, "demo.mjs")
-	cmd.Env = append(os.Environ(), "MATCHGATE_URL="+base, "CHROMIUM="+chromium, "ARTIFACTS="+artifacts)
+	cmd.Env = append(os.Environ(), "MATCHGATE_URL="+base, "CHROMIUM="+chromium, "ARTIFACTS="+artifacts, "ADMIN_TOKEN="+adminToken)
 	cmd.WaitDelay = 10 * time.Second
 	out, err := cmd.CombinedOutput()
 	t.Logf("node demo.mjs:\n%s", out)

@@ -1,17 +1,25 @@
 // The demo page in a real browser: Debian's Chromium driven by
 // playwright-core. Run by browser_test.go (go test ./tests/browser/), which
-// starts the server; by hand:
+// starts the server; by hand (queues.yaml: demoQueues of browser_test.go):
 //
-//   go run ./cmd/matchgate serve &
-//   cd tests/browser && npm ci && MATCHGATE_URL=http://127.0.0.1:8080 node demo.mjs
+//   go run ./cmd/matchgate serve --config queues.yaml --admin-token "$ADMIN_TOKEN" &
+//   cd tests/browser && npm ci && MATCHGATE_URL=http://127.0.0.1:8080 ADMIN_TOKEN="$ADMIN_TOKEN" node demo.mjs
 //
 // Environment: MATCHGATE_URL (required), CHROMIUM (default /usr/bin/chromium),
-// ARTIFACTS (screenshot folder, default ../../test-artifacts/browser).
+// ARTIFACTS (screenshot folder, default ../../test-artifacts/browser),
+// ADMIN_TOKEN (the server's admin token: the token the page shows is
+// claimed with it).
 //
-// It checks: two pages join the same queue and both show the match; a page
-// that reloads while waiting still receives its match; the lobby shows a
-// queue's depth; simulated players added from the page fill a 4-player
-// match; no console errors on any page. Screenshots go to ARTIFACTS.
+// The server needs the demo queues and an admission queue `launch` at rate 1
+// (browser_test.go writes that queue file). It checks: two pages join the
+// same queue and both show the match; a page that reloads while waiting
+// still receives its match; the lobby shows a queue's depth; simulated
+// players added from the page fill a 4-player match; the lobby lists the
+// admission queue apart with an Enter action; the waiting room shows the
+// place's rank, ETA and progress as the line moves, then the token when
+// READY, which the protected downstream can claim; leaving ends the place;
+// a reload keeps it; the page fits a phone; no console errors on any page.
+// Screenshots go to ARTIFACTS.
 
 import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -24,9 +32,10 @@ const BASE = process.env.MATCHGATE_URL;
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const ARTIFACTS = path.resolve(process.env.ARTIFACTS || path.join(here, '../../test-artifacts/browser'));
 const WAIT = 15000;
+const ADMIN = process.env.ADMIN_TOKEN || '';
 
-if (!BASE) {
-  console.error('MATCHGATE_URL is not set (e.g. http://127.0.0.1:8080)');
+if (!BASE || !ADMIN) {
+  console.error('MATCHGATE_URL (e.g. http://127.0.0.1:8080) and ADMIN_TOKEN (the server\'s --admin-token) must be set');
   process.exit(2);
 }
 mkdirSync(ARTIFACTS, { recursive: true });
@@ -116,6 +125,38 @@ async function userId(page) {
   return page.evaluate(() => sessionStorage.getItem('mg.userId'));
 }
 
+/** rest is one call of the REST API from the test itself (a player or the downstream). */
+async function rest(method, path, token, body) {
+  const headers = { Accept: 'application/json' };
+  if (token) headers.Authorization = 'Bearer ' + token;
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  const res = await fetch(BASE + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : null };
+}
+
+/** enterAll takes a place in launch for each guest, all at once. */
+async function enterAll(guests) {
+  await Promise.all(guests.map(async (g) => {
+    const r = await rest('POST', '/v1/admission/launch/enter', g.token, {});
+    expect(r.status === 202, `enter: ${r.status} ${JSON.stringify(r.body)}`);
+  }));
+}
+
+/** readPlace reads a place of the waiting room as the page shows it (runs in the page). */
+function readPlace(sel) {
+  const e = document.querySelector(sel);
+  if (!e) return null;
+  const text = (c) => (e.querySelector(c)?.textContent || '').trim();
+  const meter = e.querySelector('.adm-meter');
+  const m = /^Number (\d+) of (\d+)/.exec(text('.adm-rank'));
+  return {
+    status: e.dataset.status, rank: text('.adm-rank'), number: m ? Number(m[1]) : null, eta: text('.adm-eta'),
+    progress: meter && !meter.hidden ? Number(meter.getAttribute('aria-valuenow')) : null,
+    token: text('.adm-token'), expiry: text('.adm-expiry'), title: text('.adm-title'),
+  };
+}
+
 async function shot(page, name, opts = {}) {
   const file = path.join(ARTIFACTS, name);
   await page.screenshot({ path: file, ...opts });
@@ -194,6 +235,112 @@ try {
     await shot(a, '06-ranked-with-simulated-players.png');
   });
 
+  const place = '#adm-places .adm-place[data-queue="launch"]';
+  const enter = '#lobby-body tr[data-queue="launch"] button.adm-enter';
+  const waiters = [];
+  let admitted = '';
+
+  await step('the lobby lists the admission queue apart, with an Enter action', async () => {
+    const listed = (await rest('GET', '/v1/queues')).body.queues.find((q) => q.name === 'launch');
+    expect(listed && listed.kind === 'admission', `GET /v1/queues does not list the admission queue launch: ${JSON.stringify(listed)}`);
+    await a.waitForSelector(`#lobby-body tr[data-queue="launch"][data-kind="admission"] button.adm-enter:not([disabled])`, { timeout: WAIT });
+    const kind = await a.textContent('#lobby-body tr[data-queue="launch"] .kind-tag');
+    expect(/waiting room/i.test(kind), `kind shown: ${kind}`);
+    expect(!(await a.$('.queue-option[data-queue="launch"]')), 'the admission queue is offered to join for a match');
+  });
+
+  await step('the waiting room shows rank, ETA and progress as the line moves, then the token', async () => {
+    // Seven waiters ahead, admitted one a second: the page waits about 7 s.
+    for (let i = 0; i < 7; i++) {
+      const g = await rest('POST', '/v1/auth/guest', null, { name: `Waiter ${i}`, skill: 1500 });
+      expect(g.status === 200, `guest: ${g.status}`);
+      waiters.push(g.body);
+    }
+    await enterAll(waiters);
+    await a.click(enter);
+    await a.waitForSelector(`${place}[data-status="WAITING"]`, { timeout: WAIT });
+    const first = await a.evaluate(readPlace, place);
+    expect(first.number !== null, `rank shown: ${JSON.stringify(first)}`);
+    expect(first.progress !== null, 'no progress bar');
+    expect(/^About \d+(\.\d)? (s|min|h)(, (at least )?\d.*)?$/.test(first.eta) || first.eta === 'Any moment now', `ETA shown: ${first.eta}`);
+    await shot(a, '07-waiting-room.png');
+    if (first.number >= 4) {
+      // Still waiting, nearer the front: the rank went down, the bar up.
+      await a.waitForFunction(([sel, n]) => {
+        const e = document.querySelector(sel);
+        const m = e && /^Number (\d+) of/.exec(e.querySelector('.adm-rank').textContent);
+        return e && e.dataset.status === 'WAITING' && m && Number(m[1]) < n;
+      }, [place, first.number], { timeout: WAIT });
+      const later = await a.evaluate(readPlace, place);
+      expect(later.progress > first.progress, `progress ${first.progress} → ${later.progress} at ${later.rank}`);
+    } else {
+      console.log(`     entered at ${first.rank}: too near the front to see the line move`);
+    }
+    await a.waitForSelector(`${place}[data-status="READY"]`, { timeout: 30000 });
+    const ready = await a.evaluate(readPlace, place);
+    expect(/^[0-9a-f]{32}$/.test(ready.token), `token: ${ready.token}`);
+    expect(/^valid for \d+:\d\d$/.test(ready.expiry), `expiry: ${ready.expiry}`);
+    expect(ready.progress === 100, `progress when READY: ${ready.progress}`);
+    admitted = ready.token;
+    // The token is the server's: the protected downstream claims it for this user.
+    const claim = await rest('POST', '/v1/admission/launch/tokens/claim', ADMIN, { token: admitted });
+    expect(claim.status === 200 && claim.body.userId === await userId(a), `claim: ${claim.status} ${JSON.stringify(claim.body)}`);
+    const release = await rest('POST', '/v1/admission/launch/tokens/release', ADMIN, { token: admitted });
+    expect(release.status === 200, `release: ${release.status}`);
+    await shot(a, '08-waiting-room-ready.png');
+  });
+
+  await step('the lobby shows the queue\'s ETA error when the listing has it', async () => {
+    const listed = (await rest('GET', '/v1/queues')).body.queues.find((q) => q.name === 'launch');
+    if (!listed.etaError) {
+      console.log('     GET /v1/queues has no etaError for launch: its rendering is not checked');
+      return;
+    }
+    // Eight were admitted just now: the error is measured over them.
+    const measured = Number(listed.etaError.admissions ?? listed.etaError.count) > 0;
+    const want = measured ? /^ETA error \d+% median, \d+% p90 \(\d+ admitted\)$/ : /^ETA error/;
+    await a.waitForFunction((re) => new RegExp(re).test(document.querySelector('#lobby-body tr[data-queue="launch"] .lobby-eta-error')?.textContent || ''),
+      want.source, { timeout: WAIT });
+    expect(new RegExp(want.source).test(await a.textContent(`${place} .adm-eta-error`)), 'the waiting room does not show the ETA error');
+  });
+
+  await step('leaving gives the place up', async () => {
+    await a.click(`${place} button.adm-leave`);
+    await a.waitForSelector(`${place}[data-status="ENDED"]`, { timeout: WAIT });
+    const ended = await a.evaluate(readPlace, place);
+    expect(/left/i.test(ended.title), `title: ${ended.title}`);
+    const mine = await a.evaluate(() => sessionStorage.getItem('mg.token'));
+    const pos = await rest('GET', '/v1/admission/launch/position', mine);
+    expect(pos.status === 200 && pos.body.position.status === 'NOT_ENTERED', `position: ${JSON.stringify(pos.body)}`);
+    const claim = await rest('POST', '/v1/admission/launch/tokens/claim', ADMIN, { token: admitted });
+    expect(claim.status === 404, `the token of a place given up is claimed: ${claim.status}`);
+  });
+
+  await step('a reload keeps the place in the waiting room, and leave works from there', async () => {
+    await Promise.all(waiters.map(async (g) => {
+      const left = await rest('DELETE', '/v1/admission/launch', g.token);
+      expect(left.status === 200, `leave: ${left.status}`);
+    }));
+    await enterAll(waiters);
+    await a.click(enter);
+    await a.waitForSelector(`${place}[data-status="WAITING"]`, { timeout: WAIT });
+    const before = await a.evaluate(readPlace, place);
+    await a.reload({ waitUntil: 'load' });
+    await a.waitForSelector('#conn.on', { timeout: WAIT });
+    // Seven ahead at one a second: READY is possible by now on a slow machine.
+    await a.waitForSelector(`${place}[data-status="WAITING"], ${place}[data-status="READY"]`, { timeout: WAIT });
+    const after = await a.evaluate(readPlace, place);
+    expect(after.status === 'READY' || after.number <= before.number, `before the reload ${before.rank}, after ${after.rank}`);
+    await shot(a, '09-waiting-room-after-reload.png');
+    await a.click(`${place} button.adm-leave`);
+    await a.waitForSelector(`${place}[data-status="ENDED"]`, { timeout: WAIT });
+    const mine = await a.evaluate(() => sessionStorage.getItem('mg.token'));
+    const pos = await rest('GET', '/v1/admission/launch/position', mine);
+    expect(pos.body.position.status === 'NOT_ENTERED', `position after leaving: ${JSON.stringify(pos.body)}`);
+    await a.click(`${place} button.adm-dismiss`);
+    await a.waitForSelector('#admission-card', { state: 'hidden', timeout: WAIT });
+  });
+
   await step('the page fits a phone', async () => {
     await a.setViewportSize({ width: 390, height: 844 });
     await a.waitForTimeout(200);
@@ -204,7 +351,7 @@ try {
         .slice(0, 5).map((e) => `${e.tagName.toLowerCase()}#${e.id}.${e.className}`),
     }));
     expect(overflow <= 0, `the page is ${overflow}px wider than a phone: ${culprits.join(', ')}`);
-    await shot(a, '07-phone.png', { fullPage: true });
+    await shot(a, '10-phone.png', { fullPage: true });
   });
 
   await step('no console errors', async () => {

@@ -1,6 +1,7 @@
 // Unit tests of web/matchgate.js with node's built-in test runner and a
 // fake WebSocket: request ids and replies, events, the version store,
-// reconnects with full jitter, terminal close codes, heartbeats.
+// reconnects with full jitter, terminal close codes, heartbeats, admission
+// places (the poll while no push comes, hello's list).
 //
 //   node --test unit/
 
@@ -331,4 +332,113 @@ test('REST helpers decode answers and errors', async () => {
   await assert.rejects(c.joinREST('duel'), (e) => e.code === 'COOLDOWN' && e.status === 429 && e.retryAfterMs === 3000);
   const down = new MatchgateClient({ baseUrl: 'http://h', fetch: async () => { throw new TypeError('connection refused'); } });
   await assert.rejects(down.queues(), (e) => e.code === 'NETWORK');
+});
+
+const waitingPlace = (over = {}) => ({
+  status: 'WAITING', rank: 5, total: 9, eta: { seconds: 5, low: 4, high: 8 }, pollAfter: 2, ...over,
+});
+const FAR = '2099-01-01T00:00:00.000Z';
+// setImmediate is not among the timers mocked below: it lets promises settle.
+const settle = () => new Promise((r) => setImmediate(r));
+
+test('a waiting admission place is asked for after its pollAfter of silence', async (t) => {
+  t.mock.timers.enable({ apis: ['setTimeout'] });
+  const c = newClient({ admissionPollMinMs: 100 });
+  const heard = [];
+  c.on('admission', (e) => heard.push([e.queue, e.position.status, typeof e.at]));
+  const p = c.connect('ws://h/v1/ws', 'tok');
+  const ws = FakeWebSocket.last();
+  ws.accept();
+  await p;
+  const asks = () => ws.sent.filter((f) => f.type === 'position');
+
+  const entering = c.enter('drop');
+  ws.push({ type: 'entered', re: ws.lastSent('enter').id, position: waitingPlace() });
+  await entering;
+  t.mock.timers.tick(1900);
+  assert.equal(asks().length, 0, 'not asked before pollAfter');
+  ws.push({ type: 'admission.position', queue: 'drop', position: waitingPlace({ rank: 4 }) });
+  t.mock.timers.tick(1900);
+  assert.equal(asks().length, 0, 'a push re-arms the wait');
+  t.mock.timers.tick(100);
+  assert.equal(asks().length, 1, 'asked after pollAfter of silence');
+  assert.equal(asks()[0].queue, 'drop');
+
+  // admission.ready, then the answer to the ask (taken before it) saying
+  // WAITING: the place stays READY, and nothing more is asked.
+  ws.push({ type: 'admission.ready', queue: 'drop', token: 'tk', expiresAt: FAR });
+  ws.push({ type: 'position', re: asks()[0].id, position: waitingPlace({ rank: 0 }) });
+  await settle();
+  assert.deepEqual(c.admission('drop'), { status: 'READY', token: 'tk', expiresAt: FAR });
+  t.mock.timers.tick(10000);
+  assert.equal(asks().length, 1, 'a READY place is not polled');
+  assert.deepEqual(heard, [['drop', 'WAITING', 'number'], ['drop', 'WAITING', 'number'], ['drop', 'READY', 'number']]);
+
+  // An enter is a new place: it replaces READY.
+  const again = c.enter('drop');
+  ws.push({ type: 'entered', re: ws.lastSent('enter').id, position: waitingPlace({ rank: 7 }) });
+  await again;
+  assert.equal(c.admission('drop').rank, 7);
+  c.close();
+  t.mock.timers.tick(10000);
+  assert.equal(asks().length, 1, 'close stops the polls');
+});
+
+test('while the socket is down a waiting place is asked for over REST; a queue that is gone ends it', async (t) => {
+  t.mock.timers.enable({ apis: ['setTimeout'] });
+  const calls = [];
+  let answer = { status: 200, body: { position: waitingPlace({ rank: 3, pollAfter: 1 }) } };
+  const fetch = async (url, init) => {
+    calls.push(`${init.method} ${url} ${init.headers.Authorization}`);
+    return new Response(JSON.stringify(answer.body), { status: answer.status });
+  };
+  const c = newClient({ fetch, admissionPollMinMs: 100, reconnectBaseMs: 60000, reconnectCapMs: 60000, random: () => 0.99 });
+  const p = c.connect('ws://h:1/v1/ws', 'tok');
+  const ws = FakeWebSocket.last();
+  ws.accept();
+  await p;
+  const entering = c.enter('drop q');
+  ws.push({ type: 'entered', re: ws.lastSent('enter').id, position: waitingPlace({ pollAfter: 1 }) });
+  await entering;
+  ws.drop(1006);
+  t.mock.timers.tick(1000);
+  await settle();
+  assert.deepEqual(calls, ['GET http://h:1/v1/admission/drop%20q/position Bearer tok']);
+  assert.equal(c.admission('drop q').rank, 3);
+
+  answer = { status: 400, body: { error: { code: 'UNKNOWN_QUEUE', message: 'no such queue' } } };
+  t.mock.timers.tick(1000);
+  await settle();
+  assert.equal(calls.length, 2);
+  assert.deepEqual(c.admission('drop q'), { status: 'NOT_ENTERED' });
+  t.mock.timers.tick(5000);
+  await settle();
+  assert.equal(calls.length, 2, 'an ended place is not polled');
+  c.close();
+});
+
+test('hello lists the live admission places; a place it does not name ended', async () => {
+  const c = newClient({ admissionPoll: false, random: () => 0 });
+  const p = c.connect('ws://h/v1/ws', 'tok');
+  FakeWebSocket.last().accept({
+    admission: [{ queue: 'a', position: waitingPlace() }, { queue: 'b', position: { status: 'READY', token: 'tk', expiresAt: FAR } }],
+  });
+  await p;
+  assert.equal(c.admission('a').status, 'WAITING');
+  assert.equal(c.admission('b').token, 'tk');
+
+  FakeWebSocket.last().drop(1006);
+  await tick(30);
+  FakeWebSocket.last().accept({ admission: [{ queue: 'b', position: { status: 'READY', token: 'tk', expiresAt: FAR } }] });
+  await tick(0);
+  assert.deepEqual(c.admission('a'), { status: 'NOT_ENTERED' }, 'a ended while the socket was away');
+  assert.equal(c.admission('b').status, 'READY');
+
+  // A hello without the list (an older server) leaves the places alone.
+  FakeWebSocket.last().drop(1006);
+  await tick(30);
+  FakeWebSocket.last().accept();
+  await tick(0);
+  assert.equal(c.admission('b').status, 'READY');
+  c.close();
 });

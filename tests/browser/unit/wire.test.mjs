@@ -128,6 +128,8 @@ for (const ex of wire.server) {
     // ("drop"), the pushes name theirs.
     if (e.position) assert.deepEqual(c.admission(e.queue || 'drop'), e.position, 'the place kept');
     if (e.token) assert.deepEqual(c.admission(e.queue), { status: 'READY', token: e.token, expiresAt: e.expiresAt });
+    // hello's admission list: the user's live places, one per queue.
+    for (const a of e.admission || []) assert.deepEqual(c.admission(a.queue), a.position, `the place in ${a.queue}`);
     c.close();
   });
 }
