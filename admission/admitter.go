@@ -192,7 +192,7 @@ func (a *Admitter) Pass(ctx context.Context) (PassResult, error) {
 		}
 		res.Expired, a.swept = len(expired), now
 	}
-	taken, err := a.cfg.Line.Take(ctx, q.Name, a.token, q.Rate, q.Rate, now)
+	taken, _, err := a.cfg.Line.Take(ctx, q.Name, a.token, q.Rate, q.Rate, now)
 	if errors.Is(err, ErrFenced) {
 		a.lost("fenced")
 		return res, nil
@@ -292,9 +292,12 @@ func (a *Admitter) settle(ctx context.Context, now time.Time, res *PassResult) e
 const sweepEvery = time.Second
 
 // rebuild adds every WAITING place of the record to the line, in order:
-// after a loss of the line the waiters are back in their places.
+// after a loss of the line the waiters are back in their places, seen at
+// the rebuild (Line.Add), so none is abandoned for the time the line was
+// gone.
 func (a *Admitter) rebuild(ctx context.Context) (int, error) {
 	q := a.cfg.Queue.Name
+	now := a.cfg.Now()
 	var after int64
 	n := 0
 	for {
@@ -305,7 +308,7 @@ func (a *Admitter) rebuild(ctx context.Context) (int, error) {
 		if len(page) == 0 {
 			return n, nil
 		}
-		if err := a.cfg.Line.Add(ctx, q, page); err != nil {
+		if err := a.cfg.Line.Add(ctx, q, page, now); err != nil {
 			return n, fmt.Errorf("rebuild the line: %w", err)
 		}
 		n += len(page)

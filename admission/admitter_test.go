@@ -186,7 +186,7 @@ func TestNobodyLostOrAdmittedTwiceWhenTheAdmitterDies(t *testing.T) {
 			// allowance) it takes waiters and dies on the way.
 			r.clk.advance(1100 * time.Millisecond)
 			token, _ := r.rec.Epoch(ctx, r.q.Name)
-			taken, err := r.ln.Take(ctx, r.q.Name, token, 5, rate, r.clk.Now())
+			taken, _, err := r.ln.Take(ctx, r.q.Name, token, 5, rate, r.clk.Now())
 			if err != nil {
 				t.Fatal(err)
 			}
