@@ -152,6 +152,7 @@ func (s *Service) Enter(ctx context.Context, queue, userID string) (Position, bo
 			s.log.Warn("add to the line; left to the rebuild", "queue", q.Name, "user", userID, "err", err)
 		}
 	}
+	s.seen(ctx, q.Name, p, !created, now)
 	pos, err := s.position(ctx, q, p, now)
 	return pos, created, err
 }
@@ -170,6 +171,7 @@ func (s *Service) Position(ctx context.Context, queue, userID string) (Position,
 	case err != nil:
 		return Position{}, fmt.Errorf("place in %s: %w", q.Name, err)
 	}
+	s.seen(ctx, q.Name, p, true, now)
 	return s.position(ctx, q, p, now)
 }
 
