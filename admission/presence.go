@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -33,4 +34,34 @@ func (s *Service) seen(ctx context.Context, queue string, p Place, repeat bool, 
 	if err := s.cfg.Line.Touch(ctx, queue, []string{p.UserID}, now); err != nil {
 		s.log.Warn("record a poll as presence", "queue", queue, "user", p.UserID, "err", err)
 	}
+}
+
+// Ranks returns the places of userIDs in queue, index-aligned, for the
+// refresh of pushed positions: WAITING with rank, total and ETA for those
+// waiting in the line, Status "" for the others (admitted, gone, or
+// between the line and the record). The ranks come from the line alone:
+// Version is not read (0). passed is the line's counter they go with
+// (Line.Ranks): with it a holder estimates later ranks without a call.
+func (s *Service) Ranks(ctx context.Context, queue string, userIDs []string) ([]Position, int64, error) {
+	q, err := s.queue(queue)
+	if err != nil {
+		return nil, 0, err
+	}
+	ranks, passed, err := s.cfg.Line.Ranks(ctx, q.Name, userIDs)
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(ranks) != len(userIDs) {
+		return nil, 0, fmt.Errorf("ranks in %s: %d ranks for %d users", q.Name, len(ranks), len(userIDs))
+	}
+	rates := s.rates(ctx, q, s.cfg.Now())
+	out := make([]Position, len(ranks))
+	for i, r := range ranks {
+		if !r.OK {
+			continue
+		}
+		eta := rates.Predict(r.Rank)
+		out[i] = Position{Status: StatusWaiting, Rank: r.Rank, Total: r.Total, ETA: eta, PollAfter: pollAfter(eta)}
+	}
+	return out, passed, nil
 }

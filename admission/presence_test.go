@@ -275,6 +275,41 @@ func TestPollsAndEntriesArePresence(t *testing.T) {
 	}
 }
 
+// Ranks reads many places at once, with the counter that moves them on:
+// rank - (passed - passed0) is the rank after the admissions in between.
+func TestServiceRanks(t *testing.T) {
+	r := roomOf(t, admission.Queue{Name: "launch", Rate: 5, TokenTTL: time.Minute})
+	ctx := context.Background()
+	r.enter(10)
+	pos, passed0, err := r.svc.Ranks(ctx, r.q.Name, []string{"u0003", "stranger", "u0007"})
+	if err != nil || len(pos) != 3 || passed0 != 0 {
+		t.Fatalf("ranks = %+v, passed %d, %v", pos, passed0, err)
+	}
+	if pos[0].Status != admission.StatusWaiting || pos[0].Rank != 3 || pos[0].Total != 10 || pos[0].ETA.Seconds <= 0 || pos[0].PollAfter <= 0 {
+		t.Fatalf("u0003: %+v, want WAITING 3 of 10 with an ETA", pos[0])
+	}
+	if pos[1].Status != "" || pos[2].Rank != 7 {
+		t.Fatalf("stranger %+v, u0007 %+v", pos[1], pos[2])
+	}
+	if pos[2].ETA.Seconds <= pos[0].ETA.Seconds {
+		t.Fatalf("ETA of rank 7 %v, of rank 3 %v", pos[2].ETA.Seconds, pos[0].ETA.Seconds)
+	}
+	r.step(r.admitter("a")) // admits 5
+	later, passed, err := r.svc.Ranks(ctx, r.q.Name, []string{"u0007", "u0002"})
+	if err != nil || passed != 5 {
+		t.Fatalf("after a batch: passed %d, %v", passed, err)
+	}
+	if later[0].Rank != pos[2].Rank-(passed-passed0) || later[0].Total != 5 {
+		t.Fatalf("u0007 after the batch: %+v, want rank %d of 5", later[0], pos[2].Rank-(passed-passed0))
+	}
+	if later[1].Status != "" {
+		t.Fatalf("u0002, admitted: %+v, want not waiting", later[1])
+	}
+	if _, _, err := r.svc.Ranks(ctx, "nope", nil); !errors.Is(err, admission.ErrUnknownQueue) {
+		t.Fatalf("ranks of an unknown queue: %v", err)
+	}
+}
+
 // headOf is the whole line, in order.
 func headOf(t *testing.T, l admission.Line, queue string) []admission.Taken {
 	t.Helper()
