@@ -26,8 +26,9 @@ type AdmitterConfig struct {
 	// ProcessingGrace is how long a waiter taken into processing may wait
 	// for its token before a sweep decides from the record. Default 5s.
 	ProcessingGrace time.Duration
-	// Ready is told the places each pass admitted (pushes); nil: none.
-	Ready func(ctx context.Context, places []Place)
+	// Announce is told of each admission batch (the gateway's pushes);
+	// nil: none.
+	Announce Announcer
 	// Now is the clock of decisions; nil means time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -198,7 +199,7 @@ func (a *Admitter) Pass(ctx context.Context) (PassResult, error) {
 			a.log.Warn("abandon absent waiters", "err", err)
 		}
 	}
-	taken, _, err := a.cfg.Line.Take(ctx, q.Name, a.token, q.Rate, q.Rate, now)
+	taken, passed, err := a.cfg.Line.Take(ctx, q.Name, a.token, q.Rate, q.Rate, now)
 	if errors.Is(err, ErrFenced) {
 		a.lost("fenced")
 		return res, nil
@@ -222,9 +223,7 @@ func (a *Admitter) Pass(ctx context.Context) (PassResult, error) {
 	}
 	ready := a.ack(ctx, places, &res)
 	res.Admitted = len(ready)
-	if a.cfg.Ready != nil && len(ready) > 0 {
-		a.cfg.Ready(ctx, ready)
-	}
+	a.announce(ctx, q.Name, ready, passed)
 	return res, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -308,6 +309,86 @@ func TestServiceRanks(t *testing.T) {
 	if _, _, err := r.svc.Ranks(ctx, "nope", nil); !errors.Is(err, admission.ErrUnknownQueue) {
 		t.Fatalf("ranks of an unknown queue: %v", err)
 	}
+}
+
+type announcement struct {
+	queue    string
+	ready    []admission.Place
+	passed   int64
+	deadline bool
+}
+
+type fakeAnnouncer struct {
+	mu    sync.Mutex
+	calls []announcement
+}
+
+func (f *fakeAnnouncer) Admitted(ctx context.Context, queue string, ready []admission.Place, passed int64) {
+	_, deadline := ctx.Deadline()
+	f.mu.Lock()
+	f.calls = append(f.calls, announcement{queue, ready, passed, deadline})
+	f.mu.Unlock()
+}
+
+func (f *fakeAnnouncer) take() []announcement {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.calls
+	f.calls = nil
+	return c
+}
+
+// The admitter announces each batch once its tokens are written: the
+// places made READY, tokens and all, and the passed counter after it.
+func TestTheAdmitterAnnouncesEachBatch(t *testing.T) {
+	r := roomOf(t, admission.Queue{Name: "launch", Rate: 5, TokenTTL: time.Minute})
+	ctx := context.Background()
+	users := r.enter(8)
+	f := &fakeAnnouncer{}
+	a, err := admission.NewAdmitter(admission.AdmitterConfig{Queue: r.q, Record: r.rec, Line: r.ln, Owner: "a",
+		LeaseTTL: 4 * time.Second, Now: r.clk.Now, Announce: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(call announcement, want []string, passed int64) {
+		t.Helper()
+		var got []string
+		for _, p := range call.ready {
+			got = append(got, p.UserID)
+			if p.Status != admission.StatusReady || p.Token == "" || !p.ExpiresAt.Equal(r.clk.Now().Add(time.Minute)) {
+				t.Fatalf("announced %+v, want READY with a token for a minute", p)
+			}
+			if pos, _ := r.svc.Position(ctx, r.q.Name, p.UserID); pos.Token != p.Token {
+				t.Fatalf("announced token %s, the record's %s", p.Token, pos.Token)
+			}
+		}
+		if call.queue != r.q.Name || !slices.Equal(got, want) || call.passed != passed || !call.deadline {
+			t.Fatalf("announcement %+v, want %v with passed %d and a deadline", call, want, passed)
+		}
+	}
+	r.step(a)
+	calls := f.take()
+	if len(calls) != 1 {
+		t.Fatalf("%d announcements of one batch", len(calls))
+	}
+	check(calls[0], users[:5], 5)
+	// Within the same second the rate admits nobody: no announcement.
+	r.clk.advance(100 * time.Millisecond)
+	r.step(a)
+	if calls := f.take(); len(calls) != 0 {
+		t.Fatalf("announced %+v for an empty pass", calls)
+	}
+	// One who left is not announced, nor counted as passed.
+	if err := r.svc.Leave(ctx, r.q.Name, users[6]); err != nil {
+		t.Fatal(err)
+	}
+	r.clk.advance(time.Second)
+	r.step(a)
+	calls = f.take()
+	if len(calls) != 1 {
+		t.Fatalf("%d announcements of the second batch", len(calls))
+	}
+	check(calls[0], []string{users[5], users[7]}, 7)
 }
 
 // headOf is the whole line, in order.
