@@ -3,6 +3,8 @@ package admission
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 )
 
@@ -64,4 +66,32 @@ func (s *Service) Ranks(ctx context.Context, queue string, userIDs []string) ([]
 		out[i] = Position{Status: StatusWaiting, Rank: r.Rank, Total: r.Total, ETA: eta, PollAfter: pollAfter(eta)}
 	}
 	return out, passed, nil
+}
+
+// QueuePlace is a user's live place in one admission queue.
+type QueuePlace struct {
+	Queue    string
+	Position Position
+}
+
+// Places returns the user's live places (WAITING or READY) across every
+// admission queue, by queue name, for the hello frame. Reading them counts
+// as presence, as a poll does: the user has just connected.
+func (s *Service) Places(ctx context.Context, userID string) ([]QueuePlace, error) {
+	var out []QueuePlace
+	for _, name := range s.queueNames() {
+		pos, err := s.Position(ctx, name, userID)
+		if err != nil {
+			return nil, err
+		}
+		if pos.Status != "" {
+			out = append(out, QueuePlace{Queue: name, Position: pos})
+		}
+	}
+	return out, nil
+}
+
+// queueNames are the admission queues' names, sorted.
+func (s *Service) queueNames() []string {
+	return slices.Sorted(maps.Keys(s.queues))
 }

@@ -311,6 +311,48 @@ func TestServiceRanks(t *testing.T) {
 	}
 }
 
+// Places lists a user's live places in every admission queue, for hello.
+func TestServicePlaces(t *testing.T) {
+	launch := admission.Queue{Name: "launch", Rate: 5, TokenTTL: time.Minute, AbandonAfter: 10 * time.Second}
+	sale := admission.Queue{Name: "sale", Rate: 5, TokenTTL: time.Minute}
+	r := roomOf(t, sale, launch)
+	ctx := context.Background()
+	for _, q := range []string{"sale", "launch"} {
+		if _, _, err := r.svc.Enter(ctx, q, "u"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := r.svc.Enter(ctx, "launch", "v"); err != nil {
+		t.Fatal(err)
+	}
+	r.step(r.admitter("a")) // admits u in sale; launch has no admitter
+	r.clk.advance(9 * time.Second)
+	ps, err := r.svc.Places(ctx, "u")
+	if err != nil || len(ps) != 2 {
+		t.Fatalf("places = %+v, %v", ps, err)
+	}
+	if ps[0].Queue != "launch" || ps[0].Position.Status != admission.StatusWaiting || ps[0].Position.Rank != 0 {
+		t.Fatalf("first place %+v, want launch WAITING at the front", ps[0])
+	}
+	if ps[1].Queue != "sale" || ps[1].Position.Status != admission.StatusReady || ps[1].Position.Token == "" {
+		t.Fatalf("second place %+v, want sale READY with a token", ps[1])
+	}
+	// Connecting is being seen: u's place is not idle, v's is.
+	idle, err := r.ln.Idle(ctx, "launch", r.clk.Now().Add(-5*time.Second), 10)
+	if err != nil || !slices.Equal(idle, []string{"v"}) {
+		t.Fatalf("idle in launch = %v, %v; want v alone", idle, err)
+	}
+	if ps, err := r.svc.Places(ctx, "stranger"); err != nil || len(ps) != 0 {
+		t.Fatalf("places of a stranger = %+v, %v", ps, err)
+	}
+	if err := r.svc.Leave(ctx, "launch", "u"); err != nil {
+		t.Fatal(err)
+	}
+	if ps, err := r.svc.Places(ctx, "u"); err != nil || len(ps) != 1 || ps[0].Queue != "sale" {
+		t.Fatalf("places after leaving launch = %+v, %v", ps, err)
+	}
+}
+
 type announcement struct {
 	queue    string
 	ready    []admission.Place
