@@ -46,7 +46,9 @@
 // by the callers' nows: Add sees a place it adds (and a waiter present
 // without an instant, so a line written before presence existed gets one
 // at the first rebuild), Touch moves the instants of waiters in the line
-// forward and ignores everyone else, Idle reads the longest unseen first.
+// forward and ignores everyone else (the set holds exactly the users in the
+// line, so that is one ZADD XX GT a chunk: Redis 6.2 or later), Idle reads
+// the longest unseen first.
 // Take moves a waiter's instant into its processing entry and Return puts
 // it back, so a waiter returned is as absent as it was; Remove and Ack drop
 // it. A line lost with Redis is rebuilt, and everyone in it is seen at the

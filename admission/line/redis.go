@@ -403,7 +403,7 @@ func (r *Redis) Touch(ctx context.Context, queue string, userIDs []string, now t
 	if now.IsZero() {
 		return errors.New("zero now")
 	}
-	keys := []string{r.Key(queue, "line"), r.Key(queue, "seen")}
+	keys := []string{r.Key(queue, "seen")}
 	for ids := range slices.Chunk(userIDs, chunk) {
 		args := make([]any, 0, 1+len(ids))
 		args = append(args, msTime(now))
