@@ -28,7 +28,7 @@ import (
 // each); Idle1000 reads the 1000 longest unseen (the admitter's
 // abandonment read).
 //
-// The 1M line takes a few seconds to load and ~100 MiB of Redis, so it
+// The 1M line takes a few seconds to load and ~220 MiB of Redis, so it
 // runs only with MATCHGATE_BENCH_1M=1:
 //
 //	MATCHGATE_BENCH_1M=1 go test -run '^$' -bench 'Line/1M' -benchtime 20000x ./admission/line/
