@@ -158,8 +158,8 @@ type Rank struct {
 // passed0) without asking the line again: the estimate ignores those who
 // left from ahead (Remove) and is corrected by the next Ranks. The counter
 // lives with the line and starts again from 0 when the line is lost: a
-// passed below the one held says the line was rebuilt, and the ranks are
-// to be read again.
+// passed below the one held (waiters returned, or the line rebuilt) is the
+// sign to read the ranks again.
 type Line interface {
 	// Add puts places into the line at their Seq unless present (in the
 	// line, processing, or already admitted since the last rebuild). A
