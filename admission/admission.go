@@ -138,26 +138,67 @@ type Taken struct {
 	At time.Time
 }
 
+// Rank is one waiter's place in the line, as Line.Ranks reads it.
+type Rank struct {
+	// Rank is the number of waiters ahead, Total the line's length.
+	Rank, Total int64
+	// OK is false when the user is not waiting in the line.
+	OK bool
+}
+
 // Line is the live, derived line of each queue.
+//
+// Presence: the line knows when each waiter was last seen (a socket's
+// Touch, a poll, the entry itself), by the callers' clocks; the admitter
+// abandons the waiters unseen for the queue's AbandonAfter (Idle).
+//
+// Passed: each queue counts the waiters that have left the front of the
+// line by Take, less those Return put back. Read with ranks (Ranks) it lets
+// a holder of (rank0, passed0) estimate a later rank as rank0 - (passed -
+// passed0) without asking the line again: the estimate ignores those who
+// left from ahead (Remove) and is corrected by the next Ranks. The counter
+// lives with the line and starts again from 0 when the line is lost: a
+// passed below the one held (waiters returned, or the line rebuilt) is the
+// sign to read the ranks again.
 type Line interface {
 	// Add puts places into the line at their Seq unless present (in the
-	// line, processing, or already admitted since the last rebuild).
-	Add(ctx context.Context, queue string, places []Place) error
+	// line, processing, or already admitted since the last rebuild). A
+	// place it adds is seen at now, and so is a waiter already in the line
+	// who has no seen instant; one who has keeps it: a rebuild after a
+	// loss of the line starts everyone's absence at the rebuild, and a
+	// rebuild over an intact line changes nobody's.
+	Add(ctx context.Context, queue string, places []Place, now time.Time) error
 	// Rank returns the number of waiters ahead of userID and the line's
 	// length; ok false when the user is not waiting in the line.
 	Rank(ctx context.Context, queue, userID string) (rank, total int64, ok bool, err error)
+	// Ranks returns the ranks of userIDs, index-aligned, with the passed
+	// counter they go with; with no userIDs, the counter alone. A long list
+	// is read in parts, each atomic; a take between parts is accounted for
+	// by shifting the later parts to the first part's counter, so every
+	// (rank, passed) pair estimates alike.
+	Ranks(ctx context.Context, queue string, userIDs []string) (ranks []Rank, passed int64, err error)
 	// Take moves up to n of the first waiters into processing, fenced by
 	// token, admitting at most rate in any one-second window ending at
-	// now (the admissions of the last second are kept in the line).
-	Take(ctx context.Context, queue string, fence int64, n, rate int, now time.Time) ([]Taken, error)
+	// now (the admissions of the last second are kept in the line), and
+	// returns them with the passed counter after the take.
+	Take(ctx context.Context, queue string, fence int64, n, rate int, now time.Time) (taken []Taken, passed int64, err error)
 	// Ack removes admitted waiters from processing.
 	Ack(ctx context.Context, queue string, userIDs []string) error
 	// Stale returns the waiters in processing taken before before.
 	Stale(ctx context.Context, queue string, before time.Time) ([]Taken, error)
-	// Return puts taken waiters back at their Seq.
+	// Return puts taken waiters back at their Seq, seen when they were
+	// last seen before the take.
 	Return(ctx context.Context, queue string, taken []Taken) error
-	// Remove takes users out of the line (left, abandoned).
+	// Remove takes users out of the line (left, abandoned), presence and
+	// all.
 	Remove(ctx context.Context, queue string, userIDs []string) error
+	// Touch records that those of userIDs waiting in the line were seen at
+	// now; the others are ignored (never added). A seen instant only moves
+	// forward.
+	Touch(ctx context.Context, queue string, userIDs []string, now time.Time) error
+	// Idle returns up to limit waiters of the line last seen before
+	// before, the longest unseen first.
+	Idle(ctx context.Context, queue string, before time.Time, limit int) ([]string, error)
 	// Head returns up to n waiters from the front, in order, with their
 	// seq: for abandonment checks and pushes.
 	Head(ctx context.Context, queue string, n int) ([]Taken, error)

@@ -27,8 +27,9 @@ type AdmitterConfig struct {
 	// ProcessingGrace is how long a waiter taken into processing may wait
 	// for its token before a sweep decides from the record. Default 5s.
 	ProcessingGrace time.Duration
-	// Ready is told the places each pass admitted (pushes); nil: none.
-	Ready func(ctx context.Context, places []Place)
+	// Announce is told of each admission batch (the gateway's pushes);
+	// nil: none.
+	Announce Announcer
 	// Now is the clock of decisions; nil means time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -45,9 +46,10 @@ type Admitter struct {
 	built bool      // the line was rebuilt from the record under this lease
 	// renewed is when the lease was last renewed or acquired.
 	renewed time.Time
-	// swept is when a pass last settled processing and expired tokens:
-	// once a second is enough for both (grace and lives are seconds), so
-	// the record is not read on every tick.
+	// swept is when a pass last settled processing, expired tokens and
+	// abandoned the absent: once a second is enough for all three (grace,
+	// lives and absences are seconds), so the record is not read on every
+	// tick.
 	swept time.Time
 
 	// q is the queue's settings in force, changed at run time by SetQueue
@@ -190,13 +192,14 @@ func (a *Admitter) lost(why string) {
 
 // PassResult counts what one pass did.
 type PassResult struct {
-	Admitted, Returned, Acked, Expired, Rebuilt int
+	Admitted, Returned, Acked, Expired, Rebuilt, Abandoned int
 }
 
 // Pass is one admission pass under the lease: the line rebuilt from the
 // record once per lease, the waiters left in processing by a dead pass
-// settled from the record and tokens past their life expired (once a
-// second), and up to the rate's allowance of the first waiters admitted.
+// settled from the record, tokens past their life expired and absent
+// waiters abandoned (once a second), and up to the rate's allowance of the
+// first waiters admitted.
 func (a *Admitter) Pass(ctx context.Context) (PassResult, error) {
 	var res PassResult
 	if a.token == 0 {
@@ -223,8 +226,12 @@ func (a *Admitter) Pass(ctx context.Context) (PassResult, error) {
 			return res, fmt.Errorf("expire tokens: %w", err)
 		}
 		res.Expired, a.swept = len(expired), now
+		if err := a.abandon(ctx, q, now, &res); err != nil {
+			// Left to the next sweep: admitting goes on meanwhile.
+			a.log.Warn("abandon absent waiters", "err", err)
+		}
 	}
-	taken, err := a.cfg.Line.Take(ctx, q.Name, a.token, q.Rate, q.Rate, now)
+	taken, passed, err := a.cfg.Line.Take(ctx, q.Name, a.token, q.Rate, q.Rate, now)
 	if errors.Is(err, ErrFenced) {
 		a.lost("fenced")
 		return res, nil
@@ -248,9 +255,7 @@ func (a *Admitter) Pass(ctx context.Context) (PassResult, error) {
 	}
 	ready := a.ack(ctx, places, &res)
 	res.Admitted = len(ready)
-	if a.cfg.Ready != nil && len(ready) > 0 {
-		a.cfg.Ready(ctx, ready)
-	}
+	a.announce(ctx, q.Name, ready, passed)
 	return res, nil
 }
 
@@ -320,13 +325,60 @@ func (a *Admitter) settle(ctx context.Context, now time.Time, res *PassResult) e
 	return nil
 }
 
-// sweepEvery is the period of settling processing and expiring tokens.
+// sweepEvery is the period of settling processing, expiring tokens and
+// abandoning the absent.
 const sweepEvery = time.Second
 
+// abandon ends the places of the waiters unseen — no socket's Touch, no
+// poll, not the entry itself — for the queue's AbandonAfter, and takes
+// them out of the line, so admissions are not spent on people who left.
+// The record first, the line second: a waiter is out of the line only once
+// the record ended the place, or holds it no longer WAITING (then the line
+// entry is a leftover, removed all the same). It reads abandonBatch at a
+// time while batches come back full, within abandonRounds and
+// abandonBudget of real time (ARCHITECTURE.md §7.6: a budget of I/O), so a
+// crowd leaving at once is abandoned over a few sweeps without holding up
+// admissions. A waiter who comes back in the instant between the read and
+// the record's change loses the place all the same: the window is one
+// sweep's few milliseconds, against an absence of AbandonAfter.
+func (a *Admitter) abandon(ctx context.Context, q Queue, now time.Time, res *PassResult) error {
+	before := now.Add(-q.AbandonAfter)
+	start := time.Now()
+	for range abandonRounds {
+		idle, err := a.cfg.Line.Idle(ctx, q.Name, before, abandonBatch)
+		if err != nil || len(idle) == 0 {
+			return err
+		}
+		ended, err := a.cfg.Record.Abandon(ctx, q.Name, idle, now)
+		if err != nil {
+			return fmt.Errorf("abandon %d: %w", len(idle), err)
+		}
+		if err := a.cfg.Line.Remove(ctx, q.Name, idle); err != nil {
+			return fmt.Errorf("remove %d abandoned from the line: %w", len(idle), err)
+		}
+		res.Abandoned += len(ended)
+		if len(idle) < abandonBatch || time.Since(start) >= abandonBudget {
+			return nil
+		}
+	}
+	return nil
+}
+
+// The bounds of one sweep's abandonment: up to abandonRounds reads of
+// abandonBatch waiters, stopping once abandonBudget of real time is spent.
+const (
+	abandonBatch  = 1000
+	abandonRounds = 10
+	abandonBudget = 250 * time.Millisecond
+)
+
 // rebuild adds every WAITING place of the record to the line, in order:
-// after a loss of the line the waiters are back in their places.
+// after a loss of the line the waiters are back in their places, seen at
+// the rebuild (Line.Add), so none is abandoned for the time the line was
+// gone.
 func (a *Admitter) rebuild(ctx context.Context) (int, error) {
 	q := a.cfg.Queue.Name
+	now := a.cfg.Now()
 	var after int64
 	n := 0
 	for {
@@ -337,7 +389,7 @@ func (a *Admitter) rebuild(ctx context.Context) (int, error) {
 		if len(page) == 0 {
 			return n, nil
 		}
-		if err := a.cfg.Line.Add(ctx, q, page); err != nil {
+		if err := a.cfg.Line.Add(ctx, q, page, now); err != nil {
 			return n, fmt.Errorf("rebuild the line: %w", err)
 		}
 		n += len(page)

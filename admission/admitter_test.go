@@ -47,7 +47,8 @@ type room struct {
 func newRoom(t *testing.T, rate int) *room {
 	t.Helper()
 	clk := &clock{now: time.Date(2026, 12, 2, 1, 0, 0, 0, time.UTC)}
-	q := admission.Queue{Name: "launch", Rate: rate, TokenTTL: time.Minute}
+	// Its waiters never poll: abandonAfter is out of these tests' reach.
+	q := admission.Queue{Name: "launch", Rate: rate, TokenTTL: time.Minute, AbandonAfter: 24 * time.Hour}
 	r := &room{t: t, q: q, clk: clk, rec: record.NewMemory(), ln: line.NewMemory()}
 	svc, err := admission.NewService(admission.ServiceConfig{Queues: []admission.Queue{q}, Record: r.rec, Line: r.ln, Now: clk.Now})
 	if err != nil {
@@ -186,7 +187,7 @@ func TestNobodyLostOrAdmittedTwiceWhenTheAdmitterDies(t *testing.T) {
 			// allowance) it takes waiters and dies on the way.
 			r.clk.advance(1100 * time.Millisecond)
 			token, _ := r.rec.Epoch(ctx, r.q.Name)
-			taken, err := r.ln.Take(ctx, r.q.Name, token, 5, rate, r.clk.Now())
+			taken, _, err := r.ln.Take(ctx, r.q.Name, token, 5, rate, r.clk.Now())
 			if err != nil {
 				t.Fatal(err)
 			}

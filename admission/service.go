@@ -206,11 +206,12 @@ func (s *Service) Enter(ctx context.Context, queue, userID string) (Position, bo
 	if p.Status == StatusWaiting {
 		// Also for a repeat: the line is derived, and adding is idempotent,
 		// so a place the line lost (a wipe) is back at once.
-		if err := s.cfg.Line.Add(ctx, q.Name, []Place{p}); err != nil {
+		if err := s.cfg.Line.Add(ctx, q.Name, []Place{p}, now); err != nil {
 			// The record holds the place; the admitter's rebuild adds it.
 			s.log.Warn("add to the line; left to the rebuild", "queue", q.Name, "user", userID, "err", err)
 		}
 	}
+	s.seen(ctx, q.Name, p, !created, now)
 	pos, err := s.position(ctx, q, p, now)
 	return pos, created, err
 }
@@ -228,6 +229,7 @@ func (s *Service) Position(ctx context.Context, queue, userID string) (Position,
 	case err != nil:
 		return Position{}, fmt.Errorf("place in %s: %w", q.Name, err)
 	}
+	s.seen(ctx, q.Name, p, true, now)
 	return s.position(ctx, q, p, now)
 }
 

@@ -19,12 +19,16 @@ import (
 // BenchmarkLine measures, on real Redis, a Take of 50 and a Rank in a line
 // of 10k and of 1M waiters, and reports the Redis memory a waiter costs
 // (used_memory of INFO memory before and after the load, over the
-// waiters). Each Take's 50 are acknowledged and 50 new waiters join the
-// tail off the clock, so the line keeps its size; the clock steps a
-// second a take, so the window never holds it back. Rank asks for users
-// spread over the line's back half.
+// waiters: the line, its presence and the place's key share). Each Take's
+// 50 are acknowledged and 50 new waiters join the tail off the clock, so
+// the line keeps its size; the clock steps a second a take, so the window
+// never holds it back. Rank asks for users spread over the line's back
+// half; Ranks1000 and Touch1000 ask for 1000 users spread over the whole
+// line (a gateway's refresh and presence of 1000 sockets: one script call
+// each); Idle1000 reads the 1000 longest unseen (the admitter's
+// abandonment read).
 //
-// The 1M line takes a few seconds to load and ~100 MiB of Redis, so it
+// The 1M line takes a few seconds to load and ~220 MiB of Redis, so it
 // runs only with MATCHGATE_BENCH_1M=1:
 //
 //	MATCHGATE_BENCH_1M=1 go test -run '^$' -bench 'Line/1M' -benchtime 20000x ./admission/line/
@@ -61,7 +65,7 @@ func BenchmarkLine(b *testing.B) {
 			load(b)
 			for b.Loop() {
 				now = now.Add(time.Second)
-				got, err := l.Take(ctx, "bench", tok, 50, 1000, now)
+				got, _, err := l.Take(ctx, "bench", tok, 50, 1000, now)
 				if err != nil || len(got) != 50 {
 					b.Fatalf("take = %d, %v", len(got), err)
 				}
@@ -87,6 +91,56 @@ func BenchmarkLine(b *testing.B) {
 				}
 			}
 		})
+		spread := func(rng *rand.Rand) []string {
+			ids := make([]string, 1000)
+			for i := range ids {
+				ids[i] = "u" + strconv.FormatInt(next-int64(rng.IntN(size.n)), 10)
+			}
+			return ids
+		}
+		b.Run(size.name+"/Ranks1000", func(b *testing.B) {
+			if size.n >= 1_000_000 && os.Getenv("MATCHGATE_BENCH_1M") != "1" {
+				b.Skip("set MATCHGATE_BENCH_1M=1 to load a line of 1M waiters")
+			}
+			load(b)
+			rng := rand.New(rand.NewPCG(2, 2))
+			for b.Loop() {
+				b.StopTimer()
+				ids := spread(rng)
+				b.StartTimer()
+				rs, _, err := l.Ranks(ctx, "bench", ids)
+				if err != nil || len(rs) != len(ids) || !rs[0].OK || rs[0].Total != int64(size.n) {
+					b.Fatalf("ranks = %d, %v", len(rs), err)
+				}
+			}
+		})
+		b.Run(size.name+"/Touch1000", func(b *testing.B) {
+			if size.n >= 1_000_000 && os.Getenv("MATCHGATE_BENCH_1M") != "1" {
+				b.Skip("set MATCHGATE_BENCH_1M=1 to load a line of 1M waiters")
+			}
+			load(b)
+			rng := rand.New(rand.NewPCG(3, 3))
+			for b.Loop() {
+				b.StopTimer()
+				ids := spread(rng)
+				b.StartTimer()
+				if err := l.Touch(ctx, "bench", ids, now); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(size.name+"/Idle1000", func(b *testing.B) {
+			if size.n >= 1_000_000 && os.Getenv("MATCHGATE_BENCH_1M") != "1" {
+				b.Skip("set MATCHGATE_BENCH_1M=1 to load a line of 1M waiters")
+			}
+			load(b)
+			for b.Loop() {
+				idle, err := l.Idle(ctx, "bench", now.Add(time.Millisecond), 1000)
+				if err != nil || len(idle) != 1000 {
+					b.Fatalf("idle = %d, %v", len(idle), err)
+				}
+			}
+		})
 	}
 	b.Run("Ping", func(b *testing.B) {
 		for b.Loop() {
@@ -106,7 +160,7 @@ func addWaiters(b *testing.B, l *Redis, from int64, n int) int64 {
 		from++
 		ps = append(ps, admission.Place{UserID: "u" + strconv.FormatInt(from, 10), Seq: from})
 		if len(ps) == cap(ps) || i == n-1 {
-			if err := l.Add(context.Background(), "bench", ps); err != nil {
+			if err := l.Add(context.Background(), "bench", ps, t0); err != nil {
 				b.Fatal(err)
 			}
 			ps = ps[:0]

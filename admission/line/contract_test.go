@@ -41,7 +41,7 @@ func place(queue, user string, seq int64) admission.Place {
 
 func mustAdd(t *testing.T, l admission.Line, queue string, ps ...admission.Place) {
 	t.Helper()
-	if err := l.Add(context.Background(), queue, ps); err != nil {
+	if err := l.Add(context.Background(), queue, ps, t0); err != nil {
 		t.Fatalf("add: %v", err)
 	}
 }
@@ -83,6 +83,7 @@ func headOf(t *testing.T, l admission.Line, queue string) []admission.Taken {
 
 func testContract(t *testing.T, newLine newLineFunc) {
 	ctx := context.Background()
+	testPresence(t, newLine)
 
 	t.Run("FIFOBySeqWhateverTheAddOrder", func(t *testing.T) {
 		l := newLine(t)
@@ -119,7 +120,7 @@ func testContract(t *testing.T, newLine newLineFunc) {
 			t.Fatalf("head 3 = %+v, %v", h, err)
 		}
 		tok := mustLease(t, l, q)
-		got, err := l.Take(ctx, q, tok, 5, 100, t0)
+		got, _, err := l.Take(ctx, q, tok, 5, 100, t0)
 		if err != nil || !slices.Equal(users(got), []string{"u0000", "u0001", "u0002", "u0003", "u0004"}) {
 			t.Fatalf("take = %+v, %v", got, err)
 		}
@@ -141,7 +142,7 @@ func testContract(t *testing.T, newLine newLineFunc) {
 		if !equalTaken(head, want) {
 			t.Fatalf("head = %+v, want %+v", head, want)
 		}
-		if err := l.Add(ctx, q, nil); err != nil {
+		if err := l.Add(ctx, q, nil, t0); err != nil {
 			t.Fatalf("empty add: %v", err)
 		}
 	})
@@ -153,7 +154,7 @@ func testContract(t *testing.T, newLine newLineFunc) {
 			mustAdd(t, l, q, place(q, u, int64(10*(i+1))))
 		}
 		tok := mustLease(t, l, q)
-		got, err := l.Take(ctx, q, tok, 2, 100, t0)
+		got, _, err := l.Take(ctx, q, tok, 2, 100, t0)
 		want := []admission.Taken{{UserID: "a", Seq: 10, At: t0}, {UserID: "b", Seq: 20, At: t0}}
 		if err != nil || !equalTaken(got, want) {
 			t.Fatalf("take = %+v, %v; want %+v", got, err, want)
@@ -226,21 +227,21 @@ func testContract(t *testing.T, newLine newLineFunc) {
 		const q = "forget"
 		mustAdd(t, l, q, place(q, "a", 1))
 		tok := mustLease(t, l, q)
-		if got, err := l.Take(ctx, q, tok, 1, 10, t0); err != nil || len(got) != 1 {
+		if got, _, err := l.Take(ctx, q, tok, 1, 10, t0); err != nil || len(got) != 1 {
 			t.Fatalf("take = %+v, %v", got, err)
 		}
 		if err := l.Ack(ctx, q, []string{"a"}); err != nil {
 			t.Fatal(err)
 		}
 		// Take forgets by its now: 10 s after the take.
-		if _, err := l.Take(ctx, q, tok, 1, 10, t0.Add(10*time.Second-time.Millisecond)); err != nil {
+		if _, _, err := l.Take(ctx, q, tok, 1, 10, t0.Add(10*time.Second-time.Millisecond)); err != nil {
 			t.Fatal(err)
 		}
 		mustAdd(t, l, q, place(q, "a", 1))
 		if sz, _ := l.Size(ctx, q); sz != 0 {
 			t.Fatal("forgotten 1 ms early")
 		}
-		if _, err := l.Take(ctx, q, tok, 0, 10, t0.Add(10*time.Second)); err != nil {
+		if _, _, err := l.Take(ctx, q, tok, 0, 10, t0.Add(10*time.Second)); err != nil {
 			t.Fatal(err)
 		}
 		mustAdd(t, l, q, place(q, "a", 1))
@@ -254,7 +255,7 @@ func testContract(t *testing.T, newLine newLineFunc) {
 		const q = "rm"
 		mustAdd(t, l, q, place(q, "a", 1), place(q, "b", 2), place(q, "c", 3), place(q, "d", 4))
 		tok := mustLease(t, l, q)
-		if _, err := l.Take(ctx, q, tok, 1, 10, t0); err != nil {
+		if _, _, err := l.Take(ctx, q, tok, 1, 10, t0); err != nil {
 			t.Fatal(err)
 		}
 		// a is in processing: it stays there; c leaves; x was never in.
@@ -298,7 +299,7 @@ func testContract(t *testing.T, newLine newLineFunc) {
 			t.Fatalf("rank of a stranger: ok %v total %d", ok, total)
 		}
 		tok := mustLease(t, l, q)
-		if _, err := l.Take(ctx, q, tok, 1, 10, t0); err != nil {
+		if _, _, err := l.Take(ctx, q, tok, 1, 10, t0); err != nil {
 			t.Fatal(err)
 		}
 		if rank, total, ok, _ := l.Rank(ctx, q, "c"); !ok || rank != 1 || total != 2 {
@@ -383,7 +384,7 @@ func testContract(t *testing.T, newLine newLineFunc) {
 		mustAdd(t, l, q, place(q, "a", 1), place(q, "b", 2), place(q, "c", 3))
 		fenced := func(tok int64, now time.Time) {
 			t.Helper()
-			got, err := l.Take(ctx, q, tok, 10, 10, now)
+			got, _, err := l.Take(ctx, q, tok, 10, 10, now)
 			if !errors.Is(err, admission.ErrFenced) || got != nil {
 				t.Fatalf("take with %d at %v = %+v, %v; want ErrFenced", tok, now.Sub(t0), got, err)
 			}
@@ -404,7 +405,7 @@ func testContract(t *testing.T, newLine newLineFunc) {
 		fenced(tokB, t0.Add(5*time.Second)) // released
 		tokC, _ := l.AcquireLease(ctx, q, "c", t0.Add(5*time.Second), 4*time.Second, 0)
 		fenced(tokB, t0.Add(5*time.Second))
-		got, err := l.Take(ctx, q, tokC, 10, 10, t0.Add(5*time.Second))
+		got, _, err := l.Take(ctx, q, tokC, 10, 10, t0.Add(5*time.Second))
 		if err != nil || !slices.Equal(users(got), []string{"a", "b", "c"}) {
 			t.Fatalf("take by the holder = %+v, %v", got, err)
 		}
@@ -421,7 +422,7 @@ func testContract(t *testing.T, newLine newLineFunc) {
 		tok := mustLease(t, l, q)
 		take := func(n int, at time.Duration, want int) {
 			t.Helper()
-			got, err := l.Take(ctx, q, tok, n, 3, t0.Add(at))
+			got, _, err := l.Take(ctx, q, tok, n, 3, t0.Add(at))
 			if err != nil || len(got) != want {
 				t.Fatalf("take %d at T+%v = %d taken, %v; want %d", n, at, len(got), err, want)
 			}
@@ -451,7 +452,7 @@ func testContract(t *testing.T, newLine newLineFunc) {
 		// may have dropped admissions it would have to count).
 		take(5, 15*time.Second-time.Millisecond, 0)
 		take(5, 15*time.Second, 2)
-		if got, err := l.Take(ctx, q, tok, 5, 0, t0.Add(30*time.Minute)); err != nil || len(got) != 0 {
+		if got, _, err := l.Take(ctx, q, tok, 5, 0, t0.Add(30*time.Minute)); err != nil || len(got) != 0 {
 			t.Fatalf("take at rate 0 = %+v, %v", got, err)
 		}
 	})
@@ -459,12 +460,12 @@ func testContract(t *testing.T, newLine newLineFunc) {
 	t.Run("BadArguments", func(t *testing.T) {
 		l := newLine(t)
 		for name, call := range map[string]func() error{
-			"empty queue":     func() error { return l.Add(ctx, "", []admission.Place{place("", "a", 1)}) },
+			"empty queue":     func() error { return l.Add(ctx, "", []admission.Place{place("", "a", 1)}, t0) },
 			"brace queue":     func() error { _, err := l.Size(ctx, "a{b}"); return err },
-			"seq beyond 2^53": func() error { return l.Add(ctx, "q", []admission.Place{place("q", "a", 1<<53+1)}) },
-			"no user":         func() error { return l.Add(ctx, "q", []admission.Place{place("q", "", 1)}) },
-			"other queue":     func() error { return l.Add(ctx, "q", []admission.Place{place("p", "a", 1)}) },
-			"zero now":        func() error { _, err := l.Take(ctx, "q", 1, 1, 1, time.Time{}); return err },
+			"seq beyond 2^53": func() error { return l.Add(ctx, "q", []admission.Place{place("q", "a", 1<<53+1)}, t0) },
+			"no user":         func() error { return l.Add(ctx, "q", []admission.Place{place("q", "", 1)}, t0) },
+			"other queue":     func() error { return l.Add(ctx, "q", []admission.Place{place("p", "a", 1)}, t0) },
+			"zero now":        func() error { _, _, err := l.Take(ctx, "q", 1, 1, 1, time.Time{}); return err },
 			"return beyond":   func() error { return l.Return(ctx, "q", []admission.Taken{{UserID: "a", Seq: -1<<53 - 1}}) },
 		} {
 			if call() == nil {
@@ -472,7 +473,7 @@ func testContract(t *testing.T, newLine newLineFunc) {
 			}
 		}
 		// A refused batch adds nothing.
-		if err := l.Add(ctx, "q", []admission.Place{place("q", "a", 1), place("q", "", 2)}); err == nil {
+		if err := l.Add(ctx, "q", []admission.Place{place("q", "a", 1), place("q", "", 2)}, t0); err == nil {
 			t.Fatal("batch with a bad place accepted")
 		}
 		if sz, _ := l.Size(ctx, "q"); sz != 0 {

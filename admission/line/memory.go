@@ -45,6 +45,10 @@ func cmpWaiter(a, b memWaiter) int {
 type memTaken struct {
 	seq int64
 	at  int64 // unix ms
+	// seen is when the waiter was last seen before the take, unix ms, if
+	// it was (hasSeen).
+	seen    int64
+	hasSeen bool
 }
 
 // memTake is one take in the window: its instant, unix ms, and how many
@@ -67,23 +71,29 @@ type memQueue struct {
 	win   []memTake           // the takes that admitted anyone, by instant
 	acked map[int64]int64     // acknowledged seq → taken at, unix ms
 	drops ackHeap             // acked's entries, oldest first
-	lease *memLease
-	fence int64
+	seen  map[string]int64    // the users in line → last seen, unix ms
+	// passed counts the waiters taken from the front, less those returned.
+	passed int64
+	lease  *memLease
+	fence  int64
 }
 
 func (m *Memory) queue(q string) *memQueue {
 	mq := m.queues[q]
 	if mq == nil {
-		mq = &memQueue{in: map[string]int64{}, proc: map[string]memTaken{}, acked: map[int64]int64{}}
+		mq = &memQueue{in: map[string]int64{}, proc: map[string]memTaken{}, acked: map[int64]int64{}, seen: map[string]int64{}}
 		m.queues[q] = mq
 	}
 	return mq
 }
 
 // Add is Redis.Add.
-func (m *Memory) Add(_ context.Context, queue string, places []admission.Place) error {
+func (m *Memory) Add(_ context.Context, queue string, places []admission.Place, now time.Time) error {
 	if err := checkQueue(queue); err != nil {
 		return fmt.Errorf("add %d places to %s: %w", len(places), queue, err)
+	}
+	if now.IsZero() {
+		return fmt.Errorf("add %d places to %s: zero now", len(places), queue)
 	}
 	for _, p := range places {
 		if err := checkPlace(queue, p); err != nil {
@@ -93,18 +103,23 @@ func (m *Memory) Add(_ context.Context, queue string, places []admission.Place) 
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	q := m.queue(queue)
+	at := now.UnixMilli()
 	var added []memWaiter
 	for _, p := range places {
-		if _, ok := q.in[p.UserID]; ok {
-			continue
-		}
 		if _, ok := q.proc[p.UserID]; ok {
 			continue
 		}
 		if _, ok := q.acked[p.Seq]; ok {
 			continue
 		}
+		if _, ok := q.in[p.UserID]; ok {
+			if _, ok := q.seen[p.UserID]; !ok {
+				q.seen[p.UserID] = at
+			}
+			continue
+		}
 		q.in[p.UserID] = p.Seq
+		q.seen[p.UserID] = at
 		added = append(added, memWaiter{seq: p.Seq, user: p.UserID})
 	}
 	q.insert(added)
@@ -155,20 +170,40 @@ func (m *Memory) Rank(_ context.Context, queue, userID string) (rank, total int6
 	return int64(i), int64(len(q.line)), true, nil
 }
 
-// Take is Redis.Take, window and all (see the package doc).
-func (m *Memory) Take(_ context.Context, queue string, fence int64, n, rate int, now time.Time) ([]admission.Taken, error) {
+// Ranks is Redis.Ranks, read at once.
+func (m *Memory) Ranks(_ context.Context, queue string, userIDs []string) ([]admission.Rank, int64, error) {
 	if err := checkQueue(queue); err != nil {
-		return nil, fmt.Errorf("take from %s: %w", queue, err)
+		return nil, 0, fmt.Errorf("ranks of %d in %s: %w", len(userIDs), queue, err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	q := m.queue(queue)
+	out := make([]admission.Rank, len(userIDs))
+	for i, id := range userIDs {
+		seq, ok := q.in[id]
+		if !ok {
+			continue
+		}
+		r, _ := slices.BinarySearchFunc(q.line, memWaiter{seq: seq, user: id}, cmpWaiter)
+		out[i] = admission.Rank{Rank: int64(r), Total: int64(len(q.line)), OK: true}
+	}
+	return out, q.passed, nil
+}
+
+// Take is Redis.Take, window and all (see the package doc).
+func (m *Memory) Take(_ context.Context, queue string, fence int64, n, rate int, now time.Time) ([]admission.Taken, int64, error) {
+	if err := checkQueue(queue); err != nil {
+		return nil, 0, fmt.Errorf("take from %s: %w", queue, err)
 	}
 	if now.IsZero() {
-		return nil, fmt.Errorf("take from %s: zero now", queue)
+		return nil, 0, fmt.Errorf("take from %s: zero now", queue)
 	}
 	at := now.UnixMilli()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	q := m.queue(queue)
 	if l := q.lease; l == nil || l.token != fence || l.until <= at || q.fence != fence {
-		return nil, fmt.Errorf("take from %s: fence %d: %w", queue, fence, admission.ErrFenced)
+		return nil, 0, fmt.Errorf("take from %s: fence %d: %w", queue, fence, admission.ErrFenced)
 	}
 	q.dropAcked(at - m.cfg.ackedFor.Milliseconds())
 
@@ -176,7 +211,7 @@ func (m *Memory) Take(_ context.Context, queue string, fence int64, n, rate int,
 	if len(q.win) > 0 {
 		latest := q.win[len(q.win)-1].at
 		if at < latest-lag.Milliseconds() {
-			return nil, nil
+			return nil, q.passed, nil
 		}
 		bound = min(at, latest)
 	}
@@ -189,18 +224,21 @@ func (m *Memory) Take(_ context.Context, queue string, fence int64, n, rate int,
 
 	k := min(n, rate-count, len(q.line))
 	if k <= 0 {
-		return nil, nil
+		return nil, q.passed, nil
 	}
 	out := make([]admission.Taken, k)
 	for i, w := range q.line[:k] {
 		delete(q.in, w.user)
-		q.proc[w.user] = memTaken{seq: w.seq, at: at}
+		seen, ok := q.seen[w.user]
+		q.proc[w.user] = memTaken{seq: w.seq, at: at, seen: seen, hasSeen: ok}
+		delete(q.seen, w.user)
 		out[i] = admission.Taken{UserID: w.user, Seq: w.seq, At: time.UnixMilli(at)}
 	}
 	q.line = q.line[k:]
+	q.passed += int64(k)
 	i := sort.Search(len(q.win), func(i int) bool { return q.win[i].at > at })
 	q.win = slices.Insert(q.win, i, memTake{at: at, n: k})
-	return out, nil
+	return out, q.passed, nil
 }
 
 // dropAcked forgets the acknowledged places taken at or before cut.
@@ -275,9 +313,14 @@ func (m *Memory) Return(_ context.Context, queue string, taken []admission.Taken
 			continue
 		}
 		q.in[t.UserID] = t.Seq
+		q.seen[t.UserID] = p.at
+		if p.hasSeen {
+			q.seen[t.UserID] = p.seen
+		}
 		back = append(back, memWaiter{seq: t.Seq, user: t.UserID})
 	}
 	q.insert(back)
+	q.passed -= int64(len(back))
 	return nil
 }
 
@@ -301,11 +344,71 @@ func (m *Memory) remove(_ context.Context, queue string, userIDs []string) (int6
 			continue
 		}
 		delete(q.in, id)
+		delete(q.seen, id)
 		i, _ := slices.BinarySearchFunc(q.line, memWaiter{seq: seq, user: id}, cmpWaiter)
 		q.line = slices.Delete(q.line, i, i+1)
 		removed++
 	}
 	return removed, nil
+}
+
+// Touch is Redis.Touch.
+func (m *Memory) Touch(_ context.Context, queue string, userIDs []string, now time.Time) error {
+	if err := checkQueue(queue); err != nil {
+		return fmt.Errorf("touch %d in %s: %w", len(userIDs), queue, err)
+	}
+	if now.IsZero() {
+		return fmt.Errorf("touch %d in %s: zero now", len(userIDs), queue)
+	}
+	at := now.UnixMilli()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	q := m.queue(queue)
+	for _, id := range userIDs {
+		if _, ok := q.in[id]; !ok {
+			continue
+		}
+		if seen, ok := q.seen[id]; !ok || seen < at {
+			q.seen[id] = at
+		}
+	}
+	return nil
+}
+
+// Idle is Redis.Idle. It reads every waiter's seen instant: the memory
+// line serves tests and virtual-clock runs, where a pass a second over
+// the whole line costs little.
+func (m *Memory) Idle(_ context.Context, queue string, before time.Time, limit int) ([]string, error) {
+	if err := checkQueue(queue); err != nil {
+		return nil, fmt.Errorf("idle of %s: %w", queue, err)
+	}
+	if limit <= 0 {
+		return nil, nil
+	}
+	type seenAt struct {
+		user string
+		at   int64
+	}
+	cut := before.UnixMilli()
+	m.mu.Lock()
+	var idle []seenAt
+	for id, at := range m.queue(queue).seen {
+		if at < cut {
+			idle = append(idle, seenAt{id, at})
+		}
+	}
+	m.mu.Unlock()
+	slices.SortFunc(idle, func(a, b seenAt) int {
+		if c := cmp.Compare(a.at, b.at); c != 0 {
+			return c
+		}
+		return strings.Compare(a.user, b.user)
+	})
+	out := make([]string, 0, min(limit, len(idle)))
+	for _, s := range idle[:min(limit, len(idle))] {
+		out = append(out, s.user)
+	}
+	return out, nil
 }
 
 // Head is Redis.Head.

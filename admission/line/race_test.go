@@ -49,7 +49,7 @@ func TestTakeRemoveRace(t *testing.T) {
 			)
 			wg.Go(func() {
 				<-start
-				taken, takeErr = l.Take(ctx, q, tok, n, 1000, now)
+				taken, _, takeErr = l.Take(ctx, q, tok, n, 1000, now)
 			})
 			for i, id := range ids {
 				wg.Go(func() {

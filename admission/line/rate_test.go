@@ -95,7 +95,7 @@ func TestRateOnASimulatedClock(t *testing.T) {
 				}
 			}
 			want := min(int64(n), int64(rate-inWindow), size)
-			got, err := l.Take(ctx, q, tok, n, rate, now)
+			got, _, err := l.Take(ctx, q, tok, n, rate, now)
 			if err != nil {
 				t.Fatalf("step %d: %v", step, err)
 			}
@@ -174,7 +174,7 @@ func TestRacingAdmittersOnlyTheHolderTakes(t *testing.T) {
 				rng := rand.New(rand.NewPCG(uint64(g), 3))
 				for range rounds {
 					now := time.UnixMilli(clock.Add(int64(1 + rng.IntN(100))))
-					got, err := l.Take(ctx, q, tok, 1+rng.IntN(rate), rate, now)
+					got, _, err := l.Take(ctx, q, tok, 1+rng.IntN(rate), rate, now)
 					switch {
 					case errors.Is(err, admission.ErrFenced):
 						refused[g]++
@@ -222,7 +222,7 @@ func TestRacingTakesKeepTheRate(t *testing.T) {
 				rng := rand.New(rand.NewPCG(uint64(w), 5))
 				for range rounds {
 					now := time.UnixMilli(clock.Add(int64(rng.IntN(60))))
-					got, err := l.Take(ctx, q, tok, 1+rng.IntN(rate), rate, now)
+					got, _, err := l.Take(ctx, q, tok, 1+rng.IntN(rate), rate, now)
 					if err != nil {
 						t.Error(err)
 						return

@@ -37,6 +37,12 @@ var (
 	headSrc string
 	//go:embed lua/size.lua
 	sizeSrc string
+	//go:embed lua/touch.lua
+	touchSrc string
+	//go:embed lua/idle.lua
+	idleSrc string
+	//go:embed lua/ranks.lua
+	ranksSrc string
 )
 
 var (
@@ -49,6 +55,9 @@ var (
 	rankScript   = redis.NewScript(rankSrc)
 	headScript   = redis.NewScript(headSrc)
 	sizeScript   = redis.NewScript(sizeSrc)
+	touchScript  = redis.NewScript(touchSrc)
+	idleScript   = redis.NewScript(idleSrc)
+	ranksScript  = redis.NewScript(ranksSrc)
 
 	allScripts = []struct {
 		name string
@@ -57,6 +66,7 @@ var (
 		{"add", addScript}, {"take", takeScript}, {"ack", ackScript},
 		{"stale", staleScript}, {"return", returnScript}, {"remove", removeScript},
 		{"rank", rankScript}, {"head", headScript}, {"size", sizeScript},
+		{"touch", touchScript}, {"idle", idleScript}, {"ranks", ranksScript},
 		{"lease_acquire", redislease.Scripts["lease_acquire"]}, {"lease_renew", redislease.Scripts["lease_renew"]},
 		{"lease_release", redislease.Scripts["lease_release"]},
 	}
@@ -145,11 +155,15 @@ func (r *Redis) Key(queue, suffix string) string {
 
 // Add puts places into the line at their Seq unless present: a user in the
 // line keeps its place, one in processing is left to the admitter, and a
-// place acknowledged within WithAckedFor is not put back.
-func (r *Redis) Add(ctx context.Context, queue string, places []admission.Place) (err error) {
+// place acknowledged within WithAckedFor is not put back. A place added is
+// seen at now, as is a waiter present without a seen instant.
+func (r *Redis) Add(ctx context.Context, queue string, places []admission.Place, now time.Time) (err error) {
 	defer wrap(&err, "add %d places to %s", len(places), queue)
 	if err := checkQueue(queue); err != nil {
 		return err
+	}
+	if now.IsZero() {
+		return errors.New("zero now")
 	}
 	args := make([]any, 0, 2*len(places))
 	for _, p := range places {
@@ -158,10 +172,11 @@ func (r *Redis) Add(ctx context.Context, queue string, places []admission.Place)
 		}
 		args = append(args, strconv.FormatInt(p.Seq, 10), p.UserID)
 	}
-	keys := []string{r.Key(queue, "line"), r.Key(queue, "proc"), r.Key(queue, "admitted")}
+	keys := []string{r.Key(queue, "line"), r.Key(queue, "proc"), r.Key(queue, "admitted"), r.Key(queue, "seen")}
+	at := msTime(now)
 	for len(args) > 0 {
 		n := min(len(args), 2*chunk)
-		if err := addScript.Run(ctx, r.rdb, keys, args[:n]...).Err(); err != nil {
+		if err := addScript.Run(ctx, r.rdb, keys, append([]any{at}, args[:n]...)...).Err(); err != nil {
 			return err
 		}
 		args = args[n:]
@@ -189,32 +204,92 @@ func (r *Redis) Rank(ctx context.Context, queue, userID string) (rank, total int
 	return vals[0], vals[1], true, nil
 }
 
+// Ranks reads the ranks of userIDs and the passed counter, chunk users a
+// script call; see admission.Line.
+func (r *Redis) Ranks(ctx context.Context, queue string, userIDs []string) (ranks []admission.Rank, passed int64, err error) {
+	defer wrap(&err, "ranks of %d in %s", len(userIDs), queue)
+	if err := checkQueue(queue); err != nil {
+		return nil, 0, err
+	}
+	keys := []string{r.Key(queue, "line"), r.Key(queue, "passed")}
+	ranks = make([]admission.Rank, 0, len(userIDs))
+	parts := slices.Collect(slices.Chunk(userIDs, chunk))
+	if len(parts) == 0 {
+		parts = [][]string{nil} // the counter alone
+	}
+	for i, part := range parts {
+		args := make([]any, len(part))
+		for i, id := range part {
+			args[i] = id
+		}
+		vals, err := ranksScript.Run(ctx, r.rdb, keys, args...).Int64Slice()
+		if err != nil {
+			return nil, 0, err
+		}
+		if len(vals) != 2+len(part) {
+			return nil, 0, fmt.Errorf("reply of %d values for %d users", len(vals), len(part))
+		}
+		if i == 0 {
+			passed = vals[0]
+		}
+		ranks = appendRanks(ranks, vals[1], vals[2:], vals[0]-passed)
+	}
+	return ranks, passed, nil
+}
+
+// appendRanks appends one part's ranks (-1: not in the line) read at a
+// counter shift above the first part's: each is told as of the first
+// part's counter (what the shift's takes moved it up by is added back), so
+// that rank - (passed - first's passed) still estimates it.
+func appendRanks(out []admission.Rank, total int64, ranks []int64, shift int64) []admission.Rank {
+	for _, rk := range ranks {
+		if rk < 0 {
+			out = append(out, admission.Rank{})
+			continue
+		}
+		rk = max(rk+shift, 0)
+		out = append(out, admission.Rank{Rank: rk, Total: max(total+shift, rk+1), OK: true})
+	}
+	return out
+}
+
 // Take moves up to n of the first waiters into processing, fenced, keeping
 // the rate: see the package doc. A token that is not the lease's, or a
 // lease expired by now, is refused with admission.ErrFenced before
-// anything is touched.
-func (r *Redis) Take(ctx context.Context, queue string, fence int64, n, rate int, now time.Time) (taken []admission.Taken, err error) {
+// anything is touched. It returns the passed counter after the take.
+func (r *Redis) Take(ctx context.Context, queue string, fence int64, n, rate int, now time.Time) (taken []admission.Taken, passed int64, err error) {
 	defer wrap(&err, "take from %s", queue)
 	if err := checkQueue(queue); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if now.IsZero() {
-		return nil, errors.New("zero now")
+		return nil, 0, errors.New("zero now")
 	}
 	keys := []string{
 		r.Key(queue, "lease"), r.Key(queue, "fence"), r.Key(queue, "line"), r.Key(queue, "proc"),
 		r.Key(queue, "window"), r.Key(queue, "window:n"), r.Key(queue, "admitted"),
+		r.Key(queue, "seen"), r.Key(queue, "passed"),
 	}
 	vals, err := takeScript.Run(ctx, r.rdb, keys, strconv.FormatInt(fence, 10), msTime(now),
 		max(n, 0), max(rate, 0), ms(span), ms(lag), ms(span+lag+expirySlack), ms(r.cfg.ackedFor)).StringSlice()
 	if err != nil {
 		if isFenced(err) {
-			return nil, fmt.Errorf("fence %d: %w", fence, admission.ErrFenced)
+			return nil, 0, fmt.Errorf("fence %d: %w", fence, admission.ErrFenced)
 		}
-		return nil, err
+		return nil, 0, err
+	}
+	if len(vals) == 0 {
+		return nil, 0, errors.New("empty reply")
+	}
+	if passed, err = strconv.ParseInt(vals[0], 10, 64); err != nil {
+		return nil, 0, fmt.Errorf("passed %q: %w", vals[0], err)
 	}
 	at := time.UnixMilli(now.UnixMilli())
-	return parseTaken(vals, 2, func([]string) time.Time { return at })
+	taken, err = parseTaken(vals[1:], 2, func([]string) time.Time { return at })
+	if err != nil {
+		return nil, 0, err
+	}
+	return taken, passed, nil
 }
 
 // Ack removes admitted waiters from processing and remembers their places
@@ -268,13 +343,14 @@ func (r *Redis) Stale(ctx context.Context, queue string, before time.Time) (take
 }
 
 // Return puts taken waiters back at their Seq, each only if it is still in
-// processing under that seq.
+// processing under that seq, seen when it was before the take; the passed
+// counter gives them back.
 func (r *Redis) Return(ctx context.Context, queue string, taken []admission.Taken) (err error) {
 	defer wrap(&err, "return %d to %s", len(taken), queue)
 	if err := checkQueue(queue); err != nil {
 		return err
 	}
-	keys := []string{r.Key(queue, "proc"), r.Key(queue, "line")}
+	keys := []string{r.Key(queue, "proc"), r.Key(queue, "line"), r.Key(queue, "seen"), r.Key(queue, "passed")}
 	for ts := range slices.Chunk(taken, chunk) {
 		args := make([]any, 0, 2*len(ts))
 		for _, t := range ts {
@@ -290,7 +366,8 @@ func (r *Redis) Return(ctx context.Context, queue string, taken []admission.Take
 	return nil
 }
 
-// Remove takes users out of the line; one in processing stays there.
+// Remove takes users out of the line, and out of presence; one in
+// processing stays there.
 func (r *Redis) Remove(ctx context.Context, queue string, userIDs []string) error {
 	_, err := r.remove(ctx, queue, userIDs)
 	return err
@@ -307,13 +384,50 @@ func (r *Redis) remove(ctx context.Context, queue string, userIDs []string) (rem
 		for i, id := range ids {
 			args[i] = id
 		}
-		n, err := removeScript.Run(ctx, r.rdb, []string{r.Key(queue, "line")}, args...).Int64()
+		n, err := removeScript.Run(ctx, r.rdb, []string{r.Key(queue, "line"), r.Key(queue, "seen")}, args...).Int64()
 		if err != nil {
 			return removed, err
 		}
 		removed += n
 	}
 	return removed, nil
+}
+
+// Touch records that those of userIDs waiting in the line were seen at
+// now (never earlier than they were); the others are ignored.
+func (r *Redis) Touch(ctx context.Context, queue string, userIDs []string, now time.Time) (err error) {
+	defer wrap(&err, "touch %d in %s", len(userIDs), queue)
+	if err := checkQueue(queue); err != nil {
+		return err
+	}
+	if now.IsZero() {
+		return errors.New("zero now")
+	}
+	keys := []string{r.Key(queue, "seen")}
+	for ids := range slices.Chunk(userIDs, chunk) {
+		args := make([]any, 0, 1+len(ids))
+		args = append(args, msTime(now))
+		for _, id := range ids {
+			args = append(args, id)
+		}
+		if err := touchScript.Run(ctx, r.rdb, keys, args...).Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Idle returns up to limit waiters last seen before before (by the
+// millisecond), the longest unseen first, ties by user id.
+func (r *Redis) Idle(ctx context.Context, queue string, before time.Time, limit int) (idle []string, err error) {
+	defer wrap(&err, "idle of %s", queue)
+	if err := checkQueue(queue); err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		return nil, nil
+	}
+	return idleScript.Run(ctx, r.rdb, []string{r.Key(queue, "seen")}, msTime(before), limit).StringSlice()
 }
 
 // Head returns up to n waiters from the front, in order, with their seq.

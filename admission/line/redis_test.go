@@ -26,7 +26,7 @@ func TestKeyLayout(t *testing.T) {
 		if err != nil || tok != 1 {
 			t.Fatalf("acquire = %d, %v", tok, err)
 		}
-		if got, err := l.Take(ctx, q, tok, 2, 10, t0); err != nil || len(got) != 2 {
+		if got, _, err := l.Take(ctx, q, tok, 2, 10, t0); err != nil || len(got) != 2 {
 			t.Fatalf("take = %+v, %v", got, err)
 		}
 		if err := l.Ack(ctx, q, []string{"a"}); err != nil {
@@ -39,7 +39,7 @@ func TestKeyLayout(t *testing.T) {
 		}
 		slices.Sort(keys)
 		var want []string
-		for _, s := range []string{"admitted", "fence", "lease", "line", "proc", "window", "window:n"} {
+		for _, s := range []string{"admitted", "fence", "lease", "line", "passed", "proc", "seen", "window", "window:n"} {
 			want = append(want, prefix+":{adm:sale:eu}:"+s)
 		}
 		if !slices.Equal(keys, want) {
@@ -59,8 +59,15 @@ func TestKeyLayout(t *testing.T) {
 		if v := rdb.Get(ctx, key("lease")).Val(); v != "adm-1 1 "+msTime(t0.Add(4*time.Second)) {
 			t.Fatalf("lease value %q", v)
 		}
-		if v := rdb.HGet(ctx, key("proc"), "b").Val(); v != "2 "+msTime(t0) {
+		// b was seen at its entry, T: processing keeps it for a return.
+		if v := rdb.HGet(ctx, key("proc"), "b").Val(); v != "2 "+msTime(t0)+" "+msTime(t0) {
 			t.Fatalf("processing value %q", v)
+		}
+		if v := rdb.ZRangeWithScores(ctx, key("seen"), 0, -1).Val(); len(v) != 1 || v[0].Member != "c" || v[0].Score != float64(t0.UnixMilli()) {
+			t.Fatalf("seen %+v, want c alone at T", v)
+		}
+		if v := rdb.Get(ctx, key("passed")).Val(); v != "2" {
+			t.Fatalf("passed %q", v)
 		}
 		if v := rdb.ZRangeWithScores(ctx, key("window"), 0, -1).Val(); len(v) != 1 || v[0].Score != float64(t0.UnixMilli()) || v[0].Member != "1:2" {
 			t.Fatalf("window %+v", v)
@@ -81,12 +88,59 @@ func TestKeyLayout(t *testing.T) {
 				t.Fatalf("%s expires in %v, want within (%v, %v]", c.suffix, ttl, c.lo, c.hi)
 			}
 		}
-		for _, s := range []string{"line", "proc", "fence"} {
+		for _, s := range []string{"line", "proc", "fence", "seen", "passed"} {
 			if ttl := rdb.PTTL(ctx, key(s)).Val(); ttl >= 0 {
 				t.Fatalf("%s expires in %v", s, ttl)
 			}
 		}
 	})
+}
+
+// A waiter in processing written before presence existed ("<seq> <taken
+// at>") is settled alike and, returned, is seen at its take.
+func TestProcessingWithoutASeenInstant(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+		ctx := context.Background()
+		l := NewRedis(rdb, prefix)
+		const q = "old"
+		at := msTime(t0.Add(time.Second))
+		if err := rdb.HSet(ctx, l.Key(q, "proc"), "a", "7 "+at, "b", "8 "+at).Err(); err != nil {
+			t.Fatal(err)
+		}
+		st, err := l.Stale(ctx, q, t0.Add(time.Hour))
+		want := []admission.Taken{{UserID: "a", Seq: 7, At: t0.Add(time.Second)}, {UserID: "b", Seq: 8, At: t0.Add(time.Second)}}
+		if err != nil || !equalTaken(st, want) {
+			t.Fatalf("stale = %+v, %v", st, err)
+		}
+		if err := l.Ack(ctx, q, []string{"b"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Return(ctx, q, st[:1]); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := l.Idle(ctx, q, t0.Add(time.Second), 10); len(got) != 0 {
+			t.Fatalf("idle before the take = %v", got)
+		}
+		if got, _ := l.Idle(ctx, q, t0.Add(time.Second+time.Millisecond), 10); !slices.Equal(got, []string{"a"}) {
+			t.Fatalf("idle after the take = %v", got)
+		}
+	})
+}
+
+// A part of a long Ranks read after takes is told as of the first part's
+// counter: rank - (passed - first's passed) is what it was then.
+func TestAppendRanksShiftsToTheFirstPartsCounter(t *testing.T) {
+	got := appendRanks(nil, 90, []int64{5, -1, 0}, 3)
+	want := []admission.Rank{{Rank: 8, Total: 93, OK: true}, {}, {Rank: 3, Total: 93, OK: true}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("shifted by 3 takes: %+v, want %+v", got, want)
+	}
+	// A return between parts (a negative shift) never makes a rank
+	// negative, nor the total less than the rank.
+	got = appendRanks(nil, 1, []int64{0}, -2)
+	if want := []admission.Rank{{Rank: 0, Total: 1, OK: true}}; !slices.Equal(got, want) {
+		t.Fatalf("shifted by a return: %+v, want %+v", got, want)
+	}
 }
 
 // The lease is decided by the caller's clock: Redis still has the key past
@@ -109,7 +163,7 @@ func TestLeaseKeyExpiryIsASafetyNet(t *testing.T) {
 	if other, _ := l2.AcquireLease(ctx, q, "b", t0.Add(5*time.Second), 10*time.Second, 0); other != 0 {
 		t.Fatalf("taken over by Redis's clock at T+5s on the caller's: %d", other)
 	}
-	if _, err := l2.Take(ctx, q, tok2, 1, 1, t0.Add(5*time.Second)); err != nil {
+	if _, _, err := l2.Take(ctx, q, tok2, 1, 1, t0.Add(5*time.Second)); err != nil {
 		t.Fatalf("take within the lease by the caller's clock: %v", err)
 	}
 	mr.FastForward(10*time.Second + expirySlack)
@@ -136,7 +190,7 @@ func TestScriptsSurviveAFlush(t *testing.T) {
 	if err != nil || tok != 1 {
 		t.Fatalf("acquire after a flush = %d, %v", tok, err)
 	}
-	if got, err := l.Take(ctx, q, tok, 1, 1, t0); err != nil || len(got) != 1 {
+	if got, _, err := l.Take(ctx, q, tok, 1, 1, t0); err != nil || len(got) != 1 {
 		t.Fatalf("take after a flush = %+v, %v", got, err)
 	}
 	if !strings.HasPrefix(l.Key(q, "line"), "mg:{adm:flush}") {
@@ -147,7 +201,7 @@ func TestScriptsSurviveAFlush(t *testing.T) {
 // A refusal reaches the caller as admission.ErrFenced with its context.
 func TestFencedErrorCarriesContext(t *testing.T) {
 	l := NewRedis(redistest.Mini(t), "mg")
-	_, err := l.Take(context.Background(), "ctx", 9, 1, 1, t0)
+	_, _, err := l.Take(context.Background(), "ctx", 9, 1, 1, t0)
 	if !errors.Is(err, admission.ErrFenced) || !strings.Contains(err.Error(), "take from ctx: fence 9") {
 		t.Fatalf("error %v", err)
 	}

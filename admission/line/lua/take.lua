@@ -20,10 +20,12 @@
 -- KEYS[1]  lease STRING     ("<owner> <token> <expiry, unix ms>")
 -- KEYS[2]  fence INTEGER    (the last token issued)
 -- KEYS[3]  line ZSET        (member user id, score seq)
--- KEYS[4]  processing HASH  (user id -> "<seq> <taken at, unix ms>")
+-- KEYS[4]  processing HASH  (user id -> "<seq> <taken at> [<seen>]", unix ms)
 -- KEYS[5]  window ZSET      (member "<number>:<admitted>", score take instant)
 -- KEYS[6]  window counter INTEGER
 -- KEYS[7]  admitted ZSET    (member seq, score taken at)
+-- KEYS[8]  seen ZSET        (member user id, score last seen, unix ms)
+-- KEYS[9]  passed INTEGER   (waiters taken from the front, less those returned)
 -- ARGV[1]  fence token
 -- ARGV[2]  now, unix ms, by the caller's clock
 -- ARGV[3]  n, at most this many
@@ -33,7 +35,12 @@
 -- ARGV[7]  the window keys' expiry, ms: a safety net
 -- ARGV[8]  how long the admitted set remembers a place, ms
 --
--- Returns the taken, flat: user id, seq, user id, seq, ...
+-- A waiter taken leaves the seen set; processing keeps its seen instant,
+-- so that a return puts it back as it was. The passed counter grows by the
+-- number taken.
+--
+-- Returns the passed counter after the take, then the taken, flat: passed,
+-- user id, seq, user id, seq, ... (all strings).
 
 local v = redis.call('GET', KEYS[1])
 local now = tonumber(ARGV[2])
@@ -45,6 +52,10 @@ if token ~= ARGV[1] or tonumber(expiry) <= now or redis.call('GET', KEYS[2]) ~= 
   return redis.error_reply('FENCED fence token ' .. ARGV[1] .. ' is not the lease\'s')
 end
 
+local function none()
+  return {redis.call('GET', KEYS[9]) or '0'}
+end
+
 redis.call('ZREMRANGEBYSCORE', KEYS[7], '-inf', now - tonumber(ARGV[8]))
 
 local span, lag = tonumber(ARGV[5]), tonumber(ARGV[6])
@@ -53,7 +64,7 @@ local bound = now
 if latest then
   latest = tonumber(latest)
   if now < latest - lag then
-    return {}
+    return none()
   end
   bound = math.min(now, latest)
 end
@@ -65,25 +76,36 @@ end
 
 local k = math.min(tonumber(ARGV[3]), tonumber(ARGV[4]) - count)
 if k <= 0 then
-  return {}
+  return none()
 end
 local popped = redis.call('ZPOPMIN', KEYS[3], k)
 if #popped == 0 then
-  return {}
+  return none()
 end
--- Processing is written 500 waiters a call, well within Lua's stack.
-local proc = {}
+-- Processing is written, and presence dropped, 500 waiters a call, well
+-- within Lua's stack.
+local proc, gone = {}, {}
 for i = 1, #popped, 2 do
+  local user = popped[i]
   local seq = string.format('%d', tonumber(popped[i + 1]))
   popped[i + 1] = seq
-  proc[#proc + 1] = popped[i]
-  proc[#proc + 1] = seq .. ' ' .. ARGV[2]
+  local entry = seq .. ' ' .. ARGV[2]
+  local seen = redis.call('ZSCORE', KEYS[8], user)
+  if seen then
+    entry = entry .. ' ' .. string.format('%d', tonumber(seen))
+  end
+  proc[#proc + 1] = user
+  proc[#proc + 1] = entry
+  gone[#gone + 1] = user
   if #proc == 1000 or i + 1 == #popped then
     redis.call('HSET', KEYS[4], unpack(proc))
-    proc = {}
+    redis.call('ZREM', KEYS[8], unpack(gone))
+    proc, gone = {}, {}
   end
 end
+local passed = redis.call('INCRBY', KEYS[9], #popped / 2)
 redis.call('ZADD', KEYS[5], ARGV[2], redis.call('INCR', KEYS[6]) .. ':' .. (#popped / 2))
 redis.call('PEXPIRE', KEYS[5], ARGV[7])
 redis.call('PEXPIRE', KEYS[6], ARGV[7])
+table.insert(popped, 1, tostring(passed))
 return popped
