@@ -22,15 +22,6 @@ func (r *room) admit(user, token string) {
 	}
 }
 
-func (r *room) status(user string) admission.Status {
-	r.t.Helper()
-	p, err := r.rec.Place(context.Background(), r.q.Name, user)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	return p.Status
-}
-
 // refusedAs fails unless err is the gate's refusal with status and a
 // reason naming the queue.
 func refusedAs(t *testing.T, what string, err error, status admission.Status) {

@@ -93,5 +93,5 @@ func (s *Service) Places(ctx context.Context, userID string) ([]QueuePlace, erro
 
 // queueNames are the admission queues' names, sorted.
 func (s *Service) queueNames() []string {
-	return slices.Sorted(maps.Keys(s.queues))
+	return slices.Sorted(maps.Keys(s.qs.Load().byName))
 }

@@ -219,7 +219,7 @@ func TestQueuesFigures(t *testing.T) {
 		t.Fatalf("queues: %+v %v", qs, err)
 	}
 	st := qs[0]
-	if st.Queue.Name != r.q.Name || st.Queue.Rate != 5 || st.Queue.AbandonAfter != admission.DefaultAbandonAfter || st.Waiting != int64(40-admitted) {
+	if st.Queue.Name != r.q.Name || st.Queue.Rate != 5 || st.Queue.AbandonAfter != r.q.AbandonAfter || st.Waiting != int64(40-admitted) {
 		t.Fatalf("figures %+v, want %s at 5 a second (normalized) with %d waiting", st, r.q.Name, 40-admitted)
 	}
 	if !st.Rates.Measured || st.Rates.Mean <= 0 || st.Rates.Mean > 5.5 {

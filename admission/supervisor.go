@@ -21,8 +21,8 @@ type SupervisorConfig struct {
 	// LeaseTTL, Tick and ProcessingGrace are every admitter's (zero: the
 	// admitter's defaults).
 	LeaseTTL, Tick, ProcessingGrace time.Duration
-	// Ready is every admitter's (nil: none).
-	Ready func(ctx context.Context, places []Place)
+	// Announce is every admitter's (nil: none).
+	Announce Announcer
 	// Now is the clock of decisions; nil means time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -157,7 +157,7 @@ func (s *Supervisor) start(ctx context.Context, q Queue) error {
 		Queue: q, Record: s.cfg.Record, Line: s.cfg.Line,
 		Owner:    s.cfg.Owner + "-" + rand.Text()[:8],
 		LeaseTTL: s.cfg.LeaseTTL, Tick: s.cfg.Tick, ProcessingGrace: s.cfg.ProcessingGrace,
-		Ready: s.cfg.Ready, Now: s.cfg.Now, Logger: s.cfg.Logger,
+		Announce: s.cfg.Announce, Now: s.cfg.Now, Logger: s.cfg.Logger,
 	})
 	if err != nil {
 		return err
