@@ -73,6 +73,12 @@ type Server struct {
 	baseCtx    context.Context
 	cancelBase context.CancelFunc
 
+	// room pushes the admission queues' positions (nil without them);
+	// its loops run on roomCtx, which Run cancels once every socket ended.
+	room       *room
+	roomCtx    context.Context
+	cancelRoom context.CancelFunc
+
 	mu sync.Mutex
 	// slots holds the open sockets by ping slot.
 	slots         *slots.Set[*session]
@@ -147,6 +153,8 @@ func New(cfg Config) (*Server, error) {
 		s.adminKeys = append(s.adminKeys, sha256.Sum256([]byte(t)))
 	}
 	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
+	s.roomCtx, s.cancelRoom = context.WithCancel(s.baseCtx)
+	s.room = newRoom(s)
 	s.handler = s.instrument(s.routes())
 	return s, nil
 }
@@ -273,6 +281,7 @@ func (s *Server) drain(hs *http.Server, serveErr <-chan error) {
 	}
 
 	s.sessionsWG.Wait()
+	s.cancelRoom() // no socket is left to push to
 	// In-flight commands may finish within the budget; then they are cancelled.
 	tasksDone := make(chan struct{})
 	go func() {

@@ -227,6 +227,16 @@ func (s *session) setup() (teardown func(), code websocket.StatusCode, ok bool) 
 	}
 	hello := protocol.StateOf(protocol.FrameHello, "", st)
 	hello.UserID, hello.Node = s.p.UserID, cfg.Node
+	if s.srv.room != nil {
+		ctx, cancel := context.WithTimeout(s.srv.baseCtx, cfg.CommandTimeout)
+		hello.Admission = s.srv.room.helloPlaces(ctx, s)
+		cancel()
+		inner := teardown
+		teardown = func() {
+			s.srv.room.closed(s)
+			inner()
+		}
+	}
 	b, err := json.Marshal(hello)
 	if err != nil {
 		s.srv.log.Error("encode hello failed", slog.Uint64("session", s.id), slog.Any("error", err))
@@ -433,17 +443,20 @@ func (s *session) dispatch(ctx context.Context, in protocol.Command) (any, error
 		if err != nil {
 			return nil, err
 		}
+		s.watchPlace(in.Queue, pos)
 		return protocol.Reply{Type: protocol.FrameEntered, Re: in.ID, Position: &pos}, nil
 	case protocol.FramePosition:
 		pos, err := s.srv.position(ctx, s.p, in.Queue)
 		if err != nil {
 			return nil, err
 		}
+		s.watchPlace(in.Queue, pos)
 		return protocol.Reply{Type: protocol.FramePosition, Re: in.ID, Position: &pos}, nil
 	case protocol.FrameLeave:
 		if err := s.srv.leave(ctx, s.p, in.Queue); err != nil {
 			return nil, err
 		}
+		s.srv.room.forget(s.p.UserID, in.Queue)
 		return protocol.Reply{Type: protocol.FrameLeft, Re: in.ID}, nil
 	case protocol.FramePing:
 		return protocol.Reply{Type: protocol.FramePong, Re: in.ID}, nil

@@ -82,7 +82,16 @@ func NewHub(cfg HubConfig) *Hub {
 // too (sending SUBSCRIBE again, which Redis confirms again), so neither
 // sends its hello before the subscription holds.
 func (h *Hub) Subscribe(ctx context.Context, userID string, deliver func([]byte)) (func(), error) {
-	ch := Channel(h.cfg.Prefix, userID)
+	return h.subscribe(ctx, Channel(h.cfg.Prefix, userID), userID, deliver)
+}
+
+// SubscribeQueue registers deliver for an admission queue's channel (see
+// QueueChannel), as Subscribe does for a user's.
+func (h *Hub) SubscribeQueue(ctx context.Context, queue string, deliver func([]byte)) (func(), error) {
+	return h.subscribe(ctx, QueueChannel(h.cfg.Prefix, queue), "admission queue "+queue, deliver)
+}
+
+func (h *Hub) subscribe(ctx context.Context, ch, who string, deliver func([]byte)) (func(), error) {
 	s := &subscriber{deliver: deliver}
 	h.mu.Lock()
 	// Waiters are dropped at the confirmation: while any remain, the
@@ -103,7 +112,7 @@ func (h *Hub) Subscribe(ctx context.Context, userID string, deliver func([]byte)
 	fail := func(err error) (func(), error) {
 		h.dropWaiter(ch, confirmed)
 		unsubscribe()
-		return nil, fmt.Errorf("subscribe %s: %w", userID, err)
+		return nil, fmt.Errorf("subscribe %s: %w", who, err)
 	}
 	h.opMu.Lock()
 	err := h.ps.Subscribe(ctx, ch)

@@ -35,7 +35,7 @@ type Metrics struct {
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		published: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "matchgate_pubsub_published_total", Help: "Frames published to user channels, by path (direct or relay).",
+			Name: "matchgate_pubsub_published_total", Help: "Frames published, by path (direct or relay: user channels; admission: an admission batch's pushes and counter).",
 		}, []string{"path"}),
 		failures: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "matchgate_pubsub_publish_errors_total", Help: "Publishes that failed (left to the relay).",

@@ -57,6 +57,13 @@ type WireReady struct {
 	ExpiresAt wireTime `json:"expiresAt"`
 }
 
+// WireQueuePosition is a user's place in one admission queue, as hello
+// lists them.
+type WireQueuePosition struct {
+	Queue    string       `json:"queue"`
+	Position WirePosition `json:"position"`
+}
+
 // PositionOf is p in its wire shape: no number in it is infinite, so
 // every one can be written.
 func PositionOf(p admission.Position) WirePosition {

@@ -64,6 +64,8 @@ type State struct {
 	UserID string `json:"userId,omitempty"`
 	Node   string `json:"node,omitempty"`
 	History
+	// Admission holds hello's live admission places of the user.
+	Admission []WireQueuePosition `json:"admission,omitempty"`
 }
 
 // StateOf is st as a frame of type typ answering re ("" for hello).

@@ -5,6 +5,7 @@ import (
 	"github.com/matchgate/matchgate/admission/line"
 	"github.com/matchgate/matchgate/admission/record"
 	"github.com/matchgate/matchgate/matcher"
+	"github.com/matchgate/matchgate/notify"
 )
 
 // admissionQueues are the queues of kind admission of c.
@@ -48,6 +49,7 @@ func admitterTasks(d *deps) ([]task, error) {
 	s, err := admission.NewSupervisor(admission.SupervisorConfig{
 		Record: d.admRecord, Line: d.admLine, Owner: d.node,
 		LeaseTTL: d.f.leaseTTL, Now: d.clk.Now, Logger: d.log,
+		Announce: notify.NewAnnouncer(notify.AnnouncerConfig{Redis: d.rdb, Prefix: d.f.prefix, Logger: d.log, Metrics: d.nmetrics}),
 	}, admissionQueues(d.queues))
 	if err != nil {
 		return nil, err

@@ -1,0 +1,406 @@
+package gateway
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/matchgate/matchgate/admission"
+	"github.com/matchgate/matchgate/protocol"
+)
+
+// The waiting room's pushes (ARCHITECTURE.md §10). Each gateway keeps the
+// waiters that hold a socket on it, per admission queue, with the rank
+// each had when last read exactly and the queue's passed counter at that
+// read. After every admission batch the admitter publishes the counter on
+// the queue's channel; the room moves every waiter's rank on by what passed
+// since (rank0 - (passed - passed0): everyone taken was ahead) and pushes
+// admission.position to those whose rank moved by a meaningful step, with
+// no Redis call per waiter. Leaves ahead are not counted, so an estimate
+// is never better than the truth; every refreshEvery the room reads the
+// exact ranks of all its waiters in batches, pushes them (the "at least
+// every few seconds") and drops those no longer waiting, pushing what
+// they now hold (READY with the token, when its admission.ready was lost).
+// Every touchEvery it tells the line its waiters are present, so that a
+// waiter with a socket is never abandoned.
+
+// admissionRoom is what the room asks of the admission Service beyond
+// Admissions.
+type admissionRoom interface {
+	// Touch records the users as present in queue.
+	Touch(ctx context.Context, queue string, userIDs []string) error
+	// Ranks returns the users' exact positions (index-aligned; Status ""
+	// when not waiting) and the queue's passed counter read with them.
+	Ranks(ctx context.Context, queue string, userIDs []string) ([]admission.Position, int64, error)
+	// Estimate is the position of a waiter at rank of total, with the ETA
+	// of the queue's measured rate.
+	Estimate(ctx context.Context, queue string, rank, total int64) admission.Position
+	// Places returns the user's live places, for hello.
+	Places(ctx context.Context, userID string) ([]admission.QueuePlace, error)
+}
+
+// queueSubscriber is the Subscriber's side for admission queues' channels
+// (notify.Hub is one).
+type queueSubscriber interface {
+	SubscribeQueue(ctx context.Context, queue string, deliver func([]byte)) (func(), error)
+}
+
+const (
+	roomRefreshEvery = 5 * time.Second
+	roomTouchEvery   = time.Second
+	// roomBatch bounds one Ranks or Touch call.
+	roomBatch = 1000
+)
+
+type room struct {
+	srv  *Server
+	adm  admissionRoom
+	subs queueSubscriber
+
+	mu     sync.Mutex
+	queues map[string]*roomQueue
+}
+
+// newRoom returns nil unless the Admissions and the Subscriber both serve
+// the room: then enter, position and leave work, and clients poll.
+func newRoom(srv *Server) *room {
+	adm, ok := srv.cfg.Admissions.(admissionRoom)
+	if !ok {
+		return nil
+	}
+	subs, ok := srv.cfg.Subscriber.(queueSubscriber)
+	if !ok {
+		return nil
+	}
+	return &room{srv: srv, adm: adm, subs: subs, queues: map[string]*roomQueue{}}
+}
+
+type roomQueue struct {
+	name string
+	// kick wakes the loop: a new counter heard, or waiters to read.
+	kick chan struct{}
+
+	mu      sync.Mutex
+	heard   int64 // the newest counter heard on the channel
+	waiters map[string]*roomWaiter
+}
+
+type roomWaiter struct {
+	sessions []*session
+	// synced once rank0, total0 and passed0 were read together.
+	synced                 bool
+	rank0, total0, passed0 int64
+	// sent is the rank last pushed, -1 none.
+	sent int64
+}
+
+// queue returns the room's queue, starting its loop on first use.
+func (r *room) queue(name string) *roomQueue {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	q := r.queues[name]
+	if q == nil {
+		q = &roomQueue{name: name, kick: make(chan struct{}, 1), waiters: map[string]*roomWaiter{}}
+		r.queues[name] = q
+		r.srv.tasks.Go(func() { r.run(r.srv.roomCtx, q) })
+	}
+	return q
+}
+
+func (q *roomQueue) wake() {
+	select {
+	case q.kick <- struct{}{}:
+	default:
+	}
+}
+
+// watch keeps s's user as a waiter of queue; the loop reads the exact rank
+// at its next wake.
+func (r *room) watch(s *session, queue string) {
+	if r == nil {
+		return
+	}
+	q := r.queue(queue)
+	q.mu.Lock()
+	w := q.waiters[s.p.UserID]
+	if w == nil {
+		w = &roomWaiter{sent: -1}
+		q.waiters[s.p.UserID] = w
+	}
+	if !containsSession(w.sessions, s) {
+		w.sessions = append(w.sessions, s)
+	}
+	w.synced = false
+	q.mu.Unlock()
+	q.wake()
+}
+
+func containsSession(list []*session, s *session) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// forget drops the user's place in queue (left, or no longer waiting).
+func (r *room) forget(userID, queue string) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	q := r.queues[queue]
+	r.mu.Unlock()
+	if q == nil {
+		return
+	}
+	q.mu.Lock()
+	delete(q.waiters, userID)
+	q.mu.Unlock()
+}
+
+// closed drops a socket that ended from every queue it waited in.
+func (r *room) closed(s *session) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	qs := make([]*roomQueue, 0, len(r.queues))
+	for _, q := range r.queues {
+		qs = append(qs, q)
+	}
+	r.mu.Unlock()
+	for _, q := range qs {
+		q.mu.Lock()
+		if w := q.waiters[s.p.UserID]; w != nil {
+			for i, x := range w.sessions {
+				if x == s {
+					w.sessions = append(w.sessions[:i:i], w.sessions[i+1:]...)
+					break
+				}
+			}
+			if len(w.sessions) == 0 {
+				delete(q.waiters, s.p.UserID)
+			}
+		}
+		q.mu.Unlock()
+	}
+}
+
+// run is a queue's loop, until ctx ends: the channel's counter, the
+// refresh and the touch.
+func (r *room) run(ctx context.Context, q *roomQueue) {
+	log := r.srv.log.With(slog.String("admission_queue", q.name))
+	var unsubscribe func()
+	defer func() {
+		if unsubscribe != nil {
+			unsubscribe()
+		}
+	}()
+	subscribe := func() {
+		sctx, cancel := context.WithTimeout(ctx, r.srv.cfg.CommandTimeout)
+		defer cancel()
+		u, err := r.subs.SubscribeQueue(sctx, q.name, func(b []byte) {
+			n, err := strconv.ParseInt(string(b), 10, 64)
+			if err != nil {
+				return
+			}
+			q.mu.Lock()
+			q.heard = max(q.heard, n)
+			q.mu.Unlock()
+			q.wake()
+		})
+		if err != nil {
+			log.Warn("subscribe to the admission queue's channel; pushes wait for the refresh", "err", err)
+			return
+		}
+		unsubscribe = u
+	}
+	subscribe()
+	refresh := time.NewTicker(roomRefreshEvery)
+	defer refresh.Stop()
+	touch := time.NewTicker(roomTouchEvery)
+	defer touch.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-q.kick:
+			r.sync(ctx, q, false)
+			r.advance(ctx, q)
+		case <-refresh.C:
+			if unsubscribe == nil {
+				subscribe()
+			}
+			r.sync(ctx, q, true)
+		case <-touch.C:
+			r.touch(ctx, q)
+		}
+	}
+}
+
+// users lists the queue's waiters, all of them or only those not synced.
+func (q *roomQueue) users(all bool) []string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var out []string
+	for u, w := range q.waiters {
+		if all || !w.synced {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+func (r *room) touch(ctx context.Context, q *roomQueue) {
+	users := q.users(true)
+	for lo := 0; lo < len(users); lo += roomBatch {
+		cctx, cancel := context.WithTimeout(ctx, r.srv.cfg.CommandTimeout)
+		err := r.adm.Touch(cctx, q.name, users[lo:min(lo+roomBatch, len(users))])
+		cancel()
+		if err != nil {
+			r.srv.log.Warn("record the waiters' presence", slog.String("admission_queue", q.name), slog.Any("error", err))
+			return
+		}
+	}
+}
+
+// sync reads exact ranks (of every waiter, or of those not synced yet),
+// pushes them, and drops the waiters no longer waiting after pushing what
+// they hold now.
+func (r *room) sync(ctx context.Context, q *roomQueue, all bool) {
+	users := q.users(all)
+	for lo := 0; lo < len(users); lo += roomBatch {
+		batch := users[lo:min(lo+roomBatch, len(users))]
+		cctx, cancel := context.WithTimeout(ctx, r.srv.cfg.CommandTimeout)
+		ps, passed, err := r.adm.Ranks(cctx, q.name, batch)
+		cancel()
+		if err != nil {
+			r.srv.log.Warn("read the waiters' ranks", slog.String("admission_queue", q.name), slog.Any("error", err))
+			return
+		}
+		var gone []string
+		for i, u := range batch {
+			p := ps[i]
+			if p.Status != admission.StatusWaiting {
+				gone = append(gone, u)
+				continue
+			}
+			q.mu.Lock()
+			w := q.waiters[u]
+			var to []*session
+			if w != nil {
+				w.synced, w.rank0, w.total0, w.passed0, w.sent = true, p.Rank, p.Total, passed, p.Rank
+				to = append(to, w.sessions...)
+			}
+			q.mu.Unlock()
+			r.push(to, q.name, p)
+		}
+		r.settle(ctx, q, gone)
+	}
+}
+
+// settle pushes to each user no longer waiting what they hold now (READY
+// with the token, or NOT_ENTERED) and drops them.
+func (r *room) settle(ctx context.Context, q *roomQueue, users []string) {
+	for _, u := range users {
+		cctx, cancel := context.WithTimeout(ctx, r.srv.cfg.CommandTimeout)
+		p, err := r.srv.cfg.Admissions.Position(cctx, q.name, u)
+		cancel()
+		if err != nil {
+			r.srv.log.Warn("read a former waiter's place", slog.String("admission_queue", q.name), slog.Any("error", err))
+			continue
+		}
+		if p.Status == admission.StatusWaiting {
+			// Waiting in the record, not yet in the line: read again next time.
+			continue
+		}
+		q.mu.Lock()
+		var to []*session
+		if w := q.waiters[u]; w != nil {
+			to = w.sessions
+			delete(q.waiters, u)
+		}
+		q.mu.Unlock()
+		r.push(to, q.name, p)
+	}
+}
+
+// advance moves every synced waiter's rank on by the passed counter heard
+// and pushes the moves worth telling: a rank never grows between reads, so
+// the step is at least one place and one hundredth of the rank. A rank
+// estimated at zero is not pushed: the waiter may be taken already, and
+// the admission.ready push or the next read tells.
+func (r *room) advance(ctx context.Context, q *roomQueue) {
+	type move struct {
+		to          []*session
+		rank, total int64
+	}
+	var moves []move
+	q.mu.Lock()
+	heard := q.heard
+	for _, w := range q.waiters {
+		if !w.synced || heard <= w.passed0 {
+			continue
+		}
+		d := heard - w.passed0
+		rank := w.rank0 - d
+		if rank < 1 || w.sent-rank < max(1, w.sent/100) {
+			continue
+		}
+		w.sent = rank
+		moves = append(moves, move{to: append([]*session(nil), w.sessions...), rank: rank, total: max(rank+1, w.total0-d)})
+	}
+	q.mu.Unlock()
+	for _, m := range moves {
+		r.push(m.to, q.name, r.adm.Estimate(ctx, q.name, m.rank, m.total))
+	}
+}
+
+func (r *room) push(to []*session, queue string, p admission.Position) {
+	if len(to) == 0 {
+		return
+	}
+	frame := protocol.AppendAdmissionPosition(nil, queue, protocol.PositionOf(p))
+	for _, s := range to {
+		s.enqueue(outFrame{kind: protocol.FrameAdmissionPosition, data: frame})
+	}
+}
+
+// helloPlaces are the user's live admission places for hello; the
+// socket watches the waiting ones.
+func (r *room) helloPlaces(ctx context.Context, s *session) []protocol.WireQueuePosition {
+	if r == nil {
+		return nil
+	}
+	places, err := r.adm.Places(ctx, s.p.UserID)
+	if err != nil {
+		// The client asks position when it needs to; hello is not held up.
+		r.srv.log.Warn("read admission places for hello", slog.String("user", s.p.UserID), slog.Any("error", err))
+		return nil
+	}
+	var out []protocol.WireQueuePosition
+	for _, pl := range places {
+		out = append(out, protocol.WireQueuePosition{Queue: pl.Queue, Position: protocol.PositionOf(pl.Position)})
+		if pl.Position.Status == admission.StatusWaiting {
+			r.watch(s, pl.Queue)
+		}
+	}
+	return out
+}
+
+// watchPlace keeps the socket's user as a waiter of queue while pos is
+// WAITING, and forgets it otherwise.
+func (s *session) watchPlace(queue string, pos protocol.WirePosition) {
+	if pos.Status == protocol.PositionWaiting {
+		s.srv.room.watch(s, queue)
+	} else {
+		s.srv.room.forget(s.p.UserID, queue)
+	}
+}
+
+// The admission Service serves the room.
+var _ admissionRoom = (*admission.Service)(nil)
