@@ -28,6 +28,9 @@ type Queue struct {
 const (
 	DefaultTokenTTL     = 5 * time.Minute
 	DefaultAbandonAfter = 60 * time.Second
+	// MinAbandonAfter leaves room for a few of the gateways' touches of
+	// the waiters holding a socket (every 3 s) within abandonAfter.
+	MinAbandonAfter = 10 * time.Second
 )
 
 // Normalize fills the zero fields and checks the rest.
@@ -44,8 +47,11 @@ func (q *Queue) Normalize() error {
 	if q.AbandonAfter == 0 {
 		q.AbandonAfter = DefaultAbandonAfter
 	}
-	if q.TokenTTL < time.Second || q.AbandonAfter < time.Second {
-		return fmt.Errorf("admission queue %s: tokenTTL and abandonAfter must be at least 1s", q.Name)
+	if q.TokenTTL < time.Second {
+		return fmt.Errorf("admission queue %s: tokenTTL must be at least 1s", q.Name)
+	}
+	if q.AbandonAfter < MinAbandonAfter {
+		return fmt.Errorf("admission queue %s: abandonAfter must be at least %s", q.Name, MinAbandonAfter)
 	}
 	return nil
 }

@@ -19,11 +19,11 @@ import (
 // since (rank0 - (passed - passed0): everyone taken was ahead) and pushes
 // admission.position to those whose rank moved by a meaningful step, with
 // no Redis call per waiter. Leaves ahead are not counted, so an estimate
-// is never better than the truth; every refreshEvery the room reads the
+// is never better than the truth; every roomRefreshEvery the room reads the
 // exact ranks of all its waiters in batches, pushes them (the "at least
 // every few seconds") and drops those no longer waiting, pushing what
 // they now hold (READY with the token, when its admission.ready was lost).
-// Every touchEvery it tells the line its waiters are present, so that a
+// Every roomTouchEvery it tells the line its waiters are present, so that a
 // waiter with a socket is never abandoned.
 
 // admissionRoom is what the room asks of the admission Service beyond
@@ -49,7 +49,8 @@ type queueSubscriber interface {
 
 const (
 	roomRefreshEvery = 5 * time.Second
-	roomTouchEvery   = time.Second
+	// roomTouchEvery is well within admission.MinAbandonAfter.
+	roomTouchEvery = 3 * time.Second
 	// roomBatch bounds one Ranks or Touch call.
 	roomBatch = 1000
 )

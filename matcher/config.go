@@ -473,8 +473,11 @@ func (q *QueueConfig) Validate() error {
 		if q.Rate < 1 || q.Rate > 1_000_000 {
 			errs = append(errs, "rate must be 1–1000000 admissions a second")
 		}
-		if q.TokenTTL < time.Second || q.AbandonAfter < time.Second {
-			errs = append(errs, "tokenTTL and abandonAfter must be at least 1s")
+		if q.TokenTTL < time.Second {
+			errs = append(errs, "tokenTTL must be at least 1s")
+		}
+		if q.AbandonAfter != 0 && q.AbandonAfter < 10*time.Second {
+			errs = append(errs, "abandonAfter must be at least 10s (the gateways touch the waiters holding a socket every 3s)")
 		}
 	default:
 		errs = append(errs, "kind must be skill, room or admission")
