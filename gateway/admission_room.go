@@ -47,13 +47,15 @@ type queueSubscriber interface {
 	SubscribeQueue(ctx context.Context, queue string, deliver func([]byte)) (func(), error)
 }
 
-const (
+// Variables for tests only. roomTouchEvery is well within
+// admission.MinAbandonAfter.
+var (
 	roomRefreshEvery = 5 * time.Second
-	// roomTouchEvery is well within admission.MinAbandonAfter.
-	roomTouchEvery = 3 * time.Second
-	// roomBatch bounds one Ranks or Touch call.
-	roomBatch = 1000
+	roomTouchEvery   = 3 * time.Second
 )
+
+// roomBatch bounds one Ranks or Touch call.
+const roomBatch = 1000
 
 type room struct {
 	srv  *Server
