@@ -14,12 +14,7 @@ import (
 // admission batch it carries the queue's passed counter (decimal), from
 // which every gateway moves its waiters' ranks on without asking Redis
 // per waiter (ARCHITECTURE.md §10).
-func QueueChannel(prefix, queue string) string {
-	if prefix == "" {
-		prefix = "mg"
-	}
-	return prefix + ":admission:" + queue
-}
+func QueueChannel(prefix, queue string) string { return channel(prefix, "admission", queue) }
 
 // AnnouncerConfig configures an Announcer.
 type AnnouncerConfig struct {

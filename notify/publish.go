@@ -15,11 +15,14 @@ import (
 )
 
 // Channel is the pub/sub channel of one user.
-func Channel(prefix, userID string) string {
+func Channel(prefix, userID string) string { return channel(prefix, "user", userID) }
+
+// channel is a pub/sub channel of the prefix (default "mg").
+func channel(prefix, kind, name string) string {
 	if prefix == "" {
 		prefix = "mg"
 	}
-	return prefix + ":user:" + userID
+	return prefix + ":" + kind + ":" + name
 }
 
 // Metrics of the notify package; nil records nothing.
