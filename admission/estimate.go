@@ -12,5 +12,5 @@ func (s *Service) Estimate(ctx context.Context, queue string, rank, total int64)
 		return Position{}
 	}
 	eta := s.rates(ctx, q, s.cfg.Now()).Predict(rank)
-	return Position{Status: StatusWaiting, Rank: rank, Total: total, ETA: eta, PollAfter: pollAfter(eta)}
+	return Position{Status: StatusWaiting, Rank: rank, Total: total, ETA: eta, PollAfter: pollAfter(eta, q)}
 }

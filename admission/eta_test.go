@@ -82,3 +82,23 @@ func TestETAErrors(t *testing.T) {
 		t.Fatalf("stats of nothing %+v", st)
 	}
 }
+
+// A client told pollAfter asks often enough never to be abandoned: at most
+// a third of abandonAfter apart, however far back.
+func TestPollAfterWithinAbandonAfter(t *testing.T) {
+	far := ETA{Seconds: 3600, Low: 3000, High: 4000}
+	for _, c := range []struct {
+		abandon, want time.Duration
+	}{
+		{10 * time.Second, 10 * time.Second / 3},
+		{60 * time.Second, 20 * time.Second},
+		{time.Hour, 20 * time.Second},
+	} {
+		if got := pollAfter(far, Queue{AbandonAfter: c.abandon}); got != c.want {
+			t.Errorf("abandonAfter %s: pollAfter %s, want %s", c.abandon, got, c.want)
+		}
+	}
+	if got := pollAfter(ETA{Low: 0.5}, Queue{AbandonAfter: time.Minute}); got != time.Second {
+		t.Errorf("near the front: pollAfter %s, want 1s", got)
+	}
+}

@@ -63,7 +63,7 @@ func (s *Service) Ranks(ctx context.Context, queue string, userIDs []string) ([]
 			continue
 		}
 		eta := rates.Predict(r.Rank)
-		out[i] = Position{Status: StatusWaiting, Rank: r.Rank, Total: r.Total, ETA: eta, PollAfter: pollAfter(eta)}
+		out[i] = Position{Status: StatusWaiting, Rank: r.Rank, Total: r.Total, ETA: eta, PollAfter: pollAfter(eta, q)}
 	}
 	return out, passed, nil
 }

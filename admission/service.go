@@ -259,15 +259,16 @@ func (s *Service) position(ctx context.Context, q Queue, p Place, now time.Time)
 	eta := s.rates(ctx, q, now).Predict(rank)
 	return Position{
 		Status: StatusWaiting, Rank: rank, Total: total, ETA: eta,
-		PollAfter: pollAfter(eta), Version: p.Version,
+		PollAfter: pollAfter(eta, q), Version: p.Version,
 	}, nil
 }
 
 // pollAfter spaces a polling client's questions: often near the front,
-// every 20 s at most far back.
-func pollAfter(eta ETA) time.Duration {
+// every 20 s at most far back, and thrice within the queue's abandonAfter,
+// so that a client that obeys it is never abandoned.
+func pollAfter(eta ETA, q Queue) time.Duration {
 	d := seconds(eta.Low / 4)
-	return min(max(d, time.Second), 20*time.Second)
+	return min(max(d, time.Second), 20*time.Second, q.AbandonAfter/3)
 }
 
 func seconds(s float64) time.Duration {
