@@ -205,7 +205,10 @@ func (a *Admitter) Pass(ctx context.Context) (PassResult, error) {
 	if a.token == 0 {
 		return res, nil
 	}
-	now := a.cfg.Now()
+	// In whole ms, the line's unit: the record's admitted_at is then the
+	// instant the take's window judged, and no [t, t+1s) of the record
+	// holds more than the rate.
+	now := a.cfg.Now().Truncate(time.Millisecond)
 	if !now.Before(a.until) {
 		return res, nil // the lease's validity ran out: wait for the renewal
 	}
