@@ -491,7 +491,9 @@ type admissionInfo struct {
 	Rate         int    `json:"rate"`
 	Waiting      int64  `json:"waiting"`
 	MeasuredRate struct {
-		Mean, Low, High float64
+		Mean float64 `json:"mean"`
+		Low  float64 `json:"low"`
+		High float64 `json:"high"`
 	} `json:"measuredRate"`
 	ETAError struct {
 		P50        *float64 `json:"p50"`
