@@ -559,21 +559,51 @@ func (a *admissionRun) progress(ctx context.Context) {
 type pushFigures struct {
 	perPush, perBatch, ready Histogram
 	moved, early, unmatched  int
-	placed, unplaced         int // sockets whose line place was found, or not
 }
 
 // pushDelays attributes every moved push to the batch it reflects and
 // measures the delays. A waiter's rank plus the queue's passed counter is
 // its place in the line, fixed while nobody ahead leaves (loadgen's
 // sockets stay): a push of rank r reflects the counter place − r. The
-// place is the entered rank plus the counter when the enter was answered;
-// a batch heard around the enter leaves two candidates, and the one whose
-// pushes land on counters actually published wins. Only pushes whose rank
+// place starts as the entered rank plus the last counter heard before the
+// answer, and each push is matched to the published counter nearest its
+// own (closer than half the way to the next one), which corrects a place
+// misjudged by a batch heard around the enter. Only pushes whose rank
 // moved by the gateway's step (a hundredth of the rank, at least one) are
 // batch pushes; the periodic exact reads push the rest.
 func (a *admissionRun) pushDelays() *pushFigures {
 	bs, at := a.log.snapshot()
 	pf := &pushFigures{}
+	counters := make([]int64, len(bs))
+	for i, b := range bs {
+		counters[i] = b.passed
+	}
+	sort.Slice(counters, func(i, j int) bool { return counters[i] < counters[j] })
+	// nearest returns the published counter nearest c, if within half the
+	// gap to its neighbour on c's side (at least two places).
+	nearest := func(c int64) (int64, bool) {
+		i := sort.Search(len(counters), func(i int) bool { return counters[i] >= c })
+		best, ok := int64(0), false
+		for _, j := range []int{i - 1, i} {
+			if j >= 0 && j < len(counters) && (!ok || abs64(counters[j]-c) < abs64(best-c)) {
+				best, ok = counters[j], true
+			}
+		}
+		if !ok {
+			return 0, false
+		}
+		// The gap on c's side; past either end, the one inside.
+		gap := int64(0)
+		j := sort.Search(len(counters), func(i int) bool { return counters[i] >= best })
+		below, above := j > 0, j+1 < len(counters)
+		switch {
+		case below && (c < best || !above):
+			gap = best - counters[j-1]
+		case above:
+			gap = counters[j+1] - best
+		}
+		return best, abs64(best-c) <= max(2, gap/2-1)
+	}
 	lastBefore := func(t time.Time) int64 {
 		i := sort.Search(len(bs), func(i int) bool { return !bs[i].at.Before(t) })
 		if i == 0 {
@@ -581,61 +611,43 @@ func (a *admissionRun) pushDelays() *pushFigures {
 		}
 		return bs[i-1].passed
 	}
+	// Batches heard before the last socket entered are the connect
+	// phase's: its pushes count, the batch is not one of all the sockets.
+	var allIn time.Time
+	for _, w := range a.waiters {
+		if w != nil && w.entered.After(allIn) {
+			allIn = w.entered
+		}
+	}
 	worst := map[int64]time.Duration{}
-	const slack = 200 * time.Millisecond
 	for _, w := range a.waiters {
 		if w == nil || w.entered.IsZero() {
 			continue
 		}
-		var moved []push
+		place := w.rank0 + lastBefore(w.entered)
 		prev := w.rank0
 		for _, p := range w.pushes {
-			if p.rank < prev && prev-p.rank >= max(1, prev/100) {
-				moved = append(moved, p)
-			}
+			moved := p.rank < prev && prev-p.rank >= max(1, prev/100)
 			prev = min(prev, p.rank)
-		}
-		// Candidates: the counter before the enter, and each heard until
-		// just after its answer.
-		cands := []int64{lastBefore(w.sent.Add(-slack))}
-		for _, b := range bs {
-			if b.at.After(w.sent.Add(-slack)) && b.at.Before(w.entered.Add(slack)) {
-				cands = append(cands, b.passed)
+			if !moved {
+				continue
 			}
-		}
-		best, bestHits := int64(-1), -1
-		for _, c := range cands {
-			hits := 0
-			for _, p := range moved {
-				if _, ok := at[w.rank0+c-p.rank]; ok {
-					hits++
-				}
-			}
-			if hits > bestHits {
-				best, bestHits = c, hits
-			}
-		}
-		if len(moved) > 0 && bestHits < len(moved)/2 {
-			pf.unplaced++
-			continue
-		}
-		pf.placed++
-		place := w.rank0 + best
-		for _, p := range moved {
-			c := place - p.rank
-			t, ok := at[c]
+			c, ok := nearest(place - p.rank)
 			if !ok {
 				pf.unmatched++
 				continue
 			}
+			place = p.rank + c
 			pf.moved++
-			d := p.at.Sub(t)
+			d := p.at.Sub(at[c])
 			if d < 0 {
 				pf.early++
 				d = 0
 			}
 			pf.perPush.Record(d)
-			worst[c] = max(worst[c], d)
+			if !at[c].Before(allIn) {
+				worst[c] = max(worst[c], d)
+			}
 		}
 		if !w.ready.IsZero() {
 			// Admitted by the first batch whose counter passed its place.
@@ -649,6 +661,13 @@ func (a *admissionRun) pushDelays() *pushFigures {
 		pf.perBatch.Record(d)
 	}
 	return pf
+}
+
+func abs64(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
 }
 
 func ms(us float64) string { return fmt.Sprintf("%.1f", us/1000) }
@@ -677,10 +696,9 @@ func (a *admissionRun) report(entersSeconds float64, q *admissionInfo) {
 		pf := a.pushDelays()
 		fmt.Fprintf(w, "  sockets: %d entered of %d; %d admission.position pushes (%d moved and placed, %d early, %d unmatched); %d admission.ready\n",
 			a.socketsEntered.Load(), a.cfg.Sockets, a.positionPushes.Load(), pf.moved, pf.early, pf.unmatched, a.readies.Load())
-		fmt.Fprintf(w, "  line places found for %d sockets, not for %d\n", pf.placed, pf.unplaced)
 		fmt.Fprintln(w, summaryLine("connect", &a.connect))
 		fmt.Fprintln(w, summaryLine("ws enter→entered", &a.wsEnter))
-		fmt.Fprintln(w, summaryLine("batch→last socket's push", &pf.perBatch))
+		fmt.Fprintln(w, summaryLine("batch→last socket's push", &pf.perBatch)+" (batches after the last enter)")
 		fmt.Fprintln(w, summaryLine("batch→push (each)", &pf.perPush))
 		fmt.Fprintln(w, summaryLine("batch→admission.ready", &pf.ready))
 	}

@@ -15,9 +15,9 @@ import (
 )
 
 // TestPushDelaysAttributeByLinePlace: a push of rank r reflects the
-// counter place − r, whichever batch arrived last; a batch heard around
-// the enter is resolved by the pushes; a push whose rank moved less than
-// the gateway's step is not a batch push.
+// counter place − r, whichever batch arrived last; a place misjudged by a
+// batch heard around the enter is corrected by the nearest counter; a
+// push whose rank moved less than the gateway's step is not a batch push.
 func TestPushDelaysAttributeByLinePlace(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
@@ -25,8 +25,7 @@ func TestPushDelaysAttributeByLinePlace(t *testing.T) {
 	for i, ms := range []int{0, 1000, 2000, 3000} {
 		a.log.add(int64(5*i+1), at(ms)) // counters 1, 6, 11, 16
 	}
-	// Entered at rank 10 around the first batch: place 10 (counter 0)
-	// or 11 (counter 1); its pushes land on published counters only for 11.
+	// Entered at rank 10 after the first batch: place 11.
 	w := &waiter{sent: at(-50), entered: at(20), rank0: 10, pushes: []push{
 		{rank: 5, at: at(1030)}, // counter 6: 30 ms
 		{rank: 5, at: at(1500)}, // no move (an exact read): not a batch push
@@ -36,20 +35,26 @@ func TestPushDelaysAttributeByLinePlace(t *testing.T) {
 		{rank: 9, at: at(1100)}, // counter 6: 100 ms
 		{rank: 4, at: at(1990)}, // counter 11, early
 	}}
-	w3 := &waiter{sent: at(1500), entered: at(1510), rank0: 20, pushes: []push{
-		{rank: 15, at: at(2300)}, // counter 11: 300 ms
+	w3 := &waiter{sent: at(500), entered: at(505), rank0: 20, pushes: []push{
+		{rank: 10, at: at(2300)}, // counter 11: 300 ms
 	}}
-	a.waiters = []*waiter{w, w2, w3, nil}
+	// Answered after counter 1 (place 31), counted one more by the
+	// server (32): its push of rank 16 is counter 16's, 100 ms.
+	w4 := &waiter{sent: at(600), entered: at(610), rank0: 30, pushes: []push{
+		{rank: 16, at: at(3100)},
+		{rank: 2, at: at(3200)}, // no counter near 30: unmatched
+	}}
+	// Entered before every batch: its push of counter 1 is measured, but
+	// batch 1, heard before the last socket entered, is not one of all.
+	w5 := &waiter{sent: at(-300), entered: at(-290), rank0: 3, pushes: []push{{rank: 2, at: at(40)}}}
+	a.waiters = []*waiter{w, w2, w3, nil, w4, w5}
 	pf := a.pushDelays()
-	if pf.placed != 3 || pf.unplaced != 0 || pf.unmatched != 0 {
-		t.Fatalf("placed %d, unplaced %d, unmatched %d", pf.placed, pf.unplaced, pf.unmatched)
+	if pf.moved != 6 || pf.early != 1 || pf.unmatched != 1 {
+		t.Fatalf("moved %d, early %d, unmatched %d; want 6, 1, 1", pf.moved, pf.early, pf.unmatched)
 	}
-	if pf.moved != 4 || pf.early != 1 {
-		t.Fatalf("moved %d, early %d; want 4 and 1", pf.moved, pf.early)
-	}
-	// Batches 6 and 11: their last socket's push 100 ms and 300 ms after.
-	if n := pf.perBatch.Count(); n != 2 {
-		t.Fatalf("%d batches measured, want 2", n)
+	// Batches 6, 11 and 16: their last socket's push 100, 300 and 100 ms after.
+	if n := pf.perBatch.Count(); n != 3 {
+		t.Fatalf("%d batches measured, want 3", n)
 	}
 	if got := pf.perBatch.Quantile(1); got < 295_000 || got > 305_000 {
 		t.Errorf("worst batch %v µs, want about 300 ms", got)
