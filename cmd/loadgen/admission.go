@@ -24,7 +24,7 @@ import (
 	"github.com/matchgate/matchgate/protocol"
 )
 
-// Admission mode (docs/BENCHMARKS.md "Admission queue"): users enter one
+// Admission mode (BENCHMARKS.md §6): users enter one
 // admission queue over REST (--enters, keep-alive clients, --enter-concurrency
 // at a time, paced by --enter-rate when set) and over sockets (--sockets,
 // each sending the enter frame after hello and holding the socket); the run
@@ -152,11 +152,11 @@ func runAdmission(ctx context.Context, cfg Config, stdout, stderr io.Writer) int
 
 	subCtx, stopSub := context.WithCancel(ctx)
 	defer stopSub()
-	if err := a.subscribe(subCtx); err != nil {
+	var bg sync.WaitGroup
+	if err := a.subscribe(subCtx, &bg); err != nil {
 		fmt.Fprintf(stderr, "loadgen: %v\n", err)
 		return exitError
 	}
-	var bg sync.WaitGroup
 	bg.Go(func() { a.changeRates(subCtx) })
 	bg.Go(func() { a.progress(subCtx) })
 
@@ -196,8 +196,9 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
-// subscribe listens to the queue's channel and logs every batch's counter.
-func (a *admissionRun) subscribe(ctx context.Context) error {
+// subscribe listens to the queue's channel and logs every batch's counter,
+// in a goroutine of wg that ends with ctx.
+func (a *admissionRun) subscribe(ctx context.Context, wg *sync.WaitGroup) error {
 	opts, err := redis.ParseURL(a.cfg.RedisURL)
 	if err != nil {
 		return fmt.Errorf("--redis-url: %w", err)
@@ -211,7 +212,7 @@ func (a *admissionRun) subscribe(ctx context.Context) error {
 		_ = rdb.Close()
 		return fmt.Errorf("subscribe to the queue's channel: %w", err)
 	}
-	go func() {
+	wg.Go(func() {
 		defer rdb.Close()
 		defer ps.Close()
 		ch := ps.Channel(redis.WithChannelSize(4096))
@@ -229,7 +230,7 @@ func (a *admissionRun) subscribe(ctx context.Context) error {
 				}
 			}
 		}
-	}()
+	})
 	return nil
 }
 
@@ -694,7 +695,7 @@ func (a *admissionRun) report(entersSeconds float64, q *admissionInfo) {
 	}
 	if a.cfg.Sockets > 0 {
 		pf := a.pushDelays()
-		fmt.Fprintf(w, "  sockets: %d entered of %d; %d admission.position pushes (%d moved and placed, %d early, %d unmatched); %d admission.ready\n",
+		fmt.Fprintf(w, "  sockets: %d entered of %d; %d admission.position pushes (%d moved and matched to a batch, %d early, %d unmatched); %d admission.ready\n",
 			a.socketsEntered.Load(), a.cfg.Sockets, a.positionPushes.Load(), pf.moved, pf.early, pf.unmatched, a.readies.Load())
 		fmt.Fprintln(w, summaryLine("connect", &a.connect))
 		fmt.Fprintln(w, summaryLine("ws enter→entered", &a.wsEnter))
