@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -11,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/matchgate/matchgate/matcher"
 )
 
 // Modes of a run.
@@ -18,6 +21,9 @@ const (
 	modePlayers = "players" // join, cancel, reconnect, accept… and measure
 	modeIdle    = "idle"    // hold authenticated sockets; measure server memory
 	modePush    = "push"    // hold sockets; publish to their channels; measure delivery
+	// modeAdmission enters users in an admission queue; measures the
+	// enters, the position pushes and the ETA (admission.go).
+	modeAdmission = "admission"
 )
 
 // QueueChoice is one entry of the queue mix.
@@ -66,6 +72,16 @@ type Config struct {
 	RedisURL    string  `json:"redisURL"`
 	RedisPrefix string  `json:"redisPrefix"`
 
+	AdmissionQueue   string        `json:"admissionQueue"`
+	Enters           int           `json:"enters"`
+	EnterConcurrency int           `json:"enterConcurrency"`
+	EnterRate        float64       `json:"enterRate"`
+	Hold             time.Duration `json:"hold"`
+	UntilEmpty       bool          `json:"untilEmpty"`
+	AdminToken       string        `json:"adminToken"`
+	RateChanges      []RateChange  `json:"rateChanges"`
+	QueueSettings    string        `json:"queueSettings"`
+
 	ServerPIDs []int         `json:"serverPIDs"`
 	MetricsURL []string      `json:"metricsURL"`
 	Settle     time.Duration `json:"settle"`
@@ -93,7 +109,7 @@ func parseConfig(args []string, stderr io.Writer) (Config, string, error) {
 		fmt.Fprintln(stderr, "Usage: loadgen [flags]\n\nDrives matchgate with WebSockets and REST players, checks the invariants,\nand reports latencies (see the package documentation). Flags:")
 		fs.PrintDefaults()
 	}
-	mode := fs.String("mode", modePlayers, "players, idle or push")
+	mode := fs.String("mode", modePlayers, "players, idle, push or admission")
 	urls := fs.String("url", "http://127.0.0.1:8080", "comma-separated gateway base URLs (sockets are spread round-robin)")
 	fs.BoolVar(&c.AllowRemote, "allow-remote", false, "allow targets that are not loopback addresses")
 	fs.IntVar(&c.Sockets, "sockets", 100, "WebSockets to open (players mode: socket players)")
@@ -123,8 +139,17 @@ func parseConfig(args []string, stderr io.Writer) (Config, string, error) {
 	fs.DurationVar(&c.PingInterval, "ping-interval", 20*time.Second, "application ping period per socket, as the server's own pings (0: none)")
 	fs.BoolVar(&c.ReconnectOnClose, "reconnect-on-close", true, "reconnect (with jittered backoff) when the server closes a socket")
 	fs.Float64Var(&c.PushRate, "push-rate", 1000, "push mode: frames per second published to connected users' channels")
-	fs.StringVar(&c.RedisURL, "redis-url", "redis://127.0.0.1:6379/0", "push mode: the servers' Redis")
-	fs.StringVar(&c.RedisPrefix, "redis-prefix", "mg", "push mode: the servers' --redis-prefix")
+	fs.StringVar(&c.RedisURL, "redis-url", "redis://127.0.0.1:6379/0", "push and admission modes: the servers' Redis")
+	fs.StringVar(&c.RedisPrefix, "redis-prefix", "mg", "push and admission modes: the servers' --redis-prefix")
+	fs.StringVar(&c.AdmissionQueue, "admission-queue", "launch", "admission mode: the admission queue entered")
+	fs.IntVar(&c.Enters, "enters", 0, "admission mode: users entering over REST (each once), within --duration")
+	fs.IntVar(&c.EnterConcurrency, "enter-concurrency", 64, "admission mode: REST enters in flight (keep-alive connections)")
+	fs.Float64Var(&c.EnterRate, "enter-rate", 0, "admission mode: REST enters per second (0: as fast as --enter-concurrency allows)")
+	fs.DurationVar(&c.Hold, "hold", 10*time.Second, "admission mode: after the entries, how long the run holds (ended early by --until-empty, or once every socket is admitted)")
+	fs.BoolVar(&c.UntilEmpty, "until-empty", false, "admission mode: end the hold once GET /v1/queues lists nobody waiting")
+	fs.StringVar(&c.AdminToken, "admin-token", "", "admission mode: the servers' --admin-token, for --rate-change")
+	rateChanges := fs.String("rate-change", "", "admission mode: AFTER=RATE,… PUT the queue's rate through the admin API AFTER the run's start")
+	fs.StringVar(&c.QueueSettings, "queue-settings", "", `admission mode: the rest of the queue's definition for --rate-change, as JSON ({"tokenTTL":"30m","abandonAfter":"1h"}): a PUT replaces the queue whole`)
 	pids := fs.String("server-pid", "", "comma-separated gateway pids whose VmRSS is read before and after (idle mode)")
 	metrics := fs.String("metrics-url", "auto", "comma-separated /metrics URLs read with the RSS (auto: each --url's /metrics; none)")
 	fs.DurationVar(&c.Settle, "settle", 5*time.Second, "idle mode: wait after the last connect before reading memory")
@@ -146,11 +171,21 @@ func parseConfig(args []string, stderr io.Writer) (Config, string, error) {
 		return c, *workerConfig, nil
 	}
 	c.Mode = *mode
+	if c.Mode == modeAdmission {
+		set := false
+		fs.Visit(func(f *flag.Flag) { set = set || f.Name == "sockets" })
+		if !set {
+			c.Sockets = 0 // --enters alone is a run
+		}
+	}
 	var err error
 	if c.URLs, err = parseURLs(*urls); err != nil {
 		return c, "", err
 	}
 	if c.Queues, err = parseQueues(*queues); err != nil {
+		return c, "", err
+	}
+	if c.RateChanges, err = parseRateChanges(*rateChanges); err != nil {
 		return c, "", err
 	}
 	if c.ServerPIDs, err = parseInts(*pids); err != nil {
@@ -176,9 +211,9 @@ func (c *Config) validate() error {
 	var errs []error
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
 	switch c.Mode {
-	case modePlayers, modeIdle, modePush:
+	case modePlayers, modeIdle, modePush, modeAdmission:
 	default:
-		bad("--mode must be players, idle or push, not %q", c.Mode)
+		bad("--mode must be players, idle, push or admission, not %q", c.Mode)
 	}
 	if len(c.URLs) == 0 {
 		bad("--url: at least one target")
@@ -189,13 +224,15 @@ func (c *Config) validate() error {
 				bad("--url: %v (pass --allow-remote to target it)", err)
 			}
 		}
-		if c.Mode == modePush {
+		if c.Mode == modePush || c.Mode == modeAdmission {
 			if err := requireLoopback(c.RedisURL); err != nil {
 				bad("--redis-url: %v (pass --allow-remote to use it)", err)
 			}
 		}
 	}
-	if c.Sockets < 0 || (c.Sockets == 0 && c.RestPlayers == 0) {
+	if c.Mode == modeAdmission {
+		c.validateAdmission(bad)
+	} else if c.Sockets < 0 || (c.Sockets == 0 && c.RestPlayers == 0) {
 		bad("--sockets must be positive")
 	}
 	if c.Sockets > 1_000_000 {
@@ -256,6 +293,44 @@ func (c *Config) validate() error {
 		bad("--verify and --rest-players must be ≥ 0")
 	}
 	return errors.Join(errs...)
+}
+
+// validateAdmission checks admission mode's flags: one process, a
+// minted token for each user.
+func (c *Config) validateAdmission(bad func(string, ...any)) {
+	if c.Sockets < 0 || c.Enters < 0 || c.Sockets+c.Enters == 0 {
+		bad("admission mode: --sockets or --enters must be positive")
+	}
+	if c.Sockets > c.PerProcess {
+		bad("admission mode runs in one process: --sockets at most --per-process (%d); run several loadgens for more", c.PerProcess)
+	}
+	if c.Enters > 10_000_000 {
+		bad("--enters: at most 10,000,000")
+	}
+	if c.Secret == "" {
+		bad("admission mode mints its tokens: pass --secret")
+	}
+	if c.EnterConcurrency < 1 || c.EnterConcurrency > 4096 {
+		bad("--enter-concurrency must be within 1..4096")
+	}
+	if c.EnterRate < 0 || math.IsInf(c.EnterRate, 0) || math.IsNaN(c.EnterRate) {
+		bad("--enter-rate must be ≥ 0")
+	}
+	if c.Hold < 0 || c.Hold > time.Hour {
+		bad("--hold must be within [0, 1h]")
+	}
+	if len(c.RateChanges) > 0 && c.AdminToken == "" {
+		bad("--rate-change needs --admin-token")
+	}
+	if c.QueueSettings != "" {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(c.QueueSettings), &m); err != nil {
+			bad("--queue-settings: a JSON object: %v", err)
+		}
+	}
+	if !matcher.ValidName(c.AdmissionQueue) {
+		bad("--admission-queue %q is not a queue name", c.AdmissionQueue)
+	}
 }
 
 // parseURLs accepts http(s):// or ws(s):// bases and returns http(s) ones

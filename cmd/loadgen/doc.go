@@ -29,6 +29,21 @@
 //     through Redis (--redis-url, --redis-prefix: the servers' own) at
 //     --push-rate, as the matcher's publisher does after a commit. Each frame
 //     carries its publish time: publish → client delivery latency.
+//   - admission: users enter one admission queue (--admission-queue): --enters
+//     over REST (keep-alive clients, --enter-concurrency in flight, paced by
+//     --enter-rate when set; each user once, within --duration), then
+//     --sockets that send the enter frame after hello and hold their socket.
+//     The run holds --hold, less once every socket is admitted or, with
+//     --until-empty, once GET /v1/queues lists nobody waiting; --rate-change
+//     PUTs new rates through the admin API (--admin-token, the rest of the
+//     queue in --queue-settings). It subscribes to the queue's channel
+//     (--redis-url, --redis-prefix) to stamp each batch's passed counter,
+//     attributes each admission.position whose rank moved to the batch it
+//     reflects (a waiter's rank plus the counter is its place in the line)
+//     and reports, per batch, the delay to its last socket's push, per push,
+//     and to admission.ready; enter latencies; and the queue's waiting,
+//     measured rate and ETA error at the end. One process: more sockets than
+//     --per-process take several loadgens.
 //
 // # Scale
 //

@@ -75,6 +75,9 @@ func coordinate(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
 		_, _ = rand.Read(b)
 		cfg.RunID = hex.EncodeToString(b)
 	}
+	if cfg.Mode == modeAdmission {
+		return runAdmission(ctx, cfg, stdout, stderr)
+	}
 	workers := cfg.Workers
 	if workers == 0 {
 		workers = (cfg.Sockets + cfg.PerProcess - 1) / cfg.PerProcess
