@@ -7,18 +7,21 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
 
 // Fault kinds.
 const (
-	faultKillMatcher = "kill-matcher"
-	faultKillGateway = "kill-gateway"
-	faultWipe        = "wipe"
-	faultPG          = "pg-fault"     // a window of cut requests and lost replies at the PostgreSQL proxy
-	faultAllocHang   = "alloc-hang"   // a window of hanging allocate calls at the fleet manager
-	faultRetireQueue = "retire-queue" // a queue retired through the admin API
+	faultKillMatcher  = "kill-matcher"
+	faultKillGateway  = "kill-gateway"
+	faultKillAdmitter = "kill-admitter" // the matcher holding the gate queue's admitter lease
+	faultWipe         = "wipe"
+	faultPG           = "pg-fault"     // a window of cut requests and lost replies at the PostgreSQL proxy
+	faultAllocHang    = "alloc-hang"   // a window of hanging allocate calls at the fleet manager
+	faultRetireQueue  = "retire-queue" // a queue retired through the admin API
 )
 
 // faultEvent is one fault as it happened, for the report's timeline.
@@ -50,6 +53,8 @@ type faults struct {
 
 	events                            []faultEvent
 	matcherKills, gatewayKills, wipes int
+	admitterKills                     int
+	killedLease                       string // the admitter lease whose holder was killed last
 	wipedKeys, restarts               int
 	errs                              []string
 	killedAt                          map[string]time.Time // by name.incarnation
@@ -67,6 +72,11 @@ func (f *faults) plan() []plannedFault {
 	if f.o.KillEvery > 0 {
 		for t := f.o.KillEvery; t < f.o.Duration; t += f.o.KillEvery {
 			ps = append(ps, plannedFault{at: t, kind: faultKillMatcher})
+		}
+	}
+	if f.o.Waiters > 0 && f.o.AdmitterKillEvery > 0 {
+		for t := f.o.AdmitterKillEvery; t < f.o.Duration; t += f.o.AdmitterKillEvery {
+			ps = append(ps, plannedFault{at: t, kind: faultKillAdmitter})
 		}
 	}
 	for i := 1; i <= f.o.GatewayKills; i++ {
@@ -108,6 +118,13 @@ func (f *faults) run(ctx, life context.Context, start time.Time) {
 				continue
 			}
 			f.kill(life, start, up[f.rng.IntN(len(up))], pf.kind)
+		case faultKillAdmitter:
+			p, why := f.admitterHolder(ctx)
+			if p == nil {
+				f.note(start, pf.kind, "-", why+": skipped")
+				continue
+			}
+			f.kill(life, start, p, pf.kind)
 		case faultKillGateway:
 			gws := f.c.byRole(roleGateway)
 			p := gws[pf.n%len(gws)]
@@ -156,9 +173,12 @@ func (f *faults) kill(life context.Context, start time.Time, p *proc, kind strin
 		f.killedAt = map[string]time.Time{}
 	}
 	f.killedAt[fmt.Sprintf("%s.%d", p.name, inc)] = time.Now()
-	if kind == faultKillMatcher {
+	switch kind {
+	case faultKillMatcher:
 		f.matcherKills++
-	} else {
+	case faultKillAdmitter:
+		f.admitterKills++
+	default:
 		f.gatewayKills++
 	}
 	f.mu.Unlock()
@@ -193,6 +213,59 @@ func (f *faults) fail(format string, args ...any) {
 	f.errs = append(f.errs, msg)
 	f.mu.Unlock()
 	f.logf("fault error: %s", msg)
+}
+
+// admitterHolder is the running matcher that holds the gate queue's
+// admitter lease, read from Redis (admission/line/redis.go: the value is
+// "<owner> <token> <expiry, unix ms>", the owner "<--node>-<random>", and
+// each matcher runs with --node set to its name); nil with the reason when
+// nobody holds it now.
+func (f *faults) admitterHolder(ctx context.Context) (*proc, string) {
+	v, err := f.d.rdb.Get(ctx, f.d.prefix+":{adm:"+gateQueue+"}:lease").Result()
+	if err != nil {
+		return nil, "no admitter lease (" + err.Error() + ")"
+	}
+	fields := strings.Fields(v)
+	if len(fields) != 3 {
+		return nil, fmt.Sprintf("admitter lease %q unreadable", v)
+	}
+	if exp, err := strconv.ParseInt(fields[2], 10, 64); err != nil || time.UnixMilli(exp).Before(time.Now()) {
+		return nil, "admitter lease expired"
+	}
+	if v == f.killedLease {
+		return nil, "the lease of the holder killed last has not expired yet"
+	}
+	owner := fields[0]
+	if i := strings.LastIndexByte(owner, '-'); i > 0 {
+		owner = owner[:i]
+	}
+	for _, p := range f.c.byRole(roleMatcher) {
+		if p.name == owner {
+			if !p.isRunning() {
+				return nil, owner + " holds the admitter lease but is not running"
+			}
+			f.killedLease = v // only the fault loop reads it
+			return p, ""
+		}
+	}
+	return nil, fmt.Sprintf("admitter lease held by %q, no matcher of the run", owner)
+}
+
+// faultTimes are the instants of the kills and the wipe: the moments a
+// waiter may come back to the admission line out of order.
+func (f *faults) faultTimes(start time.Time) []time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []time.Time
+	for _, e := range f.events {
+		switch e.Kind {
+		case faultKillMatcher, faultKillAdmitter, faultKillGateway, faultWipe:
+			if e.Target != "-" {
+				out = append(out, start.Add(time.Duration(e.At)))
+			}
+		}
+	}
+	return out
 }
 
 // wait waits for the pending restarts.
