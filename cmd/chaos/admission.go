@@ -43,7 +43,7 @@ const (
 	dSkip          = 0.10 // never claimed: the token's life ends (EXPIRED)
 	dRelease       = 0.25 // claimed, released (rolled back), claimed again, consumed
 	dConsumeTwice  = 0.33 // consumed, then consumed and claimed again: both must be refused
-	downstreamPool = 4
+	downstreamPool = 16
 )
 
 // tokenSeen is one token a waiter was told, and how.
@@ -62,6 +62,26 @@ type waiterRec struct {
 	Leaves     int         `json:"leaves"`  // leave requests sent
 	WalkedAway bool        `json:"walkedAway"`
 	Tokens     []tokenSeen `json:"tokens"`
+	// Ended are the places the waiter saw end (NOT_ENTERED after WAITING)
+	// without leaving them: abandoned, which needs an absence.
+	Ended []endSeen `json:"ended"`
+}
+
+// endSeen is a place a waiter saw end while it was still asking for it.
+type endSeen struct {
+	Via string    `json:"via"` // rest or ws
+	At  time.Time `json:"at"`  // the NOT_ENTERED answer's arrival
+	// REST: when the last request answered WAITING was sent (the server
+	// saw the waiter at or after it). WS: when the socket was opened and
+	// when its last reply said WAITING.
+	Seen       time.Time `json:"seen"`
+	SocketFrom time.Time `json:"socketFrom,omitzero"`
+}
+
+func (r *waiterRec) ended(e endSeen) {
+	r.mu.Lock()
+	r.Ended = append(r.Ended, e)
+	r.mu.Unlock()
 }
 
 func (r *waiterRec) told(token, via string) {
@@ -125,6 +145,10 @@ type waiter struct {
 	rec   *waiterRec
 	gw    int
 	reqs  int
+
+	// The socket's state for the place it follows (wsPlace).
+	sockFrom, lastWaiting time.Time
+	leaveSent             bool
 }
 
 func newWaiters(s *admSim, o options, secret []byte) ([]*waiter, error) {
@@ -202,7 +226,7 @@ func (w *waiter) handOff(ctx context.Context, token string) {
 // --- REST ---
 
 func (w *waiter) restPlace(ctx context.Context) (away bool) {
-	pos, ok := w.restCall(ctx, http.MethodPost, "/enter", "rest-enter")
+	pos, sent, ok := w.restCall(ctx, http.MethodPost, "/enter", "rest-enter")
 	if !ok {
 		return false
 	}
@@ -211,13 +235,19 @@ func (w *waiter) restPlace(ctx context.Context) (away bool) {
 	w.rec.mu.Unlock()
 	w.s.entries.Add(1)
 	leaveAt, awayAt := w.fate()
+	var seen time.Time // the send of the last request answered WAITING
 	for {
 		switch pos.Status {
 		case protocol.PositionReady:
 			w.handOff(ctx, pos.Token)
 			return false
 		case protocol.PositionNotEntered:
+			if !seen.IsZero() {
+				w.rec.ended(endSeen{Via: "rest", At: time.Now(), Seen: seen})
+			}
 			return false
+		case protocol.PositionWaiting:
+			seen = sent
 		}
 		now := time.Now()
 		if !leaveAt.IsZero() && now.After(leaveAt) && w.loading() {
@@ -237,20 +267,22 @@ func (w *waiter) restPlace(ctx context.Context) (away bool) {
 		if !sleepCtx(ctx, w.uniform(wait/2, wait)) {
 			return false
 		}
-		next, ok := w.restCall(ctx, http.MethodGet, "/position", "rest-position")
+		next, at, ok := w.restCall(ctx, http.MethodGet, "/position", "rest-position")
 		if !ok {
 			return false
 		}
-		pos = next
+		pos, sent = next, at
 	}
 }
 
 // restCall sends one waiter request, retried on the other gateway while
 // the answer is a transport failure, a 5xx or a rate limit, until ctx
-// ends. It returns the position of a 2xx answer (a leave's NOT_ENTERED).
-func (w *waiter) restCall(ctx context.Context, method, suffix, via string) (protocol.ClientPosition, bool) {
+// ends. It returns the position of a 2xx answer (a leave's NOT_ENTERED)
+// and when the request that got it was sent.
+func (w *waiter) restCall(ctx context.Context, method, suffix, via string) (protocol.ClientPosition, time.Time, bool) {
 	backoff := 100 * time.Millisecond
 	for {
+		sent := time.Now()
 		addr := w.s.gateways[w.gw]
 		var body io.Reader
 		if method == http.MethodPost {
@@ -258,32 +290,32 @@ func (w *waiter) restCall(ctx context.Context, method, suffix, via string) (prot
 		}
 		status, b, err := w.s.do(ctx, method, "http://"+addr+"/v1/admission/"+gateQueue+suffix, w.token, body)
 		if ctx.Err() != nil {
-			return protocol.ClientPosition{}, false
+			return protocol.ClientPosition{}, sent, false
 		}
 		if err == nil && status/100 == 2 {
 			var pb struct {
 				Position protocol.ClientPosition `json:"position"`
 			}
 			if json.Unmarshal(b, &pb) != nil {
-				return protocol.ClientPosition{}, false
+				return protocol.ClientPosition{}, sent, false
 			}
 			if pb.Position.Status == protocol.PositionReady {
 				w.rec.told(pb.Position.Token, via)
 				w.s.pollsReady.Add(1)
 			}
-			return pb.Position, true
+			return pb.Position, sent, true
 		}
 		if err == nil && status == http.StatusNotFound && method == http.MethodDelete {
-			return protocol.ClientPosition{}, false // nothing to leave: admitted meanwhile
+			return protocol.ClientPosition{}, sent, false // nothing to leave: admitted meanwhile
 		}
 		if err == nil && status/100 == 4 && status != http.StatusTooManyRequests {
-			return protocol.ClientPosition{}, false
+			return protocol.ClientPosition{}, sent, false
 		}
 		if err != nil || status/100 == 5 {
 			w.gw = (w.gw + 1) % len(w.s.gateways)
 		}
 		if !sleepCtx(ctx, w.uniform(backoff/2, backoff)) {
-			return protocol.ClientPosition{}, false
+			return protocol.ClientPosition{}, sent, false
 		}
 		backoff = min(2*backoff, 2*time.Second)
 	}
@@ -311,8 +343,10 @@ func (w *waiter) wsPlace(ctx context.Context) (away bool) {
 		dropAt = time.Now().Add(w.uniform(0, 3*time.Second))
 	}
 	entered := false
+	w.leaveSent = false
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
+		w.sockFrom, w.lastWaiting = time.Now(), time.Time{}
 		c, err := dialWS(ctx, w.s.gateways[w.gw], w.token)
 		if err != nil {
 			w.gw = (w.gw + 1) % len(w.s.gateways)
@@ -412,6 +446,7 @@ func (w *waiter) wsSession(ctx context.Context, c *wsConn, entered *bool, leaveA
 			first = protocol.FramePosition
 			if !leaveAt.IsZero() && now.After(*leaveAt) && w.loading() {
 				*leaveAt = time.Time{}
+				w.leaveSent = true
 				w.rec.mu.Lock()
 				w.rec.Leaves++
 				w.rec.mu.Unlock()
@@ -508,12 +543,20 @@ func (w *waiter) wsFrame(ctx context.Context, raw []byte, entered *bool) wsFrame
 	if pos == nil {
 		return wsFrameGoOn
 	}
+	reply := f.Type == protocol.FrameEntered || f.Type == protocol.FramePosition // read from the record now
 	switch pos.Status {
 	case protocol.PositionReady:
 		w.rec.told(pos.Token, f.Type)
 		w.handOff(ctx, pos.Token)
 		return wsFrameDone
+	case protocol.PositionWaiting:
+		if reply {
+			w.lastWaiting = time.Now()
+		}
 	case protocol.PositionNotEntered:
+		if reply && !w.leaveSent && !w.lastWaiting.IsZero() {
+			w.rec.ended(endSeen{Via: "ws", At: time.Now(), Seen: w.lastWaiting, SocketFrom: w.sockFrom})
+		}
 		if *entered {
 			return wsFrameDone
 		}

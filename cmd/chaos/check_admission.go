@@ -14,17 +14,18 @@ import (
 // Violation kinds of the admission queue (docs/CHAOS.md "The admission
 // queue").
 const (
-	vAdmEntryMissing     = "admission-entry-missing"       // a waiter told of a place the record does not hold
-	vAdmPlaceLost        = "admission-place-lost"          // WAITING in the record, neither in the line nor in processing
-	vAdmStillWaiting     = "admission-still-waiting"       // WAITING at the end although in the line: the admitter did not admit it
-	vAdmTokenTwoPlaces   = "admission-token-on-two-places" // one token value on two places
-	vAdmTokenNotRecorded = "admission-token-not-recorded"  // a token a waiter was told that no place holds: issued twice
-	vAdmTokenOtherUser   = "admission-token-other-user"    // a token told to (or claimed for) another user than its place's
-	vAdmConsumedTwice    = "admission-consumed-twice"      // two consume 200s for one token
-	vAdmClaimedTwice     = "admission-claimed-twice"       // more claim 200s than releases plus one
-	vAdmConsumeDisagrees = "admission-consume-disagrees"   // a consume 200 for a token the record does not hold CONSUMED
-	vAdmUnrequested      = "admission-unrequested"         // CONSUMED without a consume sent, LEFT without a leave sent
-	vAdmOutOfOrder       = "admission-out-of-order"        // admitted after a later entry with no fault to explain it
+	vAdmEntryMissing     = "admission-entry-missing"           // a waiter told of a place the record does not hold
+	vAdmPlaceLost        = "admission-place-lost"              // WAITING in the record, neither in the line nor in processing
+	vAdmStillWaiting     = "admission-still-waiting"           // WAITING at the end although in the line: the admitter did not admit it
+	vAdmTokenTwoPlaces   = "admission-token-on-two-places"     // one token value on two places
+	vAdmTokenNotRecorded = "admission-token-not-recorded"      // a token a waiter was told that no place holds: issued twice
+	vAdmTokenOtherUser   = "admission-token-other-user"        // a token told to (or claimed for) another user than its place's
+	vAdmConsumedTwice    = "admission-consumed-twice"          // two consume 200s for one token
+	vAdmClaimedTwice     = "admission-claimed-twice"           // more claim 200s than releases plus one
+	vAdmConsumeDisagrees = "admission-consume-disagrees"       // a consume 200 for a token the record does not hold CONSUMED
+	vAdmUnrequested      = "admission-unrequested"             // CONSUMED without a consume sent, LEFT without a leave sent
+	vAdmOutOfOrder       = "admission-out-of-order"            // admitted after a later entry with no fault to explain it
+	vAdmAbandonedPresent = "admission-abandoned-while-present" // a place ended under a waiter who kept asking for it
 )
 
 // admPlace is one row of admission_places.
@@ -107,12 +108,15 @@ type admStats struct {
 	ReadyPolls  int64          `json:"readyPolls"`
 	// The downstream: tokens it was handed, 200s by call, refusals by
 	// "<call> <status> <code>".
-	Handed    int            `json:"tokensHanded"`
-	Claims    int            `json:"claims"`
-	Releases  int            `json:"releases"`
-	Consumes  int            `json:"consumes"`
-	Refusals  map[string]int `json:"refusals"`
-	Kills     int            `json:"admitterKills"`
+	Handed   int            `json:"tokensHanded"`
+	Claims   int            `json:"claims"`
+	Releases int            `json:"releases"`
+	Consumes int            `json:"consumes"`
+	Refusals map[string]int `json:"refusals"`
+	Kills    int            `json:"admitterKills"`
+	// Ended counts the places waiters saw end without leaving them
+	// (abandoned), by rest or ws.
+	Ended     map[string]int `json:"endedUnderWaiters"`
 	Inversion struct {
 		// Out of Seq order, each after a fault that explains it (a place
 		// returned from a dead admitter's processing, or added to the line
@@ -132,13 +136,17 @@ type admCheck struct {
 	ds       map[string]*dsRec
 	faultsAt []time.Time
 	skew     time.Duration
-	view     func(user string) (inLine, inProc bool, detail string, err error)
-	f        *findings
-	st       admStats
+	// abandonAfter is the gate queue's: a place is abandoned only after so
+	// long without a socket or a poll.
+	abandonAfter time.Duration
+	view         func(user string) (inLine, inProc bool, detail string, err error)
+	f            *findings
+	st           admStats
 }
 
 func (a *admCheck) run() {
 	a.st.ByStatus, a.st.TokensTold, a.st.Refusals = map[string]int{}, map[string]int{}, map[string]int{}
+	a.st.Ended = map[string]int{}
 	a.st.Places = len(a.places)
 	byToken := map[string]*admPlace{}
 	byUser := map[string][]*admPlace{}
@@ -176,7 +184,12 @@ func (a *admCheck) run() {
 	for _, w := range a.waiters {
 		w.mu.Lock()
 		entries, leaves, away, tokens := w.Entries, w.Leaves, w.WalkedAway, slices.Clone(w.Tokens)
+		ended := slices.Clone(w.Ended)
 		w.mu.Unlock()
+		for _, e := range ended {
+			a.st.Ended[e.Via]++
+			a.abandoned(w.User, e)
+		}
 		a.st.Leaves += leaves
 		if away {
 			a.st.WalkedAway++
@@ -241,6 +254,28 @@ func (a *admCheck) run() {
 		}
 	}
 	a.order()
+}
+
+// abandoned judges a place that ended under a waiter still asking for it.
+// Over REST, the server saw the waiter when it read the request sent at
+// e.Seen, and abandons only abandonAfter after that, so the end cannot be
+// known sooner. Over a socket, the gateway tells the line every second
+// that the socket is open: a place that was WAITING on a socket open for
+// 3 s cannot have been abandoned in that socket's life.
+func (a *admCheck) abandoned(user string, e endSeen) {
+	tol := time.Second + 2*a.skew
+	switch e.Via {
+	case "rest":
+		if gap := e.At.Sub(e.Seen); gap < a.abandonAfter-tol {
+			a.f.addf(vAdmAbandonedPresent, "", "", user, "polling: WAITING for the request sent at %s, NOT_ENTERED at %s, %s later (abandonAfter %s)",
+				e.Seen.Format(time.RFC3339Nano), e.At.Format(time.RFC3339Nano), gap.Round(time.Millisecond), a.abandonAfter)
+		}
+	case "ws":
+		if open := e.Seen.Sub(e.SocketFrom); open >= 3*time.Second+tol {
+			a.f.addf(vAdmAbandonedPresent, "", "", user, "socket open since %s, WAITING at %s, NOT_ENTERED at %s",
+				e.SocketFrom.Format(time.RFC3339Nano), e.Seen.Format(time.RFC3339Nano), e.At.Format(time.RFC3339Nano))
+		}
+	}
 }
 
 // order checks that the admitter admitted in Seq order. X is out of order

@@ -26,7 +26,7 @@ func admFixture(t0 time.Time) *admCheck {
 		"t2": {Token: "t2", User: "u2", Claims: 2, Releases: 1, Consumes: 1, Sent: 4, Users: map[string]bool{"u2": true}},
 		"t3": {Token: "t3", User: "u3", Users: map[string]bool{}},
 	}
-	return &admCheck{places: places, waiters: waiters, ds: ds, f: newFindings(),
+	return &admCheck{places: places, waiters: waiters, ds: ds, f: newFindings(), abandonAfter: 8 * time.Second,
 		view: func(string) (bool, bool, string, error) { return false, false, "neither", nil }}
 }
 
@@ -75,6 +75,18 @@ func TestAdmissionChecks(t *testing.T) {
 			a.places[0].AdmittedAt = t0.Add(5 * time.Second)
 			a.faultsAt = []time.Time{t0.Add(-time.Second)}
 		}, []string{vAdmOutOfOrder}},
+		{"abandoned within abandonAfter of a poll", func(a *admCheck) {
+			a.waiters[0].Ended = []endSeen{{Via: "rest", Seen: t0, At: t0.Add(3 * time.Second)}}
+		}, []string{vAdmAbandonedPresent}},
+		{"abandoned after a poll's absence", func(a *admCheck) {
+			a.waiters[0].Ended = []endSeen{{Via: "rest", Seen: t0, At: t0.Add(9 * time.Second)}}
+		}, nil},
+		{"abandoned under a socket open for long", func(a *admCheck) {
+			a.waiters[0].Ended = []endSeen{{Via: "ws", SocketFrom: t0, Seen: t0.Add(10 * time.Second), At: t0.Add(12 * time.Second)}}
+		}, []string{vAdmAbandonedPresent}},
+		{"abandoned just after a reconnect", func(a *admCheck) {
+			a.waiters[0].Ended = []endSeen{{Via: "ws", SocketFrom: t0, Seen: t0.Add(500 * time.Millisecond), At: t0.Add(2 * time.Second)}}
+		}, nil},
 		{"a later entry not yet in the line is no inversion", func(a *admCheck) {
 			a.places[0].EnteredAt = t0.Add(3500 * time.Millisecond) // within a second of place 3's admission
 			a.places[0].AdmittedAt = t0.Add(5 * time.Second)

@@ -300,7 +300,7 @@ func chaosRun(parent context.Context, o options, logw io.Writer) (rep *report, e
 			recs[i] = w.rec
 		}
 		ac := &admCheck{places: places, waiters: recs, ds: as.snapshot(), faultsAt: f.faultTimes(loadStart),
-			skew: o.ClockSkew, f: ch.f,
+			skew: o.ClockSkew, abandonAfter: o.AbandonAfter, f: ch.f,
 			view: func(user string) (bool, bool, string, error) { return admLineView(ctx, d.rdb, d.prefix, user) }}
 		ac.run()
 		ac.st.Waiters, ac.st.Entries = len(waiters), as.entries.Load()

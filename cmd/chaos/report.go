@@ -268,7 +268,8 @@ func (r *report) print(w io.Writer) {
 			a.Leaves, a.WalkedAway, kv(a.TokensTold), a.ReadyPushes, a.ReadyPolls)
 		fmt.Fprintf(w, "             downstream: %d tokens, %d claims, %d releases, %d consumes answered 200; refused %s\n",
 			a.Handed, a.Claims, a.Releases, a.Consumes, kv(a.Refusals))
-		fmt.Fprintf(w, "             order: %d admissions out of Seq order after a fault that explains them\n", a.Inversion.Excused)
+		fmt.Fprintf(w, "             order: %d admissions out of Seq order after a fault that explains them; places seen ending under their waiters %s\n",
+			a.Inversion.Excused, kv(a.Ended))
 	}
 	l := r.Logs
 	fmt.Fprintf(w, "  logs       %d files: %d error lines, %d warnings, %d panics, %d data races\n", l.Files, l.ErrorLines, l.WarnLines, l.Panics, l.DataRaces)
