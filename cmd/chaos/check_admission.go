@@ -188,7 +188,17 @@ func (a *admCheck) run() {
 		w.mu.Unlock()
 		for _, e := range ended {
 			a.st.Ended[e.Via]++
-			a.abandoned(w.User, e)
+			// Judged only when the place held then ended ABANDONED (not a
+			// token that expired before the waiter heard of it).
+			var held *admPlace
+			for _, p := range byUser[w.User] {
+				if !p.EnteredAt.After(e.Seen) {
+					held = p
+				}
+			}
+			if held != nil && held.Status == "ABANDONED" {
+				a.abandoned(w.User, e)
+			}
 		}
 		a.st.Leaves += leaves
 		if away {

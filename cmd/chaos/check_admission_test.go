@@ -76,12 +76,23 @@ func TestAdmissionChecks(t *testing.T) {
 			a.faultsAt = []time.Time{t0.Add(-time.Second)}
 		}, []string{vAdmOutOfOrder}},
 		{"abandoned within abandonAfter of a poll", func(a *admCheck) {
+			a.places[0].Status, a.places[0].Token, a.places[0].AdmittedAt = "ABANDONED", "", time.Time{}
+			a.waiters[0].Tokens = nil
+			delete(a.ds, "t1")
 			a.waiters[0].Ended = []endSeen{{Via: "rest", Seen: t0, At: t0.Add(3 * time.Second)}}
 		}, []string{vAdmAbandonedPresent}},
+		{"a token's life ended between two polls", func(a *admCheck) {
+			a.places[0].Status = "EXPIRED"
+			a.ds["t1"].Consumes, a.ds["t1"].Claims = 0, 0
+			a.waiters[0].Ended = []endSeen{{Via: "rest", Seen: t0, At: t0.Add(3 * time.Second)}}
+		}, nil},
 		{"abandoned after a poll's absence", func(a *admCheck) {
 			a.waiters[0].Ended = []endSeen{{Via: "rest", Seen: t0, At: t0.Add(9 * time.Second)}}
 		}, nil},
 		{"abandoned under a socket open for long", func(a *admCheck) {
+			a.places[0].Status, a.places[0].Token, a.places[0].AdmittedAt = "ABANDONED", "", time.Time{}
+			a.waiters[0].Tokens = nil
+			delete(a.ds, "t1")
 			a.waiters[0].Ended = []endSeen{{Via: "ws", SocketFrom: t0, Seen: t0.Add(10 * time.Second), At: t0.Add(12 * time.Second)}}
 		}, []string{vAdmAbandonedPresent}},
 		{"abandoned just after a reconnect", func(a *admCheck) {
