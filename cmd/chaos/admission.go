@@ -17,7 +17,7 @@ import (
 	"github.com/matchgate/matchgate/protocol"
 )
 
-// The admission part of the run (docs/CHAOS.md "The admission queue"):
+// The admission part of the run (docs/CHAOS.md: waiters, downstream, checks):
 // waiters enter the gate queue over REST or the socket, poll or hold their
 // sockets, some leave or walk away; a downstream claims, releases and
 // consumes their tokens with the admin token. Everything they are told and
@@ -42,7 +42,7 @@ const (
 const (
 	dSkip          = 0.10 // never claimed: the token's life ends (EXPIRED)
 	dRelease       = 0.25 // claimed, released (rolled back), claimed again, consumed
-	dConsumeTwice  = 0.33 // consumed, then consumed and claimed again: both must be refused
+	dConsumeTwice  = 0.33 // below it (the released ones too): consumed, then consumed and claimed again, both must be refused
 	downstreamPool = 16
 )
 

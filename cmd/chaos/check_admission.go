@@ -11,8 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Violation kinds of the admission queue (docs/CHAOS.md "The admission
-// queue").
+// Violation kinds of the admission queue (docs/CHAOS.md, "What it
+// checks").
 const (
 	vAdmEntryMissing     = "admission-entry-missing"           // a waiter told of a place the record does not hold
 	vAdmPlaceLost        = "admission-place-lost"              // WAITING in the record, neither in the line nor in processing

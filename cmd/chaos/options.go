@@ -38,7 +38,7 @@ type options struct {
 	LateLimit    time.Duration
 	Heartbeat    time.Duration
 	MaxJoins     int
-	// The admission queue (docs/CHAOS.md "The admission queue").
+	// The admission queue (docs/CHAOS.md: waiters, downstream, checks).
 	Waiters           int
 	AdmitRate         int
 	TokenTTL          time.Duration
