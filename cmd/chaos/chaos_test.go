@@ -13,7 +13,8 @@ import (
 
 // shortArgs is the CI version of the chaos run: a few hundred players for
 // 20 s with 8 s deadlines, a matcher killed every 4 s, one gateway kill, one
-// wipe and one allocator hang window; under a minute in all. The PostgreSQL
+// wipe and one allocator hang window, and 120 waiters of the admission
+// queue with its admitter's holder killed every 6 s; about a minute in all. The PostgreSQL
 // fault and the queue retirement are off: the code does not survive them
 // yet (docs/CHAOS.md). The late bound is the claim TTL (30 s): a group
 // claimed by a matcher killed before its commit waits that long.
@@ -22,6 +23,8 @@ var shortArgs = []string{
 	"--kill-every", "4s", "--gateway-kills", "1", "--heartbeat-timeout", "5s",
 	"--max-joins", "6", "--timeout", "4m",
 	"--pg-fault-for", "0", "--retire-at", "-1s", "--late-limit", "30s",
+	"--waiters", "120", "--admit-rate", "15", "--token-ttl", "6s", "--abandon-after", "8s",
+	"--admitter-kill-every", "6s",
 }
 
 // TestChaosShort runs the short chaos run against the real Redis and
@@ -29,7 +32,7 @@ var shortArgs = []string{
 // CI=true (redistest.Real, pgtest.NewURL).
 func TestChaosShort(t *testing.T) {
 	if testing.Short() {
-		t.Skip("chaos run: builds the server and runs for about 40 s")
+		t.Skip("chaos run: builds the server and runs for about a minute")
 	}
 	redistest.Real(t)
 	prefix := redistest.Prefix(t) // its keys are deleted at cleanup, whatever happens
@@ -73,6 +76,14 @@ func TestChaosShort(t *testing.T) {
 	}
 	if rep.Matches.Total == 0 || rep.Players.Reconnects == 0 {
 		t.Errorf("the run did too little to prove anything: %d matches, %d reconnects", rep.Matches.Total, rep.Players.Reconnects)
+	}
+	switch a := rep.Admission; {
+	case a == nil:
+		t.Error("no admission part in the report")
+	case rep.Faults.AdmitterKills == 0:
+		t.Errorf("the admitter's lease holder was never killed: %+v", rep.Faults.Timeline)
+	case a.Admitted == 0 || a.Consumes == 0 || a.Releases == 0:
+		t.Errorf("the admission part did too little to prove anything: %d admitted, %d consumes, %d releases", a.Admitted, a.Consumes, a.Releases)
 	}
 }
 

@@ -7,18 +7,21 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
 
 // Fault kinds.
 const (
-	faultKillMatcher = "kill-matcher"
-	faultKillGateway = "kill-gateway"
-	faultWipe        = "wipe"
-	faultPG          = "pg-fault"     // a window of cut requests and lost replies at the PostgreSQL proxy
-	faultAllocHang   = "alloc-hang"   // a window of hanging allocate calls at the fleet manager
-	faultRetireQueue = "retire-queue" // a queue retired through the admin API
+	faultKillMatcher  = "kill-matcher"
+	faultKillGateway  = "kill-gateway"
+	faultKillAdmitter = "kill-admitter" // the matcher holding the gate queue's admitter lease
+	faultWipe         = "wipe"
+	faultPG           = "pg-fault"     // a window of cut requests and lost replies at the PostgreSQL proxy
+	faultAllocHang    = "alloc-hang"   // a window of hanging allocate calls at the fleet manager
+	faultRetireQueue  = "retire-queue" // a queue retired through the admin API
 )
 
 // faultEvent is one fault as it happened, for the report's timeline.
@@ -32,7 +35,8 @@ type faultEvent struct {
 // faults injects the schedule: a matcher kill every KillEvery, GatewayKills
 // gateway kills spread evenly, one wipe at WipeAt, one PostgreSQL fault
 // window at PGFaultAt, one allocator hang window at AllocHangAt and one
-// queue retired at RetireAt. Killed processes are restarted after a random
+// queue retired at RetireAt, and with waiters the admitter's holder killed
+// every AdmitterKillEvery. Killed processes are restarted after a random
 // moment up to RestartAfter, in goroutines that wait() waits for.
 type faults struct {
 	c     *cluster
@@ -45,14 +49,19 @@ type faults struct {
 	sim   *sim
 	admin string // the cluster's admin token
 
-	wg sync.WaitGroup
-	mu sync.Mutex
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	killMu sync.Mutex // one kill at a time
+	rngMu  sync.Mutex // rng, drawn by the fault loops
 
 	events                            []faultEvent
 	matcherKills, gatewayKills, wipes int
+	admitterKills                     int
+	killedLease                       string // the admitter lease whose holder was killed last (killAdmitters only)
 	wipedKeys, restarts               int
 	errs                              []string
 	killedAt                          map[string]time.Time // by name.incarnation
+	restarting                        map[string]bool      // by name: killed, its restart not over
 	retiredAt                         time.Time
 }
 
@@ -89,8 +98,14 @@ func (f *faults) plan() []plannedFault {
 }
 
 // run injects the planned faults until ctx (the load phase) ends; restarts
-// use life, the run's own context, so they finish after the load.
+// use life, the run's own context, so they finish after the load. The
+// admitter's holder is killed on a schedule of its own (killAdmitters).
 func (f *faults) run(ctx, life context.Context, start time.Time) {
+	if f.o.Waiters > 0 && f.o.AdmitterKillEvery > 0 {
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		wg.Go(func() { f.killAdmitters(ctx, life, start) })
+	}
 	for _, pf := range f.plan() {
 		if !sleepCtx(ctx, time.Until(start.Add(pf.at))) {
 			return
@@ -99,7 +114,7 @@ func (f *faults) run(ctx, life context.Context, start time.Time) {
 		case faultKillMatcher:
 			var up []*proc
 			for _, p := range f.c.byRole(roleMatcher) {
-				if p.isRunning() {
+				if p.isRunning() && !f.isRestarting(p) {
 					up = append(up, p)
 				}
 			}
@@ -107,7 +122,7 @@ func (f *faults) run(ctx, life context.Context, start time.Time) {
 				f.note(start, pf.kind, "-", "no matcher running: skipped")
 				continue
 			}
-			f.kill(life, start, up[f.rng.IntN(len(up))], pf.kind)
+			f.kill(life, start, up[f.intN(len(up))], pf.kind)
 		case faultKillGateway:
 			gws := f.c.byRole(roleGateway)
 			p := gws[pf.n%len(gws)]
@@ -143,7 +158,47 @@ func (f *faults) run(ctx, life context.Context, start time.Time) {
 	}
 }
 
+// killAdmitters kills the holder of gate's admitter lease every
+// AdmitterKillEvery, or as soon as a holder takes the lease after that:
+// a killed holder's lease lives on until it expires, so the kills come at
+// most about a lease TTL (4 s) plus a takeover apart.
+func (f *faults) killAdmitters(ctx, life context.Context, start time.Time) {
+	next := start.Add(f.o.AdmitterKillEvery)
+	for sleepCtx(ctx, time.Until(next)) {
+		p, _ := f.admitterHolder(ctx)
+		if p == nil {
+			next = time.Now().Add(250 * time.Millisecond)
+			continue
+		}
+		f.kill(life, start, p, faultKillAdmitter)
+		next = time.Now().Add(f.o.AdmitterKillEvery)
+	}
+}
+
+func (f *faults) isRestarting(p *proc) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.restarting[p.name]
+}
+
+// intN draws from the faults' rng, shared by the fault loops.
+func (f *faults) intN(n int) int {
+	f.rngMu.Lock()
+	defer f.rngMu.Unlock()
+	return f.rng.IntN(n)
+}
+
 func (f *faults) kill(life context.Context, start time.Time, p *proc, kind string) {
+	// One kill at a time: the admitter's kills run beside the others, and
+	// a process they both chose dies once.
+	f.killMu.Lock()
+	defer f.killMu.Unlock()
+	if !p.isRunning() || f.isRestarting(p) {
+		// A process killed while its restart waits for it to serve
+		// would fail that restart: the run kills running servers.
+		f.note(start, kind, "-", p.name+" down or restarting: skipped")
+		return
+	}
 	p.mu.Lock()
 	inc := p.inc
 	p.mu.Unlock()
@@ -156,16 +211,30 @@ func (f *faults) kill(life context.Context, start time.Time, p *proc, kind strin
 		f.killedAt = map[string]time.Time{}
 	}
 	f.killedAt[fmt.Sprintf("%s.%d", p.name, inc)] = time.Now()
-	if kind == faultKillMatcher {
+	if f.restarting == nil {
+		f.restarting = map[string]bool{}
+	}
+	f.restarting[p.name] = true
+	switch kind {
+	case faultKillMatcher:
 		f.matcherKills++
-	} else {
+	case faultKillAdmitter:
+		f.admitterKills++
+	default:
 		f.gatewayKills++
 	}
 	f.mu.Unlock()
+	f.rngMu.Lock()
 	delay := time.Duration(f.rng.Int64N(int64(f.o.RestartAfter)+1))/2 + f.o.RestartAfter/2
+	f.rngMu.Unlock()
 	delay = f.clearOfPGFault(start, delay)
 	f.note(start, kind, p.name, fmt.Sprintf("restart in %s", delay.Round(time.Millisecond)))
 	f.wg.Go(func() {
+		defer func() {
+			f.mu.Lock()
+			delete(f.restarting, p.name)
+			f.mu.Unlock()
+		}()
 		if !sleepCtx(life, delay) {
 			return // the run is over: nothing is restarted
 		}
@@ -193,6 +262,59 @@ func (f *faults) fail(format string, args ...any) {
 	f.errs = append(f.errs, msg)
 	f.mu.Unlock()
 	f.logf("fault error: %s", msg)
+}
+
+// admitterHolder is the running matcher that holds the gate queue's
+// admitter lease, read from Redis (admission/line/redis.go: the value is
+// "<owner> <token> <expiry, unix ms>", the owner "<--node>-<random>", and
+// each matcher runs with --node set to its name); nil with the reason when
+// nobody holds it now.
+func (f *faults) admitterHolder(ctx context.Context) (*proc, string) {
+	v, err := f.d.rdb.Get(ctx, f.d.prefix+":{adm:"+gateQueue+"}:lease").Result()
+	if err != nil {
+		return nil, "no admitter lease (" + err.Error() + ")"
+	}
+	fields := strings.Fields(v)
+	if len(fields) != 3 {
+		return nil, fmt.Sprintf("admitter lease %q unreadable", v)
+	}
+	if exp, err := strconv.ParseInt(fields[2], 10, 64); err != nil || time.UnixMilli(exp).Before(time.Now()) {
+		return nil, "admitter lease expired"
+	}
+	if v == f.killedLease {
+		return nil, "the lease of the holder killed last has not expired yet"
+	}
+	owner := fields[0]
+	if i := strings.LastIndexByte(owner, '-'); i > 0 {
+		owner = owner[:i]
+	}
+	for _, p := range f.c.byRole(roleMatcher) {
+		if p.name == owner {
+			if !p.isRunning() || f.isRestarting(p) {
+				return nil, owner + " holds the admitter lease but is down or restarting"
+			}
+			f.killedLease = v // only the fault loop reads it
+			return p, ""
+		}
+	}
+	return nil, fmt.Sprintf("admitter lease held by %q, no matcher of the run", owner)
+}
+
+// faultTimes are the instants of the kills and the wipe: the moments a
+// waiter may come back to the admission line out of order.
+func (f *faults) faultTimes(start time.Time) []time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []time.Time
+	for _, e := range f.events {
+		switch e.Kind {
+		case faultKillMatcher, faultKillAdmitter, faultKillGateway, faultWipe:
+			if e.Target != "-" {
+				out = append(out, start.Add(time.Duration(e.At)))
+			}
+		}
+	}
+	return out
 }
 
 // wait waits for the pending restarts.

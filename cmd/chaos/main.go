@@ -123,7 +123,11 @@ func chaosRun(parent context.Context, o options, logw io.Writer) (rep *report, e
 	}()
 	queues := runQueues(o.Deadline)
 	qpath := filepath.Join(dir, "queues.yaml")
-	if err := writeQueueFile(qpath, queues, o.Deadline, o.Heartbeat); err != nil {
+	var adm admissionSpec
+	if o.Waiters > 0 {
+		adm = admissionSpec{Rate: o.AdmitRate, TokenTTL: o.TokenTTL, AbandonAfter: o.AbandonAfter}
+	}
+	if err := writeQueueFile(qpath, queues, adm, o.Deadline, o.Heartbeat); err != nil {
 		return nil, err
 	}
 	// The fake fleet manager and the PostgreSQL proxy outlive the cluster:
@@ -160,6 +164,11 @@ func chaosRun(parent context.Context, o options, logw io.Writer) (rep *report, e
 	skews := clockSkews(c.procs, o.ClockSkew, o.Seed)
 	c.perProc = func(p *proc, inc int) []string {
 		args := []string{"--allocator-url", fl.url(p.name, inc)}
+		if p.role == roleMatcher {
+			// The admitter's lease owner starts with the node: the
+			// admitter kill finds its holder by it.
+			args = append(args, "--node", p.name)
+		}
 		if o.ClockSkew > 0 {
 			args = append(args, "--clock-skew", skews[p.name].String())
 		}
@@ -195,6 +204,28 @@ func chaosRun(parent context.Context, o options, logw io.Writer) (rep *report, e
 	}
 	go func() { pwg.Wait(); close(playersDone) }()
 	logf("%d players arriving over %s; load for %s", len(players), ramp, o.Duration)
+
+	// The admission queue's waiters and downstream, stopped after their
+	// own settle.
+	as := newAdmSim(o, c.gatewayAddrs(), adminToken, s.joinStop)
+	waiters, err := newWaiters(as, o, []byte(secret))
+	if err != nil {
+		return nil, err
+	}
+	admCtx, stopAdm := context.WithCancel(ctx)
+	var awg sync.WaitGroup
+	defer func() { stopAdm(); awg.Wait() }()
+	for i, w := range waiters {
+		arrival := ramp * time.Duration(i) / time.Duration(len(waiters))
+		awg.Go(func() { w.run(admCtx, arrival) })
+	}
+	for i := range downstreamPool {
+		rng := rand.New(rand.NewPCG(o.Seed, 0xd05+uint64(i)))
+		awg.Go(func() { as.downstream(admCtx, rng) })
+	}
+	if len(waiters) > 0 {
+		logf("%d waiters entering %s (rate %d/s)", len(waiters), gateQueue, o.AdmitRate)
+	}
 	f := &faults{c: c, d: d, o: o, rng: rand.New(rand.NewPCG(o.Seed, 0xfa017)), logf: logf,
 		proxy: proxy, fleet: fl, sim: s, admin: adminToken}
 	loadCtx, endLoad := context.WithDeadline(ctx, s.joinStop)
@@ -222,6 +253,13 @@ func chaosRun(parent context.Context, o options, logw io.Writer) (rep *report, e
 	if err := settle(ctx, d, s, o, logf); err != nil {
 		return nil, fmt.Errorf("settle: %w", err)
 	}
+	if len(waiters) > 0 {
+		if err := settleAdmission(ctx, d, as, o, logf); err != nil {
+			return nil, fmt.Errorf("settle admission: %w", err)
+		}
+	}
+	stopAdm()
+	awg.Wait()
 	stopPlayers()
 	select {
 	case <-playersDone:
@@ -233,6 +271,7 @@ func chaosRun(parent context.Context, o options, logw io.Writer) (rep *report, e
 	c.stopAll(15 * time.Second)
 
 	// Check.
+	var admission *admStats
 	tickets, matches, err := loadRecord(ctx, d.pg)
 	if err != nil {
 		return nil, err
@@ -251,10 +290,30 @@ func chaosRun(parent context.Context, o options, logw io.Writer) (rep *report, e
 	}
 	ch.allocs, ch.st.Fleet = fl.snapshot()
 	ch.run()
+	if len(waiters) > 0 {
+		places, err := loadAdmission(ctx, d.pg)
+		if err != nil {
+			return nil, err
+		}
+		recs := make([]*waiterRec, len(waiters))
+		for i, w := range waiters {
+			recs[i] = w.rec
+		}
+		ac := &admCheck{places: places, waiters: recs, ds: as.snapshot(), faultsAt: f.faultTimes(loadStart),
+			skew: o.ClockSkew, abandonAfter: o.AbandonAfter, f: ch.f,
+			view: func(user string) (bool, bool, string, error) { return admLineView(ctx, d.rdb, d.prefix, user) }}
+		ac.run()
+		ac.st.Waiters, ac.st.Entries = len(waiters), as.entries.Load()
+		ac.st.ReadyPushes, ac.st.ReadyPolls = as.pushesReady.Load(), as.pollsReady.Load()
+		f.mu.Lock()
+		ac.st.Kills = f.admitterKills
+		f.mu.Unlock()
+		admission = &ac.st
+	}
 	for _, v := range endFindings {
 		ch.f.add(v)
 	}
-	rep = &report{Seed: o.Seed}
+	rep = &report{Seed: o.Seed, Admission: admission}
 	rep.fillSettings(o, bin)
 	rep.Host = fmt.Sprintf("%d CPUs, load average %s at the start, %s at the end", runtime.NumCPU(), loadAtStart, loadAvg())
 	rep.fillRecord(tickets, matches)

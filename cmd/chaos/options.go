@@ -38,17 +38,23 @@ type options struct {
 	LateLimit    time.Duration
 	Heartbeat    time.Duration
 	MaxJoins     int
-	Seed         uint64
-	Bin          string
-	Race         bool
-	RedisURL     string
-	RedisPrefix  string
-	PostgresURL  string
-	JSON         string
-	Dir          string
-	KeepLogs     bool
-	Timeout      time.Duration
-	Quiet        bool
+	// The admission queue (docs/CHAOS.md: waiters, downstream, checks).
+	Waiters           int
+	AdmitRate         int
+	TokenTTL          time.Duration
+	AbandonAfter      time.Duration
+	AdmitterKillEvery time.Duration
+	Seed              uint64
+	Bin               string
+	Race              bool
+	RedisURL          string
+	RedisPrefix       string
+	PostgresURL       string
+	JSON              string
+	Dir               string
+	KeepLogs          bool
+	Timeout           time.Duration
+	Quiet             bool
 }
 
 // Defaults of the long run (docs/CHAOS.md); the short run in chaos_test.go
@@ -86,6 +92,11 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.LateLimit, "late-limit", 5*time.Second, "a resolution later than this after the deadline is a violation (0: only reported)")
 	fs.DurationVar(&o.Heartbeat, "heartbeat-timeout", 8*time.Second, "queues' heartbeatTimeout; some players stay away longer than this")
 	fs.IntVar(&o.MaxJoins, "max-joins", 12, "joins per player at most")
+	fs.IntVar(&o.Waiters, "waiters", 600, "simulated users of the admission queue gate (0: no admission queue)")
+	fs.IntVar(&o.AdmitRate, "admit-rate", 20, "the gate queue's rate, admissions a second")
+	fs.DurationVar(&o.TokenTTL, "token-ttl", 15*time.Second, "the gate queue's tokenTTL")
+	fs.DurationVar(&o.AbandonAfter, "abandon-after", 8*time.Second, "the gate queue's abandonAfter")
+	fs.DurationVar(&o.AdmitterKillEvery, "admitter-kill-every", 4*time.Second, "kill -9 the matcher holding the gate queue's admitter lease this often (0: never)")
 	fs.Uint64Var(&o.Seed, "seed", 0, "random seed (0: from the clock; printed)")
 	fs.StringVar(&o.Bin, "bin", "", "server binary to run (default: go build ./cmd/matchgate into the run directory)")
 	fs.BoolVar(&o.Race, "race", false, "build the server with -race; data race reports count as violations")
@@ -95,7 +106,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.JSON, "json", "", "write the report as JSON to this file")
 	fs.StringVar(&o.Dir, "dir", "", "directory for the binary and server logs (default: a new temporary directory)")
 	fs.BoolVar(&o.KeepLogs, "keep-logs", false, "keep the run directory (logs, frames) and the schema it created")
-	fs.DurationVar(&o.Timeout, "timeout", 0, "hard bound on the whole run (0: --duration + --deadline + --slack + --heartbeat-timeout + 3m)")
+	fs.DurationVar(&o.Timeout, "timeout", 0, "hard bound on the whole run (0: --duration + --deadline + --slack + --heartbeat-timeout + 3m, plus the admission settle's bound with --waiters)")
 	fs.BoolVar(&o.Quiet, "quiet", false, "print only the report, not the progress")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -123,6 +134,11 @@ func (o *options) validate() error {
 	check(o.LateLimit >= 0, "--late-limit must not be negative")
 	check(o.Heartbeat >= time.Second, "--heartbeat-timeout must be at least 1s")
 	check(o.MaxJoins >= 1 && o.MaxJoins <= 1000, "--max-joins must be 1–1000")
+	check(o.Waiters >= 0 && o.Waiters <= 20000, "--waiters must be 0–20000")
+	check(o.AdmitRate >= 1 && o.AdmitRate <= 100000, "--admit-rate must be 1–100000")
+	check(o.TokenTTL >= time.Second, "--token-ttl must be at least 1s")
+	check(o.AbandonAfter >= 3*time.Second, "--abandon-after must be at least 3s (waiters poll every 1.5s at most)")
+	check(o.AdmitterKillEvery == 0 || o.AdmitterKillEvery >= time.Second, "--admitter-kill-every must be 0 or at least 1s")
 	check(o.Timeout >= 0, "--timeout must not be negative")
 	if o.WipeAt == 0 {
 		o.WipeAt = o.Duration * 2 / 5
@@ -149,6 +165,9 @@ func (o *options) validate() error {
 	check(o.WipeMode == wipeAtomic || o.WipeMode == wipeScan, "--wipe-mode must be atomic or scan")
 	if o.Timeout == 0 {
 		o.Timeout = o.Duration + o.Deadline + o.Slack + o.Heartbeat + 3*time.Minute
+		if o.Waiters > 0 {
+			o.Timeout += admissionSettle(*o)
+		}
 	}
 	if err := loopbackRedis(o.RedisURL); err != nil {
 		errs = append(errs, err)

@@ -39,8 +39,15 @@ func runQueues(d time.Duration) []queueSpec {
 // the windows above.
 const skillMin, skillMax = 1000.0, 2000.0
 
+// admissionSpec is the run's admission queue, gate (docs/CONFIGURATION.md):
+// none when Rate is 0.
+type admissionSpec struct {
+	Rate                   int
+	TokenTTL, AbandonAfter time.Duration
+}
+
 // queueYAML renders the --config file (README "Configuration").
-func queueYAML(qs []queueSpec, deadline, heartbeat time.Duration) string {
+func queueYAML(qs []queueSpec, adm admissionSpec, deadline, heartbeat time.Duration) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "defaults: {deadline: %s, tick: 200ms, anchorDepth: 10, heartbeatTimeout: %s}\nqueues:\n", deadline, heartbeat)
 	for _, q := range qs {
@@ -62,9 +69,13 @@ func queueYAML(qs []queueSpec, deadline, heartbeat time.Duration) string {
 			b.WriteString("]\n")
 		}
 	}
+	if adm.Rate > 0 {
+		fmt.Fprintf(&b, "  - name: %s\n    kind: admission\n    rate: %d\n    tokenTTL: %s\n    abandonAfter: %s\n",
+			gateQueue, adm.Rate, adm.TokenTTL, adm.AbandonAfter)
+	}
 	return b.String()
 }
 
-func writeQueueFile(path string, qs []queueSpec, deadline, heartbeat time.Duration) error {
-	return os.WriteFile(path, []byte(queueYAML(qs, deadline, heartbeat)), 0o644)
+func writeQueueFile(path string, qs []queueSpec, adm admissionSpec, deadline, heartbeat time.Duration) error {
+	return os.WriteFile(path, []byte(queueYAML(qs, adm, deadline, heartbeat)), 0o644)
 }

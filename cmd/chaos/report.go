@@ -31,27 +31,32 @@ type report struct {
 	Dir      string `json:"dir,omitempty"`
 	Schema   string `json:"schema,omitempty"`
 	Settings struct {
-		Players      int    `json:"players"`
-		Duration     dur    `json:"duration"`
-		KillEvery    dur    `json:"killEvery"`
-		GatewayKills int    `json:"gatewayKills"`
-		WipeAt       dur    `json:"wipeAt"`
-		Deadline     dur    `json:"deadline"`
-		Slack        dur    `json:"slack"`
-		LateLimit    dur    `json:"lateLimit"`
-		Heartbeat    dur    `json:"heartbeatTimeout"`
-		MaxJoins     int    `json:"maxJoins"`
-		PGFaultAt    dur    `json:"pgFaultAt"`
-		PGFaultFor   dur    `json:"pgFaultFor"`
-		AllocHangAt  dur    `json:"allocHangAt"`
-		AllocHangFor dur    `json:"allocHangFor"`
-		AllocHang    dur    `json:"allocHang"`
-		ClockSkew    dur    `json:"clockSkew"`
-		RetireAt     dur    `json:"retireAt"`
-		RetireQueue  string `json:"retireQueue"`
-		Race         bool   `json:"race"`
-		Binary       string `json:"binary"`
-		Processes    string `json:"processes"`
+		Players           int    `json:"players"`
+		Duration          dur    `json:"duration"`
+		KillEvery         dur    `json:"killEvery"`
+		GatewayKills      int    `json:"gatewayKills"`
+		WipeAt            dur    `json:"wipeAt"`
+		Deadline          dur    `json:"deadline"`
+		Slack             dur    `json:"slack"`
+		LateLimit         dur    `json:"lateLimit"`
+		Heartbeat         dur    `json:"heartbeatTimeout"`
+		MaxJoins          int    `json:"maxJoins"`
+		Waiters           int    `json:"waiters"`
+		AdmitRate         int    `json:"admitRate"`
+		TokenTTL          dur    `json:"tokenTTL"`
+		AbandonAfter      dur    `json:"abandonAfter"`
+		AdmitterKillEvery dur    `json:"admitterKillEvery"`
+		PGFaultAt         dur    `json:"pgFaultAt"`
+		PGFaultFor        dur    `json:"pgFaultFor"`
+		AllocHangAt       dur    `json:"allocHangAt"`
+		AllocHangFor      dur    `json:"allocHangFor"`
+		AllocHang         dur    `json:"allocHang"`
+		ClockSkew         dur    `json:"clockSkew"`
+		RetireAt          dur    `json:"retireAt"`
+		RetireQueue       string `json:"retireQueue"`
+		Race              bool   `json:"race"`
+		Binary            string `json:"binary"`
+		Processes         string `json:"processes"`
 	} `json:"settings"`
 	// Host is the machine's CPU count and load at the start and the end:
 	// the run shares the machine, and its timings with it.
@@ -83,11 +88,12 @@ type report struct {
 		FramesByType map[string]int `json:"framesByType"`
 	} `json:"players"`
 	Faults struct {
-		MatcherKills int `json:"matcherKills"`
-		GatewayKills int `json:"gatewayKills"`
-		Wipes        int `json:"wipes"`
-		WipedKeys    int `json:"wipedKeys"`
-		Restarts     int `json:"restarts"`
+		MatcherKills  int `json:"matcherKills"`
+		AdmitterKills int `json:"admitterKills"`
+		GatewayKills  int `json:"gatewayKills"`
+		Wipes         int `json:"wipes"`
+		WipedKeys     int `json:"wipedKeys"`
+		Restarts      int `json:"restarts"`
 		// The PostgreSQL proxy's fault windows, requests cut mid-message
 		// (their connections with them) and requests forwarded whose reply
 		// was dropped (ambiguous commits among them).
@@ -106,6 +112,8 @@ type report struct {
 		Timeline     []faultEvent   `json:"timeline"`
 		Errors       []string       `json:"errors,omitempty"`
 	} `json:"faults"`
+	// Admission is the gate queue's part; nil without --waiters.
+	Admission  *admStats  `json:"admission,omitempty"`
 	Checks     checkStats `json:"checks"`
 	Logs       logSummary `json:"serverLogs"`
 	Crashes    []exitRec  `json:"crashes,omitempty"`
@@ -198,6 +206,9 @@ func (r *report) print(w io.Writer) {
 	f := r.Faults
 	fmt.Fprintf(w, "  faults     %d matcher kills (every %s), %d gateway kills, %d wipes (%d keys), %d restarts\n",
 		f.MatcherKills, s.KillEvery, f.GatewayKills, f.Wipes, f.WipedKeys, f.Restarts)
+	if r.Admission != nil {
+		fmt.Fprintf(w, "             %d kills of the admitter's lease holder (every %s when one holds it)\n", f.AdmitterKills, s.AdmitterKillEvery)
+	}
 	if s.PGFaultFor > 0 {
 		fmt.Fprintf(w, "             %d PostgreSQL fault windows of %s: %d requests cut with their connections, %d replies dropped after the request went through (%d proxied connections)\n",
 			f.PGWindows, s.PGFaultFor, f.PGCuts, f.PGRepliesDropped, f.PGConnections)
@@ -250,6 +261,16 @@ func (r *report) print(w io.Writer) {
 		fl.Allocations, fl.Repeats, fl.Releases, fl.UnknownReleases, fl.CommittedServers)
 	fmt.Fprintf(w, "             of matches never committed: %d released, %d left by a killed matcher, %d leaked otherwise\n",
 		fl.ReleasedUnused, fl.LeakedByKill, fl.Leaked)
+	if a := r.Admission; a != nil {
+		fmt.Fprintf(w, "  admission  queue %s, rate %d/s: %d waiters, %d entries answered, %d places (%s); %d admitted\n",
+			gateQueue, s.AdmitRate, a.Waiters, a.Entries, a.Places, kv(a.ByStatus), a.Admitted)
+		fmt.Fprintf(w, "             %d leaves sent, %d walked away; tokens told by %s (%d admission.ready pushes, %d READY polls)\n",
+			a.Leaves, a.WalkedAway, kv(a.TokensTold), a.ReadyPushes, a.ReadyPolls)
+		fmt.Fprintf(w, "             downstream: %d tokens, %d claims, %d releases, %d consumes answered 200; refused %s\n",
+			a.Handed, a.Claims, a.Releases, a.Consumes, kv(a.Refusals))
+		fmt.Fprintf(w, "             order: %d admissions out of Seq order after a fault that explains them; places seen ending under their waiters %s\n",
+			a.Inversion.Excused, kv(a.Ended))
+	}
 	l := r.Logs
 	fmt.Fprintf(w, "  logs       %d files: %d error lines, %d warnings, %d panics, %d data races\n", l.Files, l.ErrorLines, l.WarnLines, l.Panics, l.DataRaces)
 	for _, m := range l.TopErrors {
@@ -318,6 +339,8 @@ func (r *report) fillSettings(o options, bin string) {
 	s.PGFaultAt, s.PGFaultFor, s.AllocHangAt, s.AllocHangFor = dur(o.PGFaultAt), dur(o.PGFaultFor), dur(o.AllocHangAt), dur(o.AllocHangFor)
 	s.AllocHang, s.ClockSkew, s.RetireAt, s.RetireQueue = dur(o.AllocHang), dur(o.ClockSkew), dur(o.RetireAt), o.RetireQueue
 	s.MaxJoins, s.Race, s.Binary = o.MaxJoins, o.Race, bin
+	s.Waiters, s.AdmitRate, s.TokenTTL, s.AbandonAfter = o.Waiters, o.AdmitRate, dur(o.TokenTTL), dur(o.AbandonAfter)
+	s.AdmitterKillEvery = dur(o.AdmitterKillEvery)
 	s.Processes = "3 matcher + 2 gateway + 1 relay processes"
 }
 
@@ -355,6 +378,7 @@ func (r *report) fillFaults(f *faults) {
 		}
 	}
 	r.Faults.MatcherKills, r.Faults.GatewayKills, r.Faults.Wipes = f.matcherKills, f.gatewayKills, f.wipes
+	r.Faults.AdmitterKills = f.admitterKills
 	r.Faults.WipedKeys, r.Faults.Restarts = f.wipedKeys, f.restarts
 	r.Faults.Timeline = append([]faultEvent(nil), f.events...)
 	r.Faults.Errors = append([]string(nil), f.errs...)

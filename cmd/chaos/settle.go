@@ -52,3 +52,35 @@ func settle(ctx context.Context, d *deps, s *sim, o options, logf func(string, .
 	}
 	return nil
 }
+
+// admissionSettle bounds the admission queue's settle: the whole line
+// admitted at the rate, a walked-away waiter abandoned, and room for a
+// slow machine.
+func admissionSettle(o options) time.Duration {
+	return o.AbandonAfter + time.Duration(o.Waiters/o.AdmitRate+1)*time.Second + 30*time.Second
+}
+
+// settleAdmission waits, after the load, until no place of the gate queue
+// is WAITING and the downstream is done with every token it was handed,
+// within admissionSettle: the checks then report what still waits.
+func settleAdmission(ctx context.Context, d *deps, a *admSim, o options, logf func(string, ...any)) error {
+	until := time.Now().Add(admissionSettle(o))
+	for {
+		waiting, err := admWaiting(ctx, d.pg)
+		if err != nil {
+			return fmt.Errorf("read waiting places: %w", err)
+		}
+		busy := a.inFlight.Load() > 0
+		if waiting == 0 && !busy {
+			logf("every admission place settled; the downstream is done")
+			return nil
+		}
+		if time.Now().After(until) {
+			logf("%d admission places still WAITING (downstream busy %v) after %s", waiting, busy, admissionSettle(o))
+			return nil
+		}
+		if !sleepCtx(ctx, 500*time.Millisecond) {
+			return ctx.Err()
+		}
+	}
+}
