@@ -256,7 +256,7 @@ func (a *Admitter) Pass(ctx context.Context) (PassResult, error) {
 	if err != nil {
 		return res, fmt.Errorf("admit %d: %w", len(admits), err)
 	}
-	ready := a.ack(ctx, places, &res)
+	ready := a.ack(ctx, places, now, &res)
 	res.Admitted = len(ready)
 	a.announce(ctx, q.Name, ready, passed)
 	return res, nil
@@ -264,7 +264,7 @@ func (a *Admitter) Pass(ctx context.Context) (PassResult, error) {
 
 // ack acknowledges the places an admission settled (READY with a token, or
 // no longer waiting) and returns those admitted by the tokens given now.
-func (a *Admitter) ack(ctx context.Context, places []Place, res *PassResult) []Place {
+func (a *Admitter) ack(ctx context.Context, places []Place, now time.Time, res *PassResult) []Place {
 	var users []string
 	var ready []Place
 	for _, p := range places {
@@ -285,7 +285,33 @@ func (a *Admitter) ack(ctx context.Context, places []Place, res *PassResult) []P
 		return ready
 	}
 	res.Acked += len(users)
+	a.readd(ctx, places, now)
 	return ready
+}
+
+// readd puts back in the line the newer WAITING place of each user whose
+// taken entry was an older place, ended since (left or abandoned, and the
+// line's entry left behind by an admitter that died between the record and
+// the line): the line held the user at the old place, so the new one was
+// never added, and acknowledging the old entry would lose it.
+func (a *Admitter) readd(ctx context.Context, places []Place, now time.Time) {
+	var newer []Place
+	for _, p := range places {
+		if p.Status.Live() {
+			continue
+		}
+		cur, err := a.cfg.Record.Place(ctx, a.cfg.Queue.Name, p.UserID)
+		if err == nil && cur.Status == StatusWaiting && cur.Seq != p.Seq {
+			newer = append(newer, cur)
+		}
+	}
+	if len(newer) == 0 {
+		return
+	}
+	if err := a.cfg.Line.Add(ctx, a.cfg.Queue.Name, newer, now); err != nil {
+		// The next rebuild adds them: the record holds them WAITING.
+		a.log.Warn("put newer places back in the line", "n", len(newer), "err", err)
+	}
 }
 
 // settle decides the waiters left in processing past the grace: still
@@ -300,6 +326,7 @@ func (a *Admitter) settle(ctx context.Context, now time.Time, res *PassResult) e
 	}
 	var back []Taken
 	var done []string
+	var newer []Place
 	for _, t := range stale {
 		p, err := a.cfg.Record.Place(ctx, q, t.UserID)
 		switch {
@@ -309,6 +336,9 @@ func (a *Admitter) settle(ctx context.Context, now time.Time, res *PassResult) e
 			return fmt.Errorf("settle %s: %w", t.UserID, err)
 		case p.Status == StatusWaiting && p.Seq == t.Seq:
 			back = append(back, t)
+		case p.Status == StatusWaiting:
+			// A newer place than the taken entry's (see readd).
+			done, newer = append(done, t.UserID), append(newer, p)
 		default:
 			done = append(done, t.UserID)
 		}
@@ -318,12 +348,27 @@ func (a *Admitter) settle(ctx context.Context, now time.Time, res *PassResult) e
 			return fmt.Errorf("return %d to the line: %w", len(back), err)
 		}
 		res.Returned += len(back)
+		// Present from now: while taken, their polls and sockets could
+		// not be seen, and the presence the take kept may be old enough
+		// to abandon them at once.
+		users := make([]string, len(back))
+		for i, t := range back {
+			users[i] = t.UserID
+		}
+		if err := a.cfg.Line.Touch(ctx, q, users, now); err != nil {
+			a.log.Warn("see the returned as present", "n", len(users), "err", err)
+		}
 	}
 	if len(done) > 0 {
 		if err := a.cfg.Line.Ack(ctx, q, done); err != nil {
 			return fmt.Errorf("acknowledge %d settled: %w", len(done), err)
 		}
 		res.Acked += len(done)
+	}
+	if len(newer) > 0 {
+		if err := a.cfg.Line.Add(ctx, q, newer, now); err != nil {
+			return fmt.Errorf("put %d newer places back in the line: %w", len(newer), err)
+		}
 	}
 	return nil
 }

@@ -295,3 +295,36 @@ func TestTokensAuthorizeOneAction(t *testing.T) {
 		t.Fatalf("claim of an expired token: %v, want NOT_FOUND", err)
 	}
 }
+
+// An admitter that ended a place in the record and died before taking it
+// out of the line leaves the old entry; the user's new place, whose Add
+// found the user in the line, is put back when the old entry is taken, and
+// is admitted in its turn.
+func TestANewPlaceBehindALeftoverEntryIsNotLost(t *testing.T) {
+	r := newRoom(t, 10)
+	ctx := context.Background()
+	old, _, err := r.rec.Enter(ctx, r.q.Name, "u", r.clk.Now(), r.clk.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.ln.Add(ctx, r.q.Name, []admission.Place{old}, r.clk.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.rec.Abandon(ctx, r.q.Name, []string{"u"}, r.clk.Now()); err != nil {
+		t.Fatal(err)
+	}
+	r.clk.advance(time.Second)
+	if _, _, err := r.svc.Enter(ctx, r.q.Name, "u"); err != nil {
+		t.Fatal(err)
+	}
+	a := r.admitter("a")
+	for range 20 {
+		if _, err := a.Step(ctx); err != nil {
+			t.Fatal(err)
+		}
+		r.clk.advance(200 * time.Millisecond)
+	}
+	if st := r.status("u"); st != admission.StatusReady {
+		t.Fatalf("the new place is %s, want READY", st)
+	}
+}
