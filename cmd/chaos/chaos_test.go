@@ -23,7 +23,7 @@ var shortArgs = []string{
 	"--kill-every", "4s", "--gateway-kills", "1", "--heartbeat-timeout", "5s",
 	"--max-joins", "6", "--timeout", "4m",
 	"--pg-fault-for", "0", "--retire-at", "-1s", "--late-limit", "30s",
-	"--waiters", "120", "--admit-rate", "15", "--token-ttl", "6s", "--abandon-after", "8s",
+	"--waiters", "120", "--admit-rate", "15", "--token-ttl", "6s", "--abandon-after", "10s",
 	"--admitter-kill-every", "6s",
 }
 

@@ -95,7 +95,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.Waiters, "waiters", 600, "simulated users of the admission queue gate (0: no admission queue)")
 	fs.IntVar(&o.AdmitRate, "admit-rate", 20, "the gate queue's rate, admissions a second")
 	fs.DurationVar(&o.TokenTTL, "token-ttl", 15*time.Second, "the gate queue's tokenTTL")
-	fs.DurationVar(&o.AbandonAfter, "abandon-after", 8*time.Second, "the gate queue's abandonAfter")
+	fs.DurationVar(&o.AbandonAfter, "abandon-after", 10*time.Second, "the gate queue's abandonAfter (at least 10s)")
 	fs.DurationVar(&o.AdmitterKillEvery, "admitter-kill-every", 4*time.Second, "kill -9 the matcher holding the gate queue's admitter lease this often (0: never)")
 	fs.Uint64Var(&o.Seed, "seed", 0, "random seed (0: from the clock; printed)")
 	fs.StringVar(&o.Bin, "bin", "", "server binary to run (default: go build ./cmd/matchgate into the run directory)")
@@ -137,7 +137,7 @@ func (o *options) validate() error {
 	check(o.Waiters >= 0 && o.Waiters <= 20000, "--waiters must be 0–20000")
 	check(o.AdmitRate >= 1 && o.AdmitRate <= 100000, "--admit-rate must be 1–100000")
 	check(o.TokenTTL >= time.Second, "--token-ttl must be at least 1s")
-	check(o.AbandonAfter >= 3*time.Second, "--abandon-after must be at least 3s (waiters poll every 1.5s at most)")
+	check(o.AbandonAfter >= 10*time.Second, "--abandon-after must be at least 10s (the server's minimum)")
 	check(o.AdmitterKillEvery == 0 || o.AdmitterKillEvery >= time.Second, "--admitter-kill-every must be 0 or at least 1s")
 	check(o.Timeout >= 0, "--timeout must not be negative")
 	if o.WipeAt == 0 {
