@@ -85,8 +85,13 @@ type roomQueue struct {
 	// kick wakes the loop: a new counter heard, or waiters to read.
 	kick chan struct{}
 
-	mu      sync.Mutex
-	heard   int64 // the newest counter heard on the channel
+	mu    sync.Mutex
+	heard int64 // the newest counter heard on the channel
+	// paced is the counter and instant of the last advance, perSec the
+	// smoothed waiters passed a second between them.
+	paced   int64
+	pacedAt time.Time
+	perSec  float64
 	waiters map[string]*roomWaiter
 }
 
@@ -334,9 +339,12 @@ func (r *room) settle(ctx context.Context, q *roomQueue, users []string) {
 
 // advance moves every synced waiter's rank on by the passed counter heard
 // and pushes the moves worth telling: a rank never grows between reads, so
-// the step is at least one place and one hundredth of the rank. A rank
-// estimated at zero is not pushed: the waiter may be taken already, and
-// the admission.ready push or the next read tells.
+// the step is at least one place, one hundredth of the rank, and a second
+// of the queue's pace. The last spreads a busy queue's pushes: each waiter
+// is told about once a second, and a batch pushes to the fraction of the
+// sockets whose step it completes rather than to nearly every socket. A
+// rank estimated at zero is not pushed: the waiter may be taken already,
+// and the admission.ready push or the next read tells.
 func (r *room) advance(ctx context.Context, q *roomQueue) {
 	type move struct {
 		to          []*session
@@ -345,13 +353,15 @@ func (r *room) advance(ctx context.Context, q *roomQueue) {
 	var moves []move
 	q.mu.Lock()
 	heard := q.heard
+	q.pace(heard, r.srv.cfg.Now())
+	pace := int64(q.perSec)
 	for _, w := range q.waiters {
 		if !w.synced || heard <= w.passed0 {
 			continue
 		}
 		d := heard - w.passed0
 		rank := w.rank0 - d
-		if rank < 1 || w.sent-rank < max(1, w.sent/100) {
+		if rank < 1 || w.sent-rank < max(1, w.sent/100, pace) {
 			continue
 		}
 		w.sent = rank
@@ -407,3 +417,15 @@ func (s *session) watchPlace(queue string, pos protocol.WirePosition) {
 
 // The admission Service serves the room.
 var _ admissionRoom = (*admission.Service)(nil)
+
+// pace folds the counter's move since the last advance into perSec.
+func (q *roomQueue) pace(heard int64, now time.Time) {
+	if !q.pacedAt.IsZero() && heard > q.paced {
+		if dt := now.Sub(q.pacedAt).Seconds(); dt > 0 {
+			q.perSec = 0.7*q.perSec + 0.3*float64(heard-q.paced)/dt
+		}
+	}
+	if q.pacedAt.IsZero() || heard > q.paced {
+		q.paced, q.pacedAt = heard, now
+	}
+}

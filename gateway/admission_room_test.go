@@ -102,7 +102,9 @@ func TestAdmissionRoomPushes(t *testing.T) {
 	t.Cleanup(func() { roomRefreshEvery, roomTouchEvery = refresh, touch })
 
 	adm := &roomAdmissions{fakeAdmissions: newFakeAdmissions("drop"), touched: map[string]int{}}
-	env := startServer(t, Config{Admissions: adm})
+	// The queue's pace is judged on this clock: 10 s between batches.
+	clk := newFakeClock(time.Now())
+	env := startServer(t, Config{Admissions: adm, Now: clk.Now})
 	for i := range 250 {
 		if _, _, err := adm.Enter(context.Background(), "drop", fmt.Sprintf("u%03d", i)); err != nil {
 			t.Fatal(err)
@@ -121,6 +123,7 @@ func TestAdmissionRoomPushes(t *testing.T) {
 	adm.mu.Lock()
 	adm.passed = 10
 	adm.mu.Unlock()
+	clk.Advance(10 * time.Second)
 	env.sub.publish("queue:drop", []byte("10"))
 	if p := pushedPosition(t, c); p["rank"] != 240.0 || p["status"] != "WAITING" {
 		t.Fatalf("after 10 passed: %v, want rank 240", p)
@@ -128,7 +131,9 @@ func TestAdmissionRoomPushes(t *testing.T) {
 	// One more is not worth a push; 100 is. (The refresh, reading the
 	// fake's unchanged line at the counter, would say 250 again: it is
 	// what the fake's Ranks answers, so only the estimates are looked at.)
+	clk.Advance(10 * time.Second)
 	env.sub.publish("queue:drop", []byte("11"))
+	clk.Advance(10 * time.Second)
 	env.sub.publish("queue:drop", []byte("100"))
 	for {
 		p := pushedPosition(t, c)
@@ -172,5 +177,21 @@ func TestAdmissionRoomPushes(t *testing.T) {
 	}
 	if len(hello.Admission) != 1 || hello.Admission[0].Position["status"] != "READY" {
 		t.Fatalf("hello's places: %+v", hello.Admission)
+	}
+}
+
+// The pace is the smoothed count passed a second: a busy queue's step.
+func TestRoomPace(t *testing.T) {
+	q := &roomQueue{}
+	t0 := time.Unix(1_800_000_000, 0)
+	q.pace(0, t0)
+	q.pace(100, t0.Add(time.Second))
+	if q.perSec != 30 {
+		t.Fatalf("after 100 in 1 s: %v a second, want 30", q.perSec)
+	}
+	q.pace(100, t0.Add(2*time.Second)) // no move: nothing learned
+	q.pace(300, t0.Add(3*time.Second)) // 200 in 2 s
+	if want := 0.7*30 + 0.3*100; q.perSec != want {
+		t.Fatalf("after 200 in 2 s: %v a second, want %v", q.perSec, want)
 	}
 }
