@@ -100,8 +100,9 @@ type roomWaiter struct {
 	// synced once rank0, total0 and passed0 were read together.
 	synced                 bool
 	rank0, total0, passed0 int64
-	// sent is the rank last pushed, -1 none.
-	sent int64
+	// sent is the rank last pushed, -1 none; sentAt when.
+	sent   int64
+	sentAt time.Time
 }
 
 // queue returns the room's queue, starting its loop on first use.
@@ -281,6 +282,7 @@ func (r *room) touch(ctx context.Context, q *roomQueue) {
 // they hold now.
 func (r *room) sync(ctx context.Context, q *roomQueue, all bool) {
 	users := q.users(all)
+	now := r.srv.cfg.Now()
 	for lo := 0; lo < len(users); lo += roomBatch {
 		batch := users[lo:min(lo+roomBatch, len(users))]
 		cctx, cancel := context.WithTimeout(ctx, r.srv.cfg.CommandTimeout)
@@ -300,9 +302,15 @@ func (r *room) sync(ctx context.Context, q *roomQueue, all bool) {
 			q.mu.Lock()
 			w := q.waiters[u]
 			var to []*session
-			if w != nil {
-				w.synced, w.rank0, w.total0, w.passed0, w.sent = true, p.Rank, p.Total, passed, p.Rank
+			// Pushed when it says something: a first read, a rank worse
+			// than told or a step better, or nothing told since about the
+			// last refresh.
+			if w != nil && (!w.synced || told(w.sent, p.Rank) || now.Sub(w.sentAt) >= roomRefreshEvery/2) {
+				w.sent, w.sentAt = p.Rank, now
 				to = append(to, w.sessions...)
+			}
+			if w != nil {
+				w.synced, w.rank0, w.total0, w.passed0 = true, p.Rank, p.Total, passed
 			}
 			q.mu.Unlock()
 			r.push(to, q.name, p)
@@ -340,9 +348,10 @@ func (r *room) settle(ctx context.Context, q *roomQueue, users []string) {
 // advance moves every synced waiter's rank on by the passed counter heard
 // and pushes the moves worth telling: a rank never grows between reads, so
 // the step is at least one place, one hundredth of the rank, and a second
-// of the queue's pace. The last spreads a busy queue's pushes: each waiter
-// is told about once a second, and a batch pushes to the fraction of the
-// sockets whose step it completes rather than to nearly every socket. A
+// of the queue's pace (up to a tenth of the rank). The last spreads a busy
+// queue's pushes: each waiter far enough back is told about once a second,
+// and a batch pushes to the fraction of the sockets whose step it
+// completes rather than to nearly every socket. A
 // rank estimated at zero is not pushed: the waiter may be taken already,
 // and the admission.ready push or the next read tells.
 func (r *room) advance(ctx context.Context, q *roomQueue) {
@@ -353,7 +362,8 @@ func (r *room) advance(ctx context.Context, q *roomQueue) {
 	var moves []move
 	q.mu.Lock()
 	heard := q.heard
-	q.pace(heard, r.srv.cfg.Now())
+	now := r.srv.cfg.Now()
+	q.pace(heard, now)
 	pace := int64(q.perSec)
 	for _, w := range q.waiters {
 		if !w.synced || heard <= w.passed0 {
@@ -361,10 +371,10 @@ func (r *room) advance(ctx context.Context, q *roomQueue) {
 		}
 		d := heard - w.passed0
 		rank := w.rank0 - d
-		if rank < 1 || w.sent-rank < max(1, w.sent/100, pace) {
+		if rank < 1 || w.sent-rank < max(1, w.sent/100, min(pace, w.sent/10)) {
 			continue
 		}
-		w.sent = rank
+		w.sent, w.sentAt = rank, now
 		moves = append(moves, move{to: append([]*session(nil), w.sessions...), rank: rank, total: max(rank+1, w.total0-d)})
 	}
 	q.mu.Unlock()
@@ -428,4 +438,10 @@ func (q *roomQueue) pace(heard int64, now time.Time) {
 	if q.pacedAt.IsZero() || heard > q.paced {
 		q.paced, q.pacedAt = heard, now
 	}
+}
+
+// told reports whether an exact rank is worth pushing over sent, the rank
+// last told: worse than it, or better by a step.
+func told(sent, rank int64) bool {
+	return rank > sent || sent-rank >= max(1, sent/100)
 }
