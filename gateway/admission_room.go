@@ -3,6 +3,8 @@ package gateway
 import (
 	"context"
 	"log/slog"
+	"maps"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -93,6 +95,9 @@ type roomQueue struct {
 	pacedAt time.Time
 	perSec  float64
 	waiters map[string]*roomWaiter
+	// unsynced are the waiters watched since the loop last read them: a
+	// wake reads only these, not the whole queue.
+	unsynced map[string]struct{}
 }
 
 type roomWaiter struct {
@@ -111,7 +116,7 @@ func (r *room) queue(name string) *roomQueue {
 	defer r.mu.Unlock()
 	q := r.queues[name]
 	if q == nil {
-		q = &roomQueue{name: name, kick: make(chan struct{}, 1), waiters: map[string]*roomWaiter{}}
+		q = &roomQueue{name: name, kick: make(chan struct{}, 1), waiters: map[string]*roomWaiter{}, unsynced: map[string]struct{}{}}
 		r.queues[name] = q
 		r.srv.tasks.Go(func() { r.run(r.srv.roomCtx, q) })
 	}
@@ -138,21 +143,13 @@ func (r *room) watch(s *session, queue string) {
 		w = &roomWaiter{sent: -1}
 		q.waiters[s.p.UserID] = w
 	}
-	if !containsSession(w.sessions, s) {
+	if !slices.Contains(w.sessions, s) {
 		w.sessions = append(w.sessions, s)
 	}
 	w.synced = false
+	q.unsynced[s.p.UserID] = struct{}{}
 	q.mu.Unlock()
 	q.wake()
-}
-
-func containsSession(list []*session, s *session) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // forget drops the user's place in queue (left, or no longer waiting).
@@ -185,12 +182,7 @@ func (r *room) closed(s *session) {
 	for _, q := range qs {
 		q.mu.Lock()
 		if w := q.waiters[s.p.UserID]; w != nil {
-			for i, x := range w.sessions {
-				if x == s {
-					w.sessions = append(w.sessions[:i:i], w.sessions[i+1:]...)
-					break
-				}
-			}
+			w.sessions = slices.DeleteFunc(w.sessions, func(x *session) bool { return x == s })
 			if len(w.sessions) == 0 {
 				delete(q.waiters, s.p.UserID)
 			}
@@ -251,16 +243,16 @@ func (r *room) run(ctx context.Context, q *roomQueue) {
 	}
 }
 
-// users lists the queue's waiters, all of them or only those not synced.
+// users lists the queue's waiters: all of them, or those watched since
+// the last call (a failed read of them is made good by the refresh).
 func (q *roomQueue) users(all bool) []string {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	var out []string
-	for u, w := range q.waiters {
-		if all || !w.synced {
-			out = append(out, u)
-		}
+	if all {
+		return slices.Collect(maps.Keys(q.waiters))
 	}
+	out := slices.Collect(maps.Keys(q.unsynced))
+	clear(q.unsynced)
 	return out
 }
 
