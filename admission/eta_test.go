@@ -1,7 +1,9 @@
 package admission
 
 import (
+	"context"
 	"math"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -100,5 +102,53 @@ func TestPollAfterWithinAbandonAfter(t *testing.T) {
 	}
 	if got := pollAfter(ETA{Low: 0.5}, Queue{AbandonAfter: time.Minute}); got != time.Second {
 		t.Errorf("near the front: pollAfter %s, want 1s", got)
+	}
+}
+
+// countingRecord counts the reads of admissions; nothing else is called.
+type countingRecord struct {
+	Record
+	reads atomic.Int64
+}
+
+func (c *countingRecord) Admitted(context.Context, string, time.Time, int) ([]Place, error) {
+	c.reads.Add(1)
+	return nil, nil
+}
+
+// A measure that is due is read by one caller; the others, meanwhile, keep
+// the last one instead of each reading up to maxMeasured admissions.
+func TestRatesAreMeasuredByOneCallerAtATime(t *testing.T) {
+	rec := &countingRecord{}
+	now := time.Date(2026, 12, 2, 6, 0, 0, 0, time.UTC)
+	s, err := NewService(ServiceConfig{Queues: []Queue{{Name: "q", Rate: 5}}, Record: rec, Line: struct{ Line }{},
+		Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, _ := s.queue("q")
+	s.rates(context.Background(), q, now)
+	if rec.reads.Load() != 1 {
+		t.Fatalf("%d reads for the first measure", rec.reads.Load())
+	}
+	later := now.Add(2 * time.Second)
+	s.mu.Lock()
+	c := s.measured["q"]
+	c.measuring = true // another caller is reading the next measure
+	s.measured["q"] = c
+	s.mu.Unlock()
+	for range 10 {
+		s.rates(context.Background(), q, later)
+	}
+	if rec.reads.Load() != 1 {
+		t.Fatalf("%d reads while one measure was under way, want none more", rec.reads.Load()-1)
+	}
+	s.mu.Lock()
+	c.measuring = false
+	s.measured["q"] = c
+	s.mu.Unlock()
+	s.rates(context.Background(), q, later)
+	if rec.reads.Load() != 2 {
+		t.Fatalf("%d reads once the measure was due and free, want 2", rec.reads.Load())
 	}
 }

@@ -103,6 +103,9 @@ func newQueueSet(qs []Queue) (*queueSet, error) {
 type cachedRates struct {
 	at    time.Time
 	rates Rates
+	// measuring while one caller reads the record for the next measure:
+	// the others keep the last one meanwhile.
+	measuring bool
 }
 
 type cachedStats struct {
@@ -406,8 +409,10 @@ func measureSince(now time.Time, window time.Duration, rate int) time.Time {
 // maxMeasured bounds the admissions one measurement reads.
 const maxMeasured = 20000
 
-// rates measures q's admission rate, at most once a second per process; a
-// failed read keeps the last measure (or the configured rate).
+// rates measures q's admission rate, at most once a second per process and
+// by one caller at a time (it reads up to maxMeasured admissions, and every
+// enter and poll asks); a failed read keeps the last measure (or the
+// configured rate).
 func (s *Service) rates(ctx context.Context, q Queue, now time.Time) Rates {
 	if q.Rate == 0 {
 		// Not in force (known): nobody admits it, whatever it did before.
@@ -415,10 +420,15 @@ func (s *Service) rates(ctx context.Context, q Queue, now time.Time) Rates {
 	}
 	s.mu.Lock()
 	c, ok := s.measured[q.Name]
-	s.mu.Unlock()
-	if ok && now.Sub(c.at) < time.Second && !now.Before(c.at) {
+	if ok && (c.measuring || now.Sub(c.at) < time.Second && !now.Before(c.at)) {
+		s.mu.Unlock()
 		return c.rates
 	}
+	if ok {
+		c.measuring = true
+		s.measured[q.Name] = c
+	}
+	s.mu.Unlock()
 	configured := float64(q.Rate)
 	r := Rates{Mean: configured, Low: configured, High: configured}
 	if ok {
