@@ -2,11 +2,13 @@ package presence
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
 	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -23,7 +25,8 @@ type Config struct {
 	Node string
 	// TTL is how long an "online" record lives without a refresh; a node that
 	// dies stops refreshing and its users read as gone after at most TTL.
-	// Refreshes run every TTL/3. Default 15s.
+	// Refreshes run every TTL/3, so a record lost with Redis (a wipe) is
+	// back within TTL/3. SetTTL changes it. Default 15s.
 	TTL time.Duration
 	// Linger is how long a "last seen" record outlives a disconnect. It must
 	// exceed every queue's heartbeat timeout. Default 10m.
@@ -48,9 +51,18 @@ const refreshSlots = 50
 // this: it gets fewer slots instead.
 const minRefreshStep = 10 * time.Millisecond
 
+// MinTTL is the shortest TTL SetTTL takes: a refresh every second.
+const MinTTL = 3 * time.Second
+
+//go:embed lua/disconnect.lua
+var disconnectSrc string
+
+var disconnectScript = redis.NewScript(disconnectSrc)
+
 // Tracker publishes the presence of this node's users and reads everyone's.
 type Tracker struct {
 	cfg   Config
+	ttl   atomic.Int64 // the current TTL, ns (Config.TTL until SetTTL)
 	mu    sync.Mutex
 	local map[string]online  // this node's users
 	slots *slots.Set[string] // the same users by refresh slot
@@ -78,7 +90,27 @@ func New(cfg Config) *Tracker {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Tracker{cfg: cfg, local: map[string]online{}, slots: slots.New[string](cfg.TTL/3, minRefreshStep, refreshSlots)}
+	t := &Tracker{cfg: cfg, local: map[string]online{}, slots: slots.New[string](cfg.TTL/3, minRefreshStep, refreshSlots)}
+	t.ttl.Store(int64(cfg.TTL))
+	return t
+}
+
+// TTL is the current life of an "online" record.
+func (t *Tracker) TTL() time.Duration { return time.Duration(t.ttl.Load()) }
+
+// SetTTL changes the life of the "online" records, no shorter than MinTTL,
+// from the next refresh on. The server keeps it at or below the shortest
+// heartbeat timeout of its queues, so that a record Redis lost is back
+// well before the matcher would judge its user a ghost.
+func (t *Tracker) SetTTL(d time.Duration) {
+	t.ttl.Store(int64(max(d, MinTTL)))
+}
+
+// TTLFor is the TTL for queues whose shortest heartbeat timeout is
+// minTimeout: the default (15s) or that timeout when shorter, so that
+// refreshes run at least three times per timeout.
+func TTLFor(minTimeout time.Duration) time.Duration {
+	return max(min(15*time.Second, minTimeout), MinTTL)
 }
 
 // Key is the presence record of a user: "on <node>" while a socket is open,
@@ -95,7 +127,7 @@ func (t *Tracker) Connected(ctx context.Context, user string) error {
 	o.sockets++
 	t.local[user] = o
 	t.mu.Unlock()
-	if err := t.cfg.Redis.Set(ctx, t.Key(user), "on "+t.cfg.Node, t.cfg.TTL).Err(); err != nil {
+	if err := t.cfg.Redis.Set(ctx, t.Key(user), "on "+t.cfg.Node, t.TTL()).Err(); err != nil {
 		return fmt.Errorf("presence of %s: %w", user, err)
 	}
 	return nil
@@ -122,7 +154,8 @@ func (t *Tracker) Disconnected(user string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	off := "off " + strconv.FormatInt(t.cfg.Now().UnixMilli(), 10)
-	if err := t.cfg.Redis.Set(ctx, t.Key(user), off, t.cfg.Linger).Err(); err != nil {
+	err := disconnectScript.Run(ctx, t.cfg.Redis, []string{t.Key(user)}, "on "+t.cfg.Node, off, t.cfg.Linger.Milliseconds()).Err()
+	if err != nil {
 		// The "on" record expires within TTL anyway.
 		t.cfg.Logger.Debug("presence: record disconnect", "err", err)
 	}
@@ -136,15 +169,27 @@ func (t *Tracker) Online() int {
 }
 
 // Run rewrites this node's records until ctx ends: each once every TTL/3,
-// one slot at a time. (A draining node closes its sockets, and the last
-// close of each user records them as last seen.)
+// one slot at a time, at the TTL of the moment. (A draining node closes its
+// sockets, and the last close of each user records them as last seen.)
 func (t *Tracker) Run(ctx context.Context) error {
-	t.slots.Visit(ctx, func(slot int) {
+	timer := time.NewTimer(t.step())
+	defer timer.Stop()
+	for slot := 0; ; slot = (slot + 1) % t.slots.Len() {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-timer.C:
+		}
+		timer.Reset(t.step())
 		if err := t.refresh(ctx, slot); err != nil && ctx.Err() == nil {
 			t.cfg.Logger.Warn("presence refresh", "err", err)
 		}
-	})
-	return nil
+	}
+}
+
+// step is how often Run refreshes the next slot: each once per TTL/3.
+func (t *Tracker) step() time.Duration {
+	return max(t.TTL()/3/time.Duration(t.slots.Len()), time.Millisecond)
 }
 
 // refresh rewrites the records of one slot's users in pipelines of bounded
@@ -153,12 +198,12 @@ func (t *Tracker) refresh(ctx context.Context, slot int) error {
 	t.mu.Lock()
 	users := t.slots.Keys(slot)
 	t.mu.Unlock()
-	on := "on " + t.cfg.Node
+	on, ttl := "on "+t.cfg.Node, t.TTL()
 	for len(users) > 0 {
 		n := min(len(users), 1000)
 		pipe := t.cfg.Redis.Pipeline()
 		for _, u := range users[:n] {
-			pipe.Set(ctx, t.Key(u), on, t.cfg.TTL)
+			pipe.Set(ctx, t.Key(u), on, ttl)
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
 			return fmt.Errorf("refresh %d users: %w", n, err)

@@ -170,3 +170,79 @@ func (l *setLog) everyOneAtLeast(users, n int) bool {
 	}
 	return true
 }
+
+// A user who reconnected to another node before this one saw the old socket
+// close stays online there: the late close does not write "last seen" over
+// the other node's record (lua/disconnect.lua).
+func TestLateCloseKeepsAnotherNodesRecord(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+		ctx := context.Background()
+		now := time.UnixMilli(1_800_000_000_000)
+		clock := func() time.Time { return now }
+		a := presence.New(presence.Config{Redis: rdb, Prefix: prefix, Node: "a", Now: clock})
+		b := presence.New(presence.Config{Redis: rdb, Prefix: prefix, Node: "b", Now: clock})
+		a.Connected(ctx, "u")
+		b.Connected(ctx, "u") // the reconnect, on b
+		a.Disconnected("u")   // a notices the old socket gone
+		if node, ok, err := a.Where(ctx, "u"); !ok || node != "b" || err != nil {
+			t.Fatalf("after a late close on a: %q %v %v, want online on b", node, ok, err)
+		}
+		// A's own record, or an "off" one, is still replaced.
+		b.Disconnected("u")
+		if _, ok, _ := a.Where(ctx, "u"); ok {
+			t.Fatal("the last close on b left the user online")
+		}
+		now = now.Add(time.Second)
+		a.Connected(ctx, "v")
+		a.Disconnected("v")
+		if seen, _ := a.LastSeen(ctx, []string{"u", "v"}); !seen["v"].Equal(now) || !seen["u"].Equal(now.Add(-time.Second)) {
+			t.Fatalf("last seen %v", seen)
+		}
+	})
+}
+
+// SetTTL changes the life of the records written from then on and how often
+// Run rewrites them; it takes nothing below MinTTL.
+func TestSetTTL(t *testing.T) {
+	rdb, mr := redistest.MiniServer(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a := presence.New(presence.Config{Redis: rdb, Node: "a", TTL: time.Hour})
+	a.SetTTL(time.Millisecond)
+	if a.TTL() != presence.MinTTL {
+		t.Fatalf("TTL %v after SetTTL(1ms), want %v", a.TTL(), presence.MinTTL)
+	}
+	a.Connected(ctx, "u")
+	if ttl := mr.TTL(a.Key("u")); ttl != presence.MinTTL {
+		t.Fatalf("record written with life %v, want %v", ttl, presence.MinTTL)
+	}
+	done := make(chan struct{})
+	go func() { a.Run(ctx); close(done) }()
+	// Refreshed every second now, not every 20 minutes: within 5 s of real
+	// time the record has been rewritten (its TTL reset) after being aged.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		mr.FastForward(2 * time.Second) // 1 s left unless rewritten since
+		time.Sleep(1500 * time.Millisecond)
+		if mr.TTL(a.Key("u")) == presence.MinTTL {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no refresh at the shorter TTL")
+		}
+	}
+	cancel()
+	<-done
+}
+
+func TestTTLFor(t *testing.T) {
+	for _, c := range []struct{ timeout, want time.Duration }{
+		{30 * time.Second, 15 * time.Second},
+		{8 * time.Second, 8 * time.Second},
+		{time.Second, presence.MinTTL},
+	} {
+		if got := presence.TTLFor(c.timeout); got != c.want {
+			t.Errorf("TTLFor(%v) = %v, want %v", c.timeout, got, c.want)
+		}
+	}
+}

@@ -152,6 +152,7 @@ func newDeps(ctx context.Context, f serveFlags, stderr io.Writer) (_ *deps, err 
 	if d.sec, d.queues, err = newSecurity(ctx, f.sec, d.rdb, d.pg, f.prefix, d.node, queues, d.applyQueues, d.clk.Now, log); err != nil {
 		return nil, err
 	}
+	d.tracker.SetTTL(presenceTTL(d.queues))
 
 	if d.alloc, err = newAllocator(f, log); err != nil {
 		return nil, err
@@ -292,6 +293,7 @@ func (d *deps) applyQueues(c matcher.Config) {
 		names = append(names, q.Name)
 	}
 	d.svc.SetQueues(c)
+	d.tracker.SetTTL(presenceTTL(c))
 	d.applyAdmission(c)
 	if d.runner != nil {
 		if err := d.runner.SetQueues(c); err != nil {
@@ -300,6 +302,20 @@ func (d *deps) applyQueues(c matcher.Config) {
 		}
 	}
 	d.log.Info("queue configuration applied", "queues", strings.Join(names, ","))
+}
+
+// presenceTTL keeps the presence records' refresh (a third of their life)
+// at a third of the shortest heartbeat timeout or less, so that a record
+// Redis lost (a wipe) is back long before the matcher's ghost check would
+// evict a player who is still connected.
+func presenceTTL(c matcher.Config) time.Duration {
+	shortest := matcher.HeartbeatTimeoutOf(nil)
+	for i := range c.Queues {
+		if c.Queues[i].Matched() {
+			shortest = min(shortest, matcher.HeartbeatTimeoutOf(&c.Queues[i]))
+		}
+	}
+	return presence.TTLFor(shortest)
 }
 
 // tasks are the goroutines every process runs, whatever its roles.

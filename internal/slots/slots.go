@@ -29,6 +29,9 @@ func New[K comparable](period, minStep time.Duration, most int) *Set[K] {
 	return s
 }
 
+// Len is the number of slots.
+func (s *Set[K]) Len() int { return len(s.slots) }
+
 // Count is the number of keys held.
 func (s *Set[K]) Count() int { return s.n }
 
