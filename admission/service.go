@@ -75,6 +75,8 @@ type Service struct {
 	qs  atomic.Pointer[queueSet]
 	log *slog.Logger
 
+	batches *lineBatches
+
 	mu       sync.Mutex
 	measured map[string]cachedRates
 	figures  map[string]cachedStats
@@ -124,7 +126,7 @@ func NewService(cfg ServiceConfig) (*Service, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Service{cfg: cfg, log: cfg.Logger, measured: map[string]cachedRates{}, figures: map[string]cachedStats{}}
+	s := &Service{cfg: cfg, log: cfg.Logger, batches: newLineBatches(cfg.Line), measured: map[string]cachedRates{}, figures: map[string]cachedStats{}}
 	if err := s.SetQueues(cfg.Queues); err != nil {
 		return nil, err
 	}
@@ -202,7 +204,7 @@ func (s *Service) Enter(ctx context.Context, queue, userID string) (Position, bo
 		return Position{}, false, errors.New("admission: no user")
 	}
 	now := s.cfg.Now()
-	total, err := s.cfg.Line.Size(ctx, q.Name)
+	total, err := s.batches.size(ctx, q.Name)
 	if err != nil {
 		return Position{}, false, fmt.Errorf("line size of %s: %w", q.Name, err)
 	}
@@ -212,15 +214,17 @@ func (s *Service) Enter(ctx context.Context, queue, userID string) (Position, bo
 	if err != nil {
 		return Position{}, false, fmt.Errorf("enter %s: %w", q.Name, err)
 	}
+	s.seen(ctx, q.Name, p, !created, now)
 	if p.Status == StatusWaiting {
 		// Also for a repeat: the line is derived, and adding is idempotent,
 		// so a place the line lost (a wipe) is back at once.
-		if err := s.cfg.Line.Add(ctx, q.Name, []Place{p}, now); err != nil {
-			// The record holds the place; the admitter's rebuild adds it.
-			s.log.Warn("add to the line; left to the rebuild", "queue", q.Name, "user", userID, "err", err)
+		r, err := s.batches.add(ctx, q.Name, p, now)
+		if err == nil {
+			return s.waiting(ctx, q, p, r, now), created, nil
 		}
+		// The record holds the place; the admitter's rebuild adds it.
+		s.log.Warn("add to the line; left to the rebuild", "queue", q.Name, "user", userID, "err", err)
 	}
-	s.seen(ctx, q.Name, p, !created, now)
 	pos, err := s.position(ctx, q, p, now)
 	return pos, created, err
 }
@@ -254,16 +258,21 @@ func (s *Service) position(ctx context.Context, q Queue, p Place, now time.Time)
 	if err != nil {
 		return Position{}, fmt.Errorf("rank in %s: %w", q.Name, err)
 	}
-	if !ok {
+	return s.waiting(ctx, q, p, Rank{Rank: rank, Total: total, OK: ok}, now), nil
+}
+
+// waiting is the position of p, WAITING at r in the line.
+func (s *Service) waiting(ctx context.Context, q Queue, p Place, r Rank, now time.Time) Position {
+	if !r.OK {
 		// Waiting in the record, not in the line: being admitted this very
 		// moment, or about to be added back by the rebuild.
-		rank, total = 0, max(total, 1)
+		r.Rank, r.Total = 0, max(r.Total, 1)
 	}
-	eta := s.rates(ctx, q, now).Predict(rank)
+	eta := s.rates(ctx, q, now).Predict(r.Rank)
 	return Position{
-		Status: StatusWaiting, Rank: rank, Total: total, ETA: eta,
+		Status: StatusWaiting, Rank: r.Rank, Total: r.Total, ETA: eta,
 		PollAfter: pollAfter(eta, q), Version: p.Version,
-	}, nil
+	}
 }
 
 // pollAfter spaces a polling client's questions: often near the front,
