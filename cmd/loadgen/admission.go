@@ -560,6 +560,10 @@ func (a *admissionRun) progress(ctx context.Context) {
 type pushFigures struct {
 	perPush, perBatch, ready Histogram
 	moved, early, unmatched  int
+	// worst is each batch's (by the passed counter after it) slowest push
+	// here: several loadgens' runs merge into one figure by the largest
+	// of each batch.
+	worst map[int64]time.Duration
 }
 
 // pushDelays attributes every moved push to the batch it reflects and
@@ -661,6 +665,7 @@ func (a *admissionRun) pushDelays() *pushFigures {
 	for _, d := range worst {
 		pf.perBatch.Record(d)
 	}
+	pf.worst = worst
 	return pf
 }
 
@@ -739,6 +744,11 @@ func (a *admissionRun) writeJSON(q *admissionInfo) {
 	if a.cfg.Sockets > 0 {
 		pf := a.pushDelays()
 		out["batchToLastPush"], out["batchToPush"], out["batchToReady"] = pf.perBatch.Summary(), pf.perPush.Summary(), pf.ready.Summary()
+		worst := make(map[string]float64, len(pf.worst))
+		for c, d := range pf.worst {
+			worst[strconv.FormatInt(c, 10)] = float64(d.Microseconds()) / 1000
+		}
+		out["batchWorstMs"] = worst
 	}
 	b, err := json.MarshalIndent(out, "", "  ")
 	if err == nil {
