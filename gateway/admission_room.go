@@ -98,6 +98,11 @@ type roomQueue struct {
 	// unsynced are the waiters watched since the loop last read them: a
 	// wake reads only these, not the whole queue.
 	unsynced map[string]struct{}
+	// settles takes the waiters a read found no longer waiting to the
+	// loop's settler, which reads each one's place from the record: a read
+	// a user, done in the loop, held every push behind it (admitted users
+	// come to each refresh by the rate's hundreds). Set by run.
+	settles chan []string
 }
 
 type roomWaiter struct {
@@ -221,6 +226,17 @@ func (r *room) run(ctx context.Context, q *roomQueue) {
 		unsubscribe = u
 	}
 	subscribe()
+	q.settles = make(chan []string, 4)
+	var settler sync.WaitGroup
+	settler.Go(func() {
+		for users := range q.settles {
+			r.settle(ctx, q, users)
+		}
+	})
+	defer func() {
+		close(q.settles)
+		settler.Wait()
+	}()
 	refresh := time.NewTicker(roomRefreshEvery)
 	defer refresh.Stop()
 	touch := time.NewTicker(roomTouchEvery)
@@ -275,6 +291,18 @@ func (r *room) touch(ctx context.Context, q *roomQueue) {
 func (r *room) sync(ctx context.Context, q *roomQueue, all bool) {
 	users := q.users(all)
 	now := r.srv.cfg.Now()
+	var gone []string
+	defer func() {
+		if len(gone) == 0 {
+			return
+		}
+		select {
+		case q.settles <- gone:
+		default:
+			// The settler is behind: they stay watched, and a later read
+			// hands them over again.
+		}
+	}()
 	for lo := 0; lo < len(users); lo += roomBatch {
 		batch := users[lo:min(lo+roomBatch, len(users))]
 		cctx, cancel := context.WithTimeout(ctx, r.srv.cfg.CommandTimeout)
@@ -284,10 +312,16 @@ func (r *room) sync(ctx context.Context, q *roomQueue, all bool) {
 			r.srv.log.Warn("read the waiters' ranks", slog.String("admission_queue", q.name), slog.Any("error", err))
 			return
 		}
-		var gone []string
 		for i, u := range batch {
 			p := ps[i]
 			if p.Status != admission.StatusWaiting {
+				// No estimate is pushed to them meanwhile: advance skips
+				// the unsynced.
+				q.mu.Lock()
+				if w := q.waiters[u]; w != nil {
+					w.synced = false
+				}
+				q.mu.Unlock()
 				gone = append(gone, u)
 				continue
 			}
@@ -307,7 +341,6 @@ func (r *room) sync(ctx context.Context, q *roomQueue, all bool) {
 			q.mu.Unlock()
 			r.push(to, q.name, p)
 		}
-		r.settle(ctx, q, gone)
 	}
 }
 

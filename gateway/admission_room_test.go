@@ -195,3 +195,69 @@ func TestRoomPace(t *testing.T) {
 		t.Fatalf("after 200 in 2 s: %v a second, want %v", q.perSec, want)
 	}
 }
+
+// A waiter found admitted is settled (its place read from the record) off
+// the room's loop: a slow read there holds no other waiter's push.
+func TestASlowSettleHoldsNoPush(t *testing.T) {
+	refresh := roomRefreshEvery
+	roomRefreshEvery = 100 * time.Millisecond
+	t.Cleanup(func() { roomRefreshEvery = refresh })
+
+	adm := &roomAdmissions{fakeAdmissions: newFakeAdmissions("drop"), touched: map[string]int{}}
+	var armed sync.Once
+	blocking := make(chan struct{})
+	release := make(chan struct{})
+	adm.position = func(ctx context.Context, queue, userID string) (admission.Position, error) {
+		select {
+		case <-blocking:
+			if userID == "bob" {
+				<-release
+			}
+		default:
+		}
+		adm.fakeAdmissions.mu.Lock()
+		defer adm.fakeAdmissions.mu.Unlock()
+		return adm.placeLocked(queue, userID), nil
+	}
+	clk := newFakeClock(time.Now())
+	env := startServer(t, Config{Admissions: adm, Now: clk.Now})
+	enter := func(user string) *websocket.Conn {
+		c := dial(t, env.wsURL(), mustToken(t, user, nil))
+		readFrame(t, c) // hello
+		writeJSONFrame(t, c, map[string]any{"type": "enter", "id": "e", "queue": "drop"})
+		if f := readFrame(t, c); f.Type != "entered" {
+			t.Fatalf("enter %s: %s", user, f.raw)
+		}
+		return c
+	}
+	bob := enter("bob")
+	for i := range 250 {
+		adm.Enter(context.Background(), "drop", fmt.Sprintf("u%03d", i))
+	}
+	ada := enter("ada")
+	if p := pushedPosition(t, ada); p["rank"] != 251.0 {
+		t.Fatalf("ada's first push %v, want rank 251", p)
+	}
+	pushedPosition(t, bob)
+	// Bob is admitted, and his settle's read hangs.
+	armed.Do(func() { close(blocking) })
+	adm.admit("drop", "tok-bob", time.Minute)
+	time.Sleep(3 * roomRefreshEvery) // a refresh finds him gone
+	// 100 pass: ada's estimate moves and is pushed while the read hangs.
+	// (The fake's exact ranks keep the counter at 0, so every refresh
+	// rebases her at 250: the estimate says 150 or 151.)
+	clk.Advance(10 * time.Second)
+	env.sub.publish("queue:drop", []byte("100"))
+	for {
+		p := pushedPosition(t, ada)
+		if p["rank"] == 151.0 || p["rank"] == 150.0 {
+			break
+		}
+	}
+	close(release)
+	for {
+		if p := pushedPosition(t, bob); p["status"] == "READY" {
+			break
+		}
+	}
+}
