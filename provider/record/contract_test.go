@@ -69,6 +69,13 @@ func testRecord(t *testing.T, newRecord func(t *testing.T) provider.Record) {
 		getIs(t, r, want)
 		liveIs(t, r, "care", "p1", want)
 
+		// Parts keep every bit of their values through JSON.
+		odd := offer(4, "care", "p4")
+		odd.Score = math.Nextafter(1, 2)
+		odd.Parts = map[string]float64{"third": 1 / float64(3), "tiny": -1e-300, "huge": math.MaxFloat64, "next": math.Nextafter(0.3, 1)}
+		equal(t, "odd numbers", mustOffer(t, r, odd, 1), stored(odd))
+		getIs(t, r, stored(odd))
+
 		// Given at once: ACCEPTED from the start, accepted when offered.
 		b := offer(2, "care", "p2")
 		b.AcceptBy, b.Parts = time.Time{}, nil
