@@ -11,6 +11,6 @@ func (s *Service) Estimate(ctx context.Context, queue string, rank, total int64)
 	if err != nil {
 		return Position{}
 	}
-	eta := s.rates(ctx, q, s.cfg.Now()).Predict(rank)
+	eta := s.ratesAhead(ctx, q, s.cfg.Now()).Predict(rank)
 	return Position{Status: StatusWaiting, Rank: rank, Total: total, ETA: eta, PollAfter: pollAfter(eta, q)}
 }

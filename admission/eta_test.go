@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"math"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -150,5 +151,65 @@ func TestRatesAreMeasuredByOneCallerAtATime(t *testing.T) {
 	s.rates(context.Background(), q, later)
 	if rec.reads.Load() != 2 {
 		t.Fatalf("%d reads once the measure was due and free, want 2", rec.reads.Load())
+	}
+}
+
+// blockingRecord holds each read of admissions until released.
+type blockingRecord struct {
+	Record
+	reads   atomic.Int64
+	release chan struct{}
+}
+
+func (b *blockingRecord) Admitted(ctx context.Context, _ string, _ time.Time, _ int) ([]Place, error) {
+	if b.reads.Add(1) > 1 {
+		<-b.release
+	}
+	return nil, nil
+}
+
+// The pushes' estimates never wait on the record: a due measure is read in
+// the background, once, and the last one answers meanwhile.
+func TestEstimatesDoNotWaitForAMeasure(t *testing.T) {
+	rec := &blockingRecord{release: make(chan struct{})}
+	var mu sync.Mutex
+	now := time.Date(2026, 12, 2, 6, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	s, err := NewService(ServiceConfig{Queues: []Queue{{Name: "q", Rate: 5}}, Record: rec, Line: struct{ Line }{}, Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Estimate(context.Background(), "q", 10, 20) // the first measure, read at once
+	mu.Lock()
+	now = now.Add(2 * time.Second)
+	mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		for range 100 {
+			if p := s.Estimate(context.Background(), "q", 10, 20); p.ETA.Seconds <= 0 {
+				t.Errorf("estimate %+v without an ETA", p)
+			}
+		}
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("estimates waited for the record's read")
+	}
+	if n := rec.reads.Load(); n != 2 {
+		t.Fatalf("%d reads: want the first and one background measure", n)
+	}
+	close(rec.release)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		s.mu.Lock()
+		c := s.measured["q"]
+		s.mu.Unlock()
+		if !c.measuring && c.at.Equal(clock()) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the background measure never landed")
+		}
 	}
 }

@@ -56,7 +56,7 @@ func (s *Service) Ranks(ctx context.Context, queue string, userIDs []string) ([]
 	if len(ranks) != len(userIDs) {
 		return nil, 0, fmt.Errorf("ranks in %s: %d ranks for %d users", q.Name, len(ranks), len(userIDs))
 	}
-	rates := s.rates(ctx, q, s.cfg.Now())
+	rates := s.ratesAhead(ctx, q, s.cfg.Now())
 	out := make([]Position, len(ranks))
 	for i, r := range ranks {
 		if !r.OK {

@@ -423,26 +423,63 @@ const maxMeasured = 20000
 // enter and poll asks); a failed read keeps the last measure (or the
 // configured rate).
 func (s *Service) rates(ctx context.Context, q Queue, now time.Time) Rates {
+	r, due, _ := s.cachedRates(q, now)
+	if !due {
+		return r
+	}
+	return s.measure(ctx, q, now, r)
+}
+
+// ratesAhead is rates for the pushes' estimates (Estimate, Ranks): a due
+// measure is read in the background and the last one answers meanwhile,
+// so that the room's loop never waits on the record; only a queue never
+// measured here waits for its first.
+func (s *Service) ratesAhead(ctx context.Context, q Queue, now time.Time) Rates {
+	r, due, ok := s.cachedRates(q, now)
+	switch {
+	case !due:
+		return r
+	case !ok:
+		return s.measure(ctx, q, now, r)
+	}
+	go func() {
+		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), measureTimeout)
+		defer cancel()
+		s.measure(mctx, q, now, r)
+	}()
+	return r
+}
+
+// measureTimeout bounds a background measure.
+const measureTimeout = 5 * time.Second
+
+// cachedRates returns q's last measure (the configured rate when none: ok
+// false) and whether a new one is due, claiming it for the caller: a
+// caller told due must call measure.
+func (s *Service) cachedRates(q Queue, now time.Time) (r Rates, due, ok bool) {
 	if q.Rate == 0 {
 		// Not in force (known): nobody admits it, whatever it did before.
-		return Rates{}
+		return Rates{}, false, false
 	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	c, ok := s.measured[q.Name]
 	if ok && (c.measuring || now.Sub(c.at) < time.Second && !now.Before(c.at)) {
-		s.mu.Unlock()
-		return c.rates
+		return c.rates, false, true
 	}
 	if ok {
 		c.measuring = true
 		s.measured[q.Name] = c
+		return c.rates, true, true
 	}
-	s.mu.Unlock()
 	configured := float64(q.Rate)
-	r := Rates{Mean: configured, Low: configured, High: configured}
-	if ok {
-		r = c.rates
-	}
+	return Rates{Mean: configured, Low: configured, High: configured}, true, false
+}
+
+// measure reads the admissions and stores the new measure, last (the
+// measure to keep when the read fails) otherwise.
+func (s *Service) measure(ctx context.Context, q Queue, now time.Time, last Rates) Rates {
+	r := last
 	places, err := s.cfg.Record.Admitted(ctx, q.Name, measureSince(now, RateWindow, q.Rate), maxMeasured)
 	if err != nil {
 		s.log.Warn("measure the admission rate", "queue", q.Name, "err", err)
@@ -451,7 +488,7 @@ func (s *Service) rates(ctx context.Context, q Queue, now time.Time) Rates {
 		for _, p := range places {
 			at = append(at, p.AdmittedAt)
 		}
-		r = MeasureRates(at, now, configured)
+		r = MeasureRates(at, now, float64(q.Rate))
 	}
 	s.mu.Lock()
 	s.measured[q.Name] = cachedRates{at: now, rates: r}
