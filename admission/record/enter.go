@@ -10,6 +10,7 @@ import (
 
 	"github.com/matchgate/matchgate/admission"
 	"github.com/matchgate/matchgate/internal/group"
+	"github.com/matchgate/matchgate/internal/pgtime"
 )
 
 // Entries are group-committed (internal/group), as the matchmaking joins
@@ -103,7 +104,7 @@ func (r *Postgres) enterOnce(ctx context.Context, batch []enterReq, todo []int, 
 	)
 	for j, i := range todo {
 		e := batch[i]
-		queues[j], users[j], entered[j], predicts[j] = e.queue, e.userID, e.now, orNull(e.predicted)
+		queues[j], users[j], entered[j], predicts[j] = e.queue, e.userID, e.now, pgtime.OrNull(e.predicted)
 	}
 	b := &pgx.Batch{}
 	// The locks are taken in the order of their keys; OFFSET 0 keeps the

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/matchgate/matchgate/admission"
+	"github.com/matchgate/matchgate/internal/pgtime"
 )
 
 // Memory is an admission.Record held in process memory, for the embedded
@@ -113,8 +114,8 @@ func (m *Memory) Enter(ctx context.Context, queue, userID string, now, predicted
 		UserID:      userID,
 		Seq:         m.lastSeq,
 		Status:      admission.StatusWaiting,
-		EnteredAt:   stamp(now),
-		PredictedAt: stamp(predicted),
+		EnteredAt:   pgtime.Stamp(now),
+		PredictedAt: pgtime.Stamp(predicted),
 		Version:     1,
 	}
 	s.places[p.Seq] = p
@@ -218,12 +219,12 @@ func (m *Memory) Admit(ctx context.Context, queue string, epoch int64, admits []
 		}
 	}
 	s.epoch = epoch
-	now = stamp(now)
+	now = pgtime.Stamp(now)
 	out := make([]admission.Place, len(admits))
 	for i, a := range admits {
 		p := s.places[a.Seq]
 		if p.Status == admission.StatusWaiting {
-			p.Token, p.ExpiresAt, p.AdmittedAt = a.Token, stamp(now.Add(ttl)), now
+			p.Token, p.ExpiresAt, p.AdmittedAt = a.Token, pgtime.Stamp(now.Add(ttl)), now
 			s.set(p, admission.StatusReady)
 			s.tokens[a.Token] = p.Seq
 			m.tokens[a.Token] = struct{}{}
@@ -280,7 +281,7 @@ func (m *Memory) Claim(ctx context.Context, queue, token string, now time.Time) 
 	case p.Status != admission.StatusReady || expired(p.ExpiresAt, now):
 		return admission.Place{}, fmt.Errorf("claim the token of %s in %s: %w", p.UserID, queue, admission.ErrNotFound)
 	}
-	p.ClaimedAt = stamp(now)
+	p.ClaimedAt = pgtime.Stamp(now)
 	s.set(p, admission.StatusClaimed)
 	return *p, nil
 }
@@ -289,7 +290,7 @@ func (m *Memory) Claim(ctx context.Context, queue, token string, now time.Time) 
 // CLAIMED one past its life at now is ErrNotClaimed.
 func (m *Memory) Consume(ctx context.Context, queue, token string, now time.Time) (admission.Place, error) {
 	return m.settle(ctx, "consume", queue, token, now, func(s *memQueue, p *admission.Place) {
-		p.ConsumedAt = stamp(now)
+		p.ConsumedAt = pgtime.Stamp(now)
 		s.set(p, admission.StatusConsumed)
 	})
 }
@@ -431,7 +432,7 @@ func (m *Memory) Admitted(ctx context.Context, queue string, since time.Time, li
 	if !ok {
 		return nil, nil
 	}
-	since = stamp(since)
+	since = pgtime.Stamp(since)
 	i, _ := slices.BinarySearchFunc(s.admitted, since, func(seq int64, t time.Time) int {
 		return cmp.Or(s.places[seq].AdmittedAt.Compare(t), 1) // first at or after since
 	})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/matchgate/matchgate/admission"
 	"github.com/matchgate/matchgate/internal/group"
+	"github.com/matchgate/matchgate/internal/pgtime"
 )
 
 // Postgres is the admission.Record of a PostgreSQL database migrated by
@@ -51,26 +52,9 @@ func scanPlace(row pgx.Row) (admission.Place, error) {
 		return admission.Place{}, err
 	}
 	p.EnteredAt = p.EnteredAt.UTC()
-	p.ExpiresAt, p.PredictedAt, p.AdmittedAt = orZero(expires), orZero(predicted), orZero(admitted)
-	p.ClaimedAt, p.ConsumedAt = orZero(claim), orZero(consumed)
+	p.ExpiresAt, p.PredictedAt, p.AdmittedAt = pgtime.OrZero(expires), pgtime.OrZero(predicted), pgtime.OrZero(admitted)
+	p.ClaimedAt, p.ConsumedAt = pgtime.OrZero(claim), pgtime.OrZero(consumed)
 	return p, nil
-}
-
-// orZero is a nullable timestamptz as Memory holds it: UTC, zero for NULL.
-func orZero(t *time.Time) time.Time {
-	if t == nil {
-		return time.Time{}
-	}
-	return t.UTC()
-}
-
-// orNull is a time to write: NULL for the zero time.
-func orNull(t time.Time) *time.Time {
-	if t.IsZero() {
-		return nil
-	}
-	t = stamp(t)
-	return &t
 }
 
 func (r *Postgres) places(ctx context.Context, query string, args ...any) ([]admission.Place, error) {
@@ -87,7 +71,7 @@ func (r *Postgres) Enter(ctx context.Context, queue, userID string, now, predict
 	if err := checkEnter(queue, userID, now); err != nil {
 		return admission.Place{}, false, err
 	}
-	res := r.enter.Do(ctx, enterReq{queue: queue, userID: userID, now: stamp(now), predicted: stamp(predicted)})
+	res := r.enter.Do(ctx, enterReq{queue: queue, userID: userID, now: pgtime.Stamp(now), predicted: pgtime.Stamp(predicted)})
 	return res.p, res.created, res.err
 }
 
@@ -166,7 +150,7 @@ func (r *Postgres) Admit(ctx context.Context, queue string, epoch int64, admits 
 	if err := checkAdmit(queue, epoch, admits, now, ttl); err != nil {
 		return nil, err
 	}
-	now = stamp(now)
+	now = pgtime.Stamp(now)
 	var (
 		seqs   = make([]int64, len(admits))
 		users  = make([]string, len(admits))
@@ -233,7 +217,7 @@ func (r *Postgres) Admit(ctx context.Context, queue string, epoch int64, admits 
 // token's life at now. A CLAIMED token past its life at now is
 // ErrNotFound, as it is once Expire has ended it.
 func (r *Postgres) Claim(ctx context.Context, queue, token string, now time.Time) (admission.Place, error) {
-	now = stamp(now)
+	now = pgtime.Stamp(now)
 	p, err := scanPlace(r.pool.QueryRow(ctx, `WITH t AS MATERIALIZED (`+lockToken+`)
 		UPDATE admission_places p SET status = 'CLAIMED', claimed_at = $3, version = p.version + 1
 		  FROM t WHERE p.seq = t.s AND t.st = 'READY' AND t.e > $3
@@ -288,7 +272,7 @@ func (r *Postgres) Release(ctx context.Context, queue, token string, now time.Ti
 
 // settle applies set ($3 is now) to the CLAIMED, unexpired place of token.
 func (r *Postgres) settle(ctx context.Context, what, queue, token string, now time.Time, set string) (admission.Place, error) {
-	now = stamp(now)
+	now = pgtime.Stamp(now)
 	p, err := scanPlace(r.pool.QueryRow(ctx, `WITH t AS MATERIALIZED (`+lockToken+`)
 		UPDATE admission_places p SET `+set+`, version = p.version + 1
 		  FROM t WHERE p.seq = t.s AND t.st = 'CLAIMED' AND t.e > $3::timestamptz
@@ -323,7 +307,7 @@ func (r *Postgres) Expire(ctx context.Context, queue string, now time.Time, limi
 			 ORDER BY expires_at, seq LIMIT $3 FOR UPDATE SKIP LOCKED)
 		UPDATE admission_places p SET status = 'EXPIRED', version = p.version + 1
 		  FROM due WHERE p.seq = due.s
-		RETURNING `+placeColumns, queue, stamp(now), limit)
+		RETURNING `+placeColumns, queue, pgtime.Stamp(now), limit)
 	if err != nil {
 		return nil, fmt.Errorf("expire tokens of %s: %w", queue, err)
 	}
@@ -398,7 +382,7 @@ func (r *Postgres) Admitted(ctx context.Context, queue string, since time.Time, 
 		return nil, err
 	}
 	ps, err := r.places(ctx, `SELECT `+placeColumns+` FROM admission_places
-		WHERE queue = $1 AND admitted_at >= $2 ORDER BY admitted_at, seq LIMIT $3`, queue, stamp(since), limit)
+		WHERE queue = $1 AND admitted_at >= $2 ORDER BY admitted_at, seq LIMIT $3`, queue, pgtime.Stamp(since), limit)
 	if err != nil {
 		return nil, fmt.Errorf("admitted to %s: %w", queue, err)
 	}

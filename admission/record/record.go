@@ -11,15 +11,6 @@ import (
 // before touching storage, so that they accept and refuse the same values
 // and return identical places.
 
-// stamp returns t as PostgreSQL stores a timestamptz: UTC, microseconds.
-// The zero time stays zero: it is a time not set, NULL in PostgreSQL.
-func stamp(t time.Time) time.Time {
-	if t.IsZero() {
-		return time.Time{}
-	}
-	return t.UTC().Truncate(time.Microsecond)
-}
-
 // enterAttempts bounds the tries of one entry when the live place that
 // refused it ends before it is read.
 const enterAttempts = 3

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/matchgate/matchgate/internal/pgtime"
 	"github.com/matchgate/matchgate/provider"
 )
 
@@ -180,7 +181,7 @@ func (m *Memory) Expire(ctx context.Context, queue string, now time.Time, limit 
 	if err := checkExpire(queue, now, limit); err != nil {
 		return nil, err
 	}
-	now = stamp(now)
+	now = pgtime.Stamp(now)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var due []*provider.Assignment

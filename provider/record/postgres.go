@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/matchgate/matchgate/internal/pgtime"
 	"github.com/matchgate/matchgate/provider"
 )
 
@@ -57,24 +58,8 @@ func scan(row pgx.Row) (provider.Assignment, error) {
 	}
 	a.Parts = cloneParts(a.Parts)
 	a.OfferedAt = a.OfferedAt.UTC()
-	a.AcceptBy, a.AcceptedAt, a.EndedAt = orZero(acceptBy), orZero(accepted), orZero(ended)
+	a.AcceptBy, a.AcceptedAt, a.EndedAt = pgtime.OrZero(acceptBy), pgtime.OrZero(accepted), pgtime.OrZero(ended)
 	return a, nil
-}
-
-// orZero is a nullable timestamptz as Memory holds it: UTC, zero for NULL.
-func orZero(t *time.Time) time.Time {
-	if t == nil {
-		return time.Time{}
-	}
-	return t.UTC()
-}
-
-// orNull is a stamped time to write: NULL for the zero time.
-func orNull(t time.Time) *time.Time {
-	if t.IsZero() {
-		return nil
-	}
-	return &t
 }
 
 func (r *Postgres) list(ctx context.Context, query string, args ...any) ([]provider.Assignment, error) {
@@ -150,7 +135,7 @@ func (r *Postgres) Offer(ctx context.Context, a provider.Assignment, capacity in
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
 			RETURNING `+columns,
 			a.ID, a.Queue, a.TicketID, a.Requester, a.Provider, a.Status, a.Score, string(parts),
-			a.OfferedAt, orNull(a.AcceptBy), orNull(a.AcceptedAt), a.Version))
+			a.OfferedAt, pgtime.OrNull(a.AcceptBy), pgtime.OrNull(a.AcceptedAt), a.Version))
 		return err
 	})
 	var pgErr *pgconn.PgError
@@ -246,7 +231,7 @@ func (r *Postgres) Expire(ctx context.Context, queue string, now time.Time, limi
 			UPDATE assignments a SET status = 'EXPIRED', ended_at = $2, end_reason = $4, version = a.version + 1
 			  FROM due WHERE a.id = due.id AND a.status = 'OFFERED'
 			RETURNING a.*)
-		SELECT `+columns+` FROM ended ORDER BY ended.accept_by, ended.id`, queue, stamp(now), limit, reasonExpired)
+		SELECT `+columns+` FROM ended ORDER BY ended.accept_by, ended.id`, queue, pgtime.Stamp(now), limit, reasonExpired)
 	if err != nil {
 		return nil, fmt.Errorf("expire offers of %s: %w", queue, err)
 	}

@@ -8,21 +8,13 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/matchgate/matchgate/internal/pgtime"
 	"github.com/matchgate/matchgate/provider"
 )
 
 // Both implementations pass every input through the functions of this file
 // before touching storage, so that they accept and refuse the same values
 // and return identical assignments.
-
-// stamp returns t as PostgreSQL stores a timestamptz: UTC, microseconds.
-// The zero time stays zero: it is a time not set, NULL in PostgreSQL.
-func stamp(t time.Time) time.Time {
-	if t.IsZero() {
-		return time.Time{}
-	}
-	return t.UTC().Truncate(time.Microsecond)
-}
 
 // canonicalID returns id in the form PostgreSQL prints a uuid, so that
 // both records find an assignment by any spelling PostgreSQL accepts and
@@ -67,7 +59,7 @@ func checkOffer(a provider.Assignment, capacity int) (provider.Assignment, error
 	if a.TicketID, err = canonicalID(what+": ticket", a.TicketID); err != nil {
 		return provider.Assignment{}, err
 	}
-	a.OfferedAt, a.AcceptBy = stamp(a.OfferedAt), stamp(a.AcceptBy)
+	a.OfferedAt, a.AcceptBy = pgtime.Stamp(a.OfferedAt), pgtime.Stamp(a.AcceptBy)
 	// Compared as stored: a window shorter than a microsecond is none.
 	if !a.AcceptBy.IsZero() && !a.AcceptBy.After(a.OfferedAt) {
 		return provider.Assignment{}, fmt.Errorf("%s: accept by %v, not after the offer at %v", what, a.AcceptBy, a.OfferedAt)
@@ -117,7 +109,7 @@ func checkChange(what, id string, now time.Time) (string, time.Time, error) {
 	if now.IsZero() {
 		return "", time.Time{}, fmt.Errorf("%s %s: no time", what, id)
 	}
-	return id, stamp(now), nil
+	return id, pgtime.Stamp(now), nil
 }
 
 // open reports whether an offer answerable until acceptBy is still open at
