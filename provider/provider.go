@@ -36,6 +36,11 @@ type Provider struct {
 	Used       int // slots held by offered or running assignments
 	Attributes Attributes
 	Online     bool
+	// Held are the assignments holding Used of the slots (Live fills it).
+	Held []string
+	// LastSeen is when the provider was last known connected (Live fills
+	// it; for an online provider, the last refresh).
+	LastSeen time.Time
 }
 
 // Free is the number of slots a new assignment may take.
