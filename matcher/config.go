@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/matchgate/matchgate/provider"
 )
 
 // Queue kinds.
@@ -21,6 +23,9 @@ const (
 	// KindAdmission is a waiting room (package admission): its waiters are
 	// admitted at a rate, not matched; nothing of matching applies to it.
 	KindAdmission = "admission"
+	// KindProvider matches each requester to a provider with a free slot
+	// (package provider): one player a match, and a provider seat.
+	KindProvider = "provider"
 )
 
 // WindowPoint is one step of a window curve: from After on, the half-width is Width.
@@ -120,7 +125,7 @@ func (w Window) validate() error {
 // admin API body, is one flat mapping.
 type QueueConfig struct {
 	Name string `yaml:"name"`
-	// Kind is "skill" (default) or "room".
+	// Kind is "skill" (default), "room", "admission" or "provider".
 	Kind string `yaml:"kind"`
 	// Admission names a queue of kind admission in front of this matched
 	// queue: a join then takes the user's READY token there, consumed with
@@ -135,6 +140,45 @@ type QueueConfig struct {
 	Sharding    `yaml:",inline"`
 	// Admission applies to kind admission only.
 	AdmissionRules `yaml:",inline"`
+	// Providers applies to kind provider only.
+	ProviderRules `yaml:",inline"`
+}
+
+// ProviderRules are a provider queue's (kind provider): how requesters
+// are scored against providers, which constraints relax with the wait and
+// which terms are shed as the line grows. Its weights are the queue's
+// Weights, by term (specialty, rating, load, wait).
+type ProviderRules struct {
+	// Relax drops a constraint (language, sessionType, minRating,
+	// specialty) from a requester who has waited After.
+	Relax []provider.Relax `yaml:"relax"`
+	// Shed drops terms while more than Above requesters wait.
+	Shed []provider.Tier `yaml:"shed"`
+	// Assign is "batch" (default: the best total score over each pass's
+	// requesters) or "greedy" (oldest first, each its best provider).
+	Assign string `yaml:"assign"`
+}
+
+// Assignment strategies of a provider queue.
+const (
+	AssignBatch  = "batch"
+	AssignGreedy = "greedy"
+)
+
+// Policy is how a provider queue scores: its weights, relax, shed and
+// deadline, for the provider package's pure functions.
+func (q *QueueConfig) Policy() provider.Policy {
+	return provider.Policy{Weights: q.Weights, Relax: q.Relax, Shed: q.Shed, Deadline: q.Deadline}
+}
+
+func (p *ProviderRules) inherit(d ProviderRules) {
+	if p.Relax == nil {
+		p.Relax = d.Relax
+	}
+	if p.Shed == nil {
+		p.Shed = d.Shed
+	}
+	orDefault(&p.Assign, d.Assign)
 }
 
 // Seats is how many players a match takes, and what may fill it short.
@@ -332,12 +376,21 @@ func (q *QueueConfig) inherit(d QueueConfig) {
 		orDefault(&q.Admission, d.Admission)
 	}
 	q.Seats.inherit(d.Seats)
+	ws := q.Weights
 	q.SkillRules.inherit(d.SkillRules)
+	if q.Kind == KindProvider && d.Kind != KindProvider {
+		// The defaults' weights are skill dimensions, not a provider
+		// queue's terms.
+		q.Weights = ws
+	}
 	q.Timing.inherit(d.Timing)
 	q.RegionRules.inherit(d.RegionRules)
 	q.AcceptRules.inherit(d.AcceptRules)
 	q.Sharding.inherit(d.Sharding)
 	q.AdmissionRules.inherit(d.AdmissionRules)
+	if q.Kind == KindProvider {
+		q.ProviderRules.inherit(d.ProviderRules)
+	}
 }
 
 // AdmissionRules are an admission queue's (kind admission).
@@ -446,6 +499,11 @@ func (q *QueueConfig) applyBuiltins() {
 		q.OfferAfter = time.Minute
 	}
 	sort.Strings(q.Regions)
+	if q.Kind == KindProvider {
+		// One requester a match; the provider is the other side.
+		q.Players, q.MinPlayers = 1, 1
+		orDefault(&q.Assign, AssignBatch)
+	}
 	if q.Kind == KindAdmission {
 		orDefault(&q.TokenTTL, 5*time.Minute)
 		orDefault(&q.AbandonAfter, 60*time.Second)
@@ -458,8 +516,11 @@ func (q *QueueConfig) Validate() error {
 	if !ValidName(q.Name) {
 		errs = append(errs, "name must match "+namePattern)
 	}
+	if q.Kind != KindProvider && (q.Relax != nil || q.Shed != nil || q.Assign != "") {
+		errs = append(errs, "relax, shed and assign are for kind provider")
+	}
 	switch q.Kind {
-	case KindSkill, KindRoom:
+	case KindSkill, KindRoom, KindProvider:
 		if q.AdmissionRules != (AdmissionRules{}) {
 			errs = append(errs, "rate, tokenTTL and abandonAfter are for kind admission")
 		}
@@ -480,9 +541,11 @@ func (q *QueueConfig) Validate() error {
 			errs = append(errs, "abandonAfter must be at least 10s (the gateways touch the waiters holding a socket every 3s)")
 		}
 	default:
-		errs = append(errs, "kind must be skill, room or admission")
+		errs = append(errs, "kind must be skill, room, admission or provider")
 	}
-	if q.Players < 2 || q.Players > 10 {
+	if q.Kind == KindProvider {
+		errs = append(errs, q.validateProvider()...)
+	} else if q.Players < 2 || q.Players > 10 {
 		errs = append(errs, "players must be 2–10")
 	}
 	if q.MinPlayers < 1 || q.MinPlayers > q.Players {
@@ -527,6 +590,9 @@ func (q *QueueConfig) Validate() error {
 		}
 	}
 	for k, w := range q.Weights {
+		if q.Kind == KindProvider {
+			continue // validateProvider
+		}
 		if k != "skill" && k != "activity" {
 			errs = append(errs, fmt.Sprintf("weights: unknown dimension %q (skill, activity)", k))
 		}
@@ -538,6 +604,25 @@ func (q *QueueConfig) Validate() error {
 		return errors.New(strings.Join(errs, "; "))
 	}
 	return nil
+}
+
+// validateProvider checks what a provider queue adds and refuses what
+// does not apply to it.
+func (q *QueueConfig) validateProvider() []string {
+	var errs []string
+	if err := q.Policy().Validate(); err != nil {
+		errs = append(errs, err.Error())
+	}
+	if q.Assign != AssignBatch && q.Assign != AssignGreedy {
+		errs = append(errs, "assign must be batch or greedy")
+	}
+	if q.Bots || q.FallbackAfter != 0 {
+		errs = append(errs, "bots and fallbackAfter do not apply to kind provider")
+	}
+	if q.Shards > 1 || len(q.Adjacent) > 0 {
+		errs = append(errs, "shards and adjacent do not apply to kind provider: every requester of a region sees every provider")
+	}
+	return errs
 }
 
 // HasRegion reports whether the queue runs in region r.

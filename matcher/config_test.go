@@ -205,11 +205,15 @@ func TestParseConfigEveryKey(t *testing.T) {
 	}
 
 	// The table names every key of the file: each tagged field but name,
-	// the admission queue's (TestParseAdmissionQueue) and admission, which
-	// needs a second queue (TestParseAdmissionGate).
+	// the admission queue's (TestParseAdmissionQueue), the provider
+	// queue's (TestProviderQueueFromTheFile) and admission, which needs a
+	// second queue (TestParseAdmissionGate).
 	tagged := map[string]bool{}
 	admissionKeys := map[string]bool{}
 	for _, f := range reflect.VisibleFields(reflect.TypeOf(matcher.AdmissionRules{})) {
+		admissionKeys[f.Tag.Get("yaml")] = true
+	}
+	for _, f := range reflect.VisibleFields(reflect.TypeOf(matcher.ProviderRules{})) {
 		admissionKeys[f.Tag.Get("yaml")] = true
 	}
 	for _, f := range reflect.VisibleFields(reflect.TypeOf(matcher.QueueConfig{})) {
@@ -287,7 +291,7 @@ func TestParseAdmissionQueue(t *testing.T) {
 		"queues: [{name: a, kind: admission, rate: 2000000}]":           "rate must be",
 		"queues: [{name: a, kind: admission, rate: 5, tokenTTL: 10ms}]": "at least 1s",
 		"queues: [{name: a, rate: 5}]":                                  "are for kind admission",
-		"queues: [{name: a, kind: lottery}]":                            "kind must be skill, room or admission",
+		"queues: [{name: a, kind: lottery}]":                            "kind must be skill, room, admission or provider",
 	} {
 		if _, err := matcher.ParseConfig([]byte(doc)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", doc, err, want)
