@@ -53,3 +53,19 @@ type Live interface {
 
 // ErrOffline: the provider is not online in the queue.
 var ErrOffline = errors.New("provider: not online")
+
+// State is a provider in one queue and its live assignments (a provider's
+// hello).
+type State struct {
+	Queue       string
+	Provider    Provider
+	Known       bool // the live pool knows the provider
+	Assignments []Assignment
+}
+
+// Presence is a provider queue's providers as the live pool holds them.
+type Presence struct {
+	Queue                 string
+	Online, Busy, Offline []Provider // busy: online, every slot held
+	Used, Capacity        int        // slots held and offered by the online
+}
