@@ -150,7 +150,7 @@ func (r *Redis) Offline(ctx context.Context, queue, userID, session string, now 
 	if err := checkUser(queue, userID); err != nil {
 		return false, err
 	}
-	n, err := offlineScript.Run(ctx, r.rdb, []string{r.Key(queue, "p:" + userID)}, session, now.UnixMilli()).Int()
+	n, err := offlineScript.Run(ctx, r.rdb, []string{r.Key(queue, "p:"+userID)}, session, now.UnixMilli()).Int()
 	return n == 1, err
 }
 
@@ -201,7 +201,7 @@ func (r *Redis) Release(ctx context.Context, queue, userID, assignmentID string)
 	if err := checkAssignment(assignmentID); err != nil {
 		return err
 	}
-	return releaseScript.Run(ctx, r.rdb, []string{r.Key(queue, "held:" + userID)}, assignmentID).Err()
+	return releaseScript.Run(ctx, r.rdb, []string{r.Key(queue, "held:"+userID)}, assignmentID).Err()
 }
 
 // Snapshot lists the providers of queue by user id, online judged at now.
