@@ -38,6 +38,8 @@ func NewMemory(opts ...Option) *Memory {
 	return &Memory{cfg: configOf(opts), queues: map[string]map[string]*memProvider{}}
 }
 
+// queue returns q's providers, creating the map: only Online and Sync
+// create providers, the other calls read m.queues[q] (nil when unknown).
 func (m *Memory) queue(q string) map[string]*memProvider {
 	mq := m.queues[q]
 	if mq == nil {
@@ -99,7 +101,7 @@ func (m *Memory) Update(_ context.Context, queue, userID string, capacity int, a
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	mp := m.queue(queue)[userID]
+	mp := m.queues[queue][userID]
 	if mp == nil || !mp.onlineAt(now.UnixMilli()) {
 		return provider.Provider{}, provider.ErrOffline
 	}
@@ -120,7 +122,7 @@ func (m *Memory) Offline(_ context.Context, queue, userID, session string, now t
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	mp := m.queue(queue)[userID]
+	mp := m.queues[queue][userID]
 	if mp == nil || !mp.on || (session != "" && session != mp.session) {
 		return false, nil
 	}
@@ -143,7 +145,7 @@ func (m *Memory) Refresh(_ context.Context, queue string, userIDs []string, sess
 	u, seen := until.UnixMilli(), m.cfg.now().UnixMilli()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	mq := m.queue(queue)
+	mq := m.queues[queue]
 	for _, id := range userIDs {
 		mp := mq[id]
 		if mp == nil || !mp.on || mp.session != session {
@@ -166,7 +168,7 @@ func (m *Memory) Hold(_ context.Context, queue, userID, assignmentID string, now
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	mp := m.queue(queue)[userID]
+	mp := m.queues[queue][userID]
 	if mp == nil {
 		return false, nil
 	}
@@ -191,7 +193,7 @@ func (m *Memory) Release(_ context.Context, queue, userID, assignmentID string) 
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if mp := m.queue(queue)[userID]; mp != nil {
+	if mp := m.queues[queue][userID]; mp != nil {
 		delete(mp.held, assignmentID)
 	}
 	return nil
@@ -205,7 +207,7 @@ func (m *Memory) Snapshot(_ context.Context, queue string, now time.Time) (_ []p
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	mq := m.queue(queue)
+	mq := m.queues[queue]
 	out := make([]provider.Provider, 0, len(mq))
 	for user, mp := range mq {
 		p, err := mp.view(queue, user, now)
@@ -226,7 +228,7 @@ func (m *Memory) Get(_ context.Context, queue, userID string, now time.Time) (_ 
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	mp := m.queue(queue)[userID]
+	mp := m.queues[queue][userID]
 	if mp == nil {
 		return provider.Provider{}, false, nil
 	}
