@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -536,7 +537,7 @@ func testContract(t *testing.T, newPool newPoolFunc) {
 		if err != nil || len(snap) != n+1 {
 			t.Fatalf("snapshot = %d providers, %v; want %d", len(snap), err, n+1)
 		}
-		if !slices.IsSortedFunc(snap, func(a, b provider.Provider) int { return cmpString(a.UserID, b.UserID) }) {
+		if !slices.IsSortedFunc(snap, func(a, b provider.Provider) int { return strings.Compare(a.UserID, b.UserID) }) {
 			t.Fatal("snapshot not sorted by user id")
 		}
 		check(t, snap[0], q, "a-synced", 0, provider.Attributes{}, false, []string{"y", "z"}, time.Time{})

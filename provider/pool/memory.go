@@ -3,8 +3,10 @@ package pool
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -140,7 +142,7 @@ func (m *Memory) Refresh(_ context.Context, queue string, userIDs []string, sess
 		return err
 	}
 	if slices.Contains(userIDs, "") {
-		return fmt.Errorf("empty user id")
+		return errors.New("empty user id")
 	}
 	u, seen := until.UnixMilli(), m.cfg.now().UnixMilli()
 	m.mu.Lock()
@@ -216,7 +218,7 @@ func (m *Memory) Snapshot(_ context.Context, queue string, now time.Time) (_ []p
 		}
 		out = append(out, p)
 	}
-	slices.SortFunc(out, func(a, b provider.Provider) int { return cmpString(a.UserID, b.UserID) })
+	slices.SortFunc(out, func(a, b provider.Provider) int { return strings.Compare(a.UserID, b.UserID) })
 	return out, nil
 }
 

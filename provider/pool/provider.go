@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/matchgate/matchgate/provider"
@@ -19,8 +18,6 @@ var emptyAttrs = func() string {
 	}
 	return string(b)
 }()
-
-func cmpString(a, b string) int { return strings.Compare(a, b) }
 
 // build is a provider as both implementations return it: attributes
 // decoded from their stored JSON (so both agree value for value), held

@@ -4,9 +4,11 @@ import (
 	"context"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -167,7 +169,7 @@ func (r *Redis) Refresh(ctx context.Context, queue string, userIDs []string, ses
 		args = append(args, session, until.UnixMilli(), now.UnixMilli())
 		for _, id := range ids {
 			if id == "" {
-				return fmt.Errorf("empty user id")
+				return errors.New("empty user id")
 			}
 			args = append(args, id)
 		}
@@ -232,7 +234,7 @@ func (r *Redis) Snapshot(ctx context.Context, queue string, now time.Time) (_ []
 	}
 	// ZRANGE lists them by user id already; sort anyway, it costs little
 	// and does not rest on Redis's ordering of equal scores.
-	slices.SortFunc(out, func(a, b provider.Provider) int { return cmpString(a.UserID, b.UserID) })
+	slices.SortFunc(out, func(a, b provider.Provider) int { return strings.Compare(a.UserID, b.UserID) })
 	return out, nil
 }
 
