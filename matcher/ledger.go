@@ -91,6 +91,11 @@ type Ledger interface {
 	// Accepting twice changes nothing. When the last player accepts, the
 	// match becomes READY and a match.ready event for every player is
 	// written. It returns the match as it now is and the written events.
+	// A provider match (Match.Provider set) is accepted by its provider
+	// alone, whose accept makes it READY at once (Accepted = [provider]);
+	// its requester, though seated, has nothing to accept and gets an
+	// error wrapping ErrNotFound, as a stranger does. Its events still go
+	// to the players only: the requester.
 	Accept(ctx context.Context, matchID, userID string, at time.Time) (Match, []Event, error)
 
 	// Dissolve ends a PENDING_ACCEPT match in one transaction. With a
@@ -105,6 +110,10 @@ type Ledger interface {
 	// match becomes DISSOLVED. Events: match.dissolved for every player,
 	// then a ticket.update per ticket. A match in any other state, or a
 	// window that does not allow it, is *MatchStateError.
+	// A provider match is declined by its provider alone (the requester or
+	// anyone else as Decliner gets an error wrapping ErrNotFound); whether
+	// the provider declined or let the window pass, the requester did
+	// nothing wrong and their ticket goes back to WAITING as above.
 	Dissolve(ctx context.Context, req DissolveRequest) (Dissolution, []Event, error)
 
 	// Pending lists the PENDING_ACCEPT matches of a (queue, region), soonest

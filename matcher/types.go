@@ -80,6 +80,16 @@ type Player struct {
 	Skill    float64 `json:"skill"`
 }
 
+// ProviderSeat is the provider a provider queue's match gives the requester
+// to: the user with capacity, the score that chose them, and each term's
+// contribution to it ({"specialty": 0.4, …}). The provider is not seated:
+// the match's only player is the requester.
+type ProviderSeat struct {
+	UserID string             `json:"userId"`
+	Score  float64            `json:"score"`
+	Parts  map[string]float64 `json:"parts,omitempty"`
+}
+
 // Server is where the players of a READY match meet.
 type Server struct {
 	Address string `json:"address"`
@@ -94,8 +104,11 @@ type Match struct {
 	State    string   `json:"state"`
 	FormedBy string   `json:"formedBy"`
 	Players  []Player `json:"players"`
-	Bots     int      `json:"bots"`
-	Spread   float64  `json:"spread"`
+	// Provider is set only on a provider queue's match, whose one player
+	// (the requester) is given to it; nil for every other match.
+	Provider *ProviderSeat `json:"provider,omitempty"`
+	Bots     int           `json:"bots"`
+	Spread   float64       `json:"spread"`
 	// Server is where the players meet. The record always has it (the
 	// allocation happens before the commit); the wire shows it only once
 	// the match is READY, so nobody connects before everyone accepted.
@@ -120,6 +133,16 @@ func (m Match) Seated(userID string) bool {
 		}
 	}
 	return false
+}
+
+// Acceptor reports whether userID is one who answers the match's accept
+// window: the provider of a provider match (its requester asked for it and
+// has nothing to accept), else any seated player.
+func (m Match) Acceptor(userID string) bool {
+	if m.Provider != nil {
+		return userID != "" && userID == m.Provider.UserID
+	}
+	return m.Seated(userID)
 }
 
 // HasAccepted reports whether userID has accepted the match.

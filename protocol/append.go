@@ -78,6 +78,10 @@ func (w WireMatch) AppendJSON(b []byte) []byte {
 		}
 		b = append(b, ']')
 	}
+	if w.Provider != nil {
+		b = append(b, `,"provider":`...)
+		b = AppendProviderSeat(b, w.Provider)
+	}
 	b = append(b, `,"bots":`...)
 	b = strconv.AppendInt(b, int64(w.Bots), 10)
 	b = append(b, `,"spread":`...)
@@ -220,6 +224,43 @@ func AppendJSONStringMap(b []byte, m map[string]string) []byte {
 		b = AppendJSONString(b, k)
 		b = append(b, ':')
 		b = AppendJSONString(b, m[k])
+	}
+	return append(b, '}')
+}
+
+// AppendJSONFloatMap appends m as json.Marshal writes a map[string]float64
+// that is not nil: the keys sorted. Its values must be finite (see
+// AppendJSONFloat).
+func AppendJSONFloatMap(b []byte, m map[string]float64) []byte {
+	var onStack [8]string // a provider's score has a few terms: no allocation
+	keys := onStack[:0]
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = AppendJSONString(b, k)
+		b = append(b, ':')
+		b = AppendJSONFloat(b, m[k])
+	}
+	return append(b, '}')
+}
+
+// AppendProviderSeat appends p as json.Marshal writes a
+// matcher.ProviderSeat. Its score and parts must be finite: the ledger
+// refuses others at the commit.
+func AppendProviderSeat(b []byte, p *matcher.ProviderSeat) []byte {
+	b = append(b, `{"userId":`...)
+	b = AppendJSONString(b, p.UserID)
+	b = append(b, `,"score":`...)
+	b = AppendJSONFloat(b, p.Score)
+	if len(p.Parts) > 0 {
+		b = append(b, `,"parts":`...)
+		b = AppendJSONFloatMap(b, p.Parts)
 	}
 	return append(b, '}')
 }

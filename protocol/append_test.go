@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -131,7 +132,26 @@ func genMatch(r *rand.Rand) WireMatch {
 		at := genTime(r)
 		w.AcceptBy = &at
 	}
+	if r.IntN(3) == 0 {
+		w.Provider = genProvider(r)
+	}
 	return w
+}
+
+// genProvider is a provider seat with no parts, empty parts (omitted, as
+// none is) or a few.
+func genProvider(r *rand.Rand) *matcher.ProviderSeat {
+	p := &matcher.ProviderSeat{UserID: genString(r), Score: genFloat(r)}
+	switch n := r.IntN(8) - 2; {
+	case n == -1:
+		p.Parts = map[string]float64{}
+	case n >= 0:
+		p.Parts = map[string]float64{}
+		for range n {
+			p.Parts[genString(r)] = genFloat(r)
+		}
+	}
+	return p
 }
 
 func mustMarshal(t *testing.T, v any) []byte {
@@ -257,6 +277,32 @@ func TestWireTicketGolden(t *testing.T) {
 	}
 }
 
+// A provider match's wire shape, written out: the seat after the players,
+// its parts sorted, and nothing of it on a match without one.
+func TestWireProviderMatchGolden(t *testing.T) {
+	at := time.Date(2025, 8, 18, 17, 20, 0, 123456789, time.UTC)
+	m := matcher.Match{ID: "m1", Queue: "tutor", Region: "eu", State: matcher.MatchReady, FormedBy: matcher.FormedFilled,
+		Players:  []matcher.Player{{TicketID: "t1", UserID: "req", Skill: 1500}},
+		Provider: &matcher.ProviderSeat{UserID: "p<1>", Score: 0.82, Parts: map[string]float64{"specialty": 0.4, "rating": 4.2e-7}},
+		Server:   &matcher.Server{Address: "10.0.0.1:7777", Session: "s"}, Accepted: []string{"p<1>"}, CreatedAt: at, Version: 2}
+	want := `{"id":"m1","queue":"tutor","region":"eu","state":"READY","formedBy":"FILLED",` +
+		`"players":[{"ticketId":"t1","userId":"req","skill":1500}],` +
+		`"provider":{"userId":"p\u003c1\u003e","score":0.82,"parts":{"rating":4.2e-7,"specialty":0.4}},` +
+		`"bots":0,"spread":0,"server":{"address":"10.0.0.1:7777","session":"s"},"acceptBy":null,` +
+		`"accepted":["p\u003c1\u003e"],"createdAt":"2025-08-18T17:20:00.123Z","version":2}`
+	if got := MatchOf(m).AppendJSON(nil); string(got) != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	m.Provider.Parts = nil
+	if got := string(MatchOf(m).AppendJSON(nil)); !strings.Contains(got, `"provider":{"userId":"p\u003c1\u003e","score":0.82},"bots"`) {
+		t.Errorf("no parts: got %s", got)
+	}
+	m.Provider = nil
+	if got := string(MatchOf(m).AppendJSON(nil)); strings.Contains(got, "provider") {
+		t.Errorf("no provider: got %s", got)
+	}
+}
+
 func genModelTicket(r *rand.Rand) matcher.Ticket {
 	t := matcher.Ticket{
 		ID: genString(r), UserID: genString(r), Queue: genString(r), Region: genString(r),
@@ -279,7 +325,8 @@ func genModelMatch(r *rand.Rand) matcher.Match {
 	m := matcher.Match{
 		ID: w.ID, Queue: w.Queue, Region: w.Region, FormedBy: w.FormedBy, Players: w.Players, Bots: w.Bots,
 		Spread: w.Spread, Server: w.Server, Accepted: w.Accepted, CreatedAt: time.Time(w.CreatedAt), Version: w.Version,
-		State: []string{matcher.MatchPendingAccept, matcher.MatchReady, matcher.MatchDissolved, w.State}[r.IntN(4)],
+		Provider: w.Provider,
+		State:    []string{matcher.MatchPendingAccept, matcher.MatchReady, matcher.MatchDissolved, w.State}[r.IntN(4)],
 	}
 	if w.AcceptBy != nil {
 		at := time.Time(*w.AcceptBy)

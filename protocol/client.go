@@ -44,14 +44,25 @@ type ClientSeat struct {
 // ClientMatch is a match as sent in match.found, hello and status frames, and by
 // GET /v1/tickets/{id}.
 type ClientMatch struct {
-	ID        string       `json:"id"`
-	Queue     string       `json:"queue"`
-	Region    string       `json:"region"`
-	State     string       `json:"state"`
-	FormedBy  string       `json:"formedBy"`
-	Players   []ClientSeat `json:"players"`
-	Bots      int          `json:"bots"`
-	CreatedAt time.Time    `json:"createdAt"`
+	ID       string       `json:"id"`
+	Queue    string       `json:"queue"`
+	Region   string       `json:"region"`
+	State    string       `json:"state"`
+	FormedBy string       `json:"formedBy"`
+	Players  []ClientSeat `json:"players"`
+	// Provider is nil but for a provider queue's match.
+	Provider  *ClientProvider `json:"provider,omitempty"`
+	Bots      int             `json:"bots"`
+	CreatedAt time.Time       `json:"createdAt"`
+}
+
+// ClientProvider is the provider seat of a provider queue's match: who
+// the requester (its one player) is given to, the score that chose them
+// and each term's contribution to it.
+type ClientProvider struct {
+	UserID string             `json:"userId"`
+	Score  float64            `json:"score"`
+	Parts  map[string]float64 `json:"parts,omitempty"`
 }
 
 // ClientError is the error member of an error frame or an error response.

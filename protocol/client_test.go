@@ -108,3 +108,33 @@ func TestDecodesTheAdmissionFrames(t *testing.T) {
 		t.Fatalf("READY read as %+v", body.Position)
 	}
 }
+
+// A provider match reads with its provider seat; any other match without one.
+func TestDecodesTheProviderSeat(t *testing.T) {
+	at := time.Date(2031, 3, 4, 5, 6, 7, 8_000_000, time.UTC)
+	by := at.Add(10 * time.Second)
+	m := matcher.Match{ID: "m1", Queue: "tutor", Region: "eu", State: matcher.MatchPendingAccept, FormedBy: matcher.FormedFilled,
+		Players:  []matcher.Player{{TicketID: "t1", UserID: "req", Skill: 1500}},
+		Provider: &matcher.ProviderSeat{UserID: "prov", Score: 0.82, Parts: map[string]float64{"specialty": 0.4, "rating": 0.42}},
+		AcceptBy: &by, CreatedAt: at, Version: 1}
+	var f protocol.ClientFrame
+	if err := json.Unmarshal(protocol.Frame(matcher.MatchFoundEvent(m)), &f); err != nil {
+		t.Fatal(err)
+	}
+	p := f.Match.Provider
+	if p == nil || p.UserID != "prov" || p.Score != 0.82 || len(p.Parts) != 2 || p.Parts["specialty"] != 0.4 || p.Parts["rating"] != 0.42 {
+		t.Fatalf("provider read as %+v", p)
+	}
+	if len(f.Match.Players) != 1 || f.Match.Players[0].UserID != "req" {
+		t.Fatalf("players read as %+v", f.Match.Players)
+	}
+
+	m.Provider = nil
+	f = protocol.ClientFrame{}
+	if err := json.Unmarshal(protocol.Frame(matcher.MatchFoundEvent(m)), &f); err != nil {
+		t.Fatal(err)
+	}
+	if f.Match.Provider != nil {
+		t.Fatalf("a match without a provider read one: %+v", f.Match.Provider)
+	}
+}

@@ -107,11 +107,19 @@ func expectMatch(m matcher.Match) map[string]any {
 	if m.AcceptBy != nil {
 		acceptBy = wireTime(*m.AcceptBy)
 	}
-	return map[string]any{
+	e := map[string]any{
 		"id": m.ID, "queue": m.Queue, "region": m.Region, "state": m.State, "formedBy": m.FormedBy,
 		"players": players, "bots": m.Bots, "spread": m.Spread, "server": server, "acceptBy": acceptBy,
 		"accepted": append([]string{}, m.Accepted...), "createdAt": wireTime(m.CreatedAt), "version": m.Version,
 	}
+	if p := m.Provider; p != nil { // absent otherwise
+		seat := map[string]any{"userId": p.UserID, "score": p.Score}
+		if len(p.Parts) > 0 {
+			seat["parts"] = p.Parts
+		}
+		e["provider"] = seat
+	}
+	return e
 }
 
 func wireTime(t time.Time) any {

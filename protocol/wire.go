@@ -83,19 +83,22 @@ func TicketOf(t matcher.Ticket) WireTicket {
 
 // WireMatch is a match in its wire shape (see WireTicket).
 type WireMatch struct {
-	ID        string           `json:"id"`
-	Queue     string           `json:"queue"`
-	Region    string           `json:"region"`
-	State     string           `json:"state"`
-	FormedBy  string           `json:"formedBy"`
-	Players   []matcher.Player `json:"players"`
-	Bots      int              `json:"bots"`
-	Spread    float64          `json:"spread"`
-	Server    *matcher.Server  `json:"server"`
-	AcceptBy  *wireTime        `json:"acceptBy"`
-	Accepted  []string         `json:"accepted"`
-	CreatedAt wireTime         `json:"createdAt"`
-	Version   int64            `json:"version"`
+	ID       string           `json:"id"`
+	Queue    string           `json:"queue"`
+	Region   string           `json:"region"`
+	State    string           `json:"state"`
+	FormedBy string           `json:"formedBy"`
+	Players  []matcher.Player `json:"players"`
+	// Provider is the seat of a provider queue's match, absent otherwise:
+	// who the requester is given to, the score and its terms.
+	Provider  *matcher.ProviderSeat `json:"provider,omitempty"`
+	Bots      int                   `json:"bots"`
+	Spread    float64               `json:"spread"`
+	Server    *matcher.Server       `json:"server"`
+	AcceptBy  *wireTime             `json:"acceptBy"`
+	Accepted  []string              `json:"accepted"`
+	CreatedAt wireTime              `json:"createdAt"`
+	Version   int64                 `json:"version"`
 }
 
 // MatchOf is m in its wire shape. The server is shown only for a
@@ -104,7 +107,7 @@ type WireMatch struct {
 func MatchOf(m matcher.Match) WireMatch {
 	w := WireMatch{
 		ID: m.ID, Queue: m.Queue, Region: m.Region, State: m.State, FormedBy: m.FormedBy,
-		Players: m.Players, Bots: m.Bots, Spread: m.Spread, Accepted: m.Accepted,
+		Players: m.Players, Provider: m.Provider, Bots: m.Bots, Spread: m.Spread, Accepted: m.Accepted,
 		CreatedAt: wireTime(m.CreatedAt), Version: m.Version,
 	}
 	if m.State == matcher.MatchReady {

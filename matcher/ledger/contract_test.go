@@ -896,6 +896,7 @@ func testLedger(t *testing.T, newLedger func(t *testing.T) matcher.Ledger) {
 	testAcceptWindow(t, newLedger)
 	testOneLiveMatch(t, newLedger)
 	testLivePartitions(t, newLedger)
+	testProviderMatch(t, newLedger)
 
 	t.Run("Ping", func(t *testing.T) {
 		l := newLedger(t)

@@ -164,6 +164,20 @@ func appendMatchData(b []byte, m *matcher.Match) ([]byte, error) {
 		}
 		b = append(b, ']')
 	}
+	if m.Provider != nil {
+		// Checked here, not left to the protocol's appender: the data
+		// must refuse what json.Marshal refuses.
+		if !finite(m.Provider.Score) {
+			return nil, fmt.Errorf("provider score: %v is not a JSON number", m.Provider.Score)
+		}
+		for k, v := range m.Provider.Parts {
+			if !finite(v) {
+				return nil, fmt.Errorf("provider part %q: %v is not a JSON number", k, v)
+			}
+		}
+		b = append(b, `,"provider":`...)
+		b = protocol.AppendProviderSeat(b, m.Provider)
+	}
 	b = append(b, `,"bots":`...)
 	b = strconv.AppendInt(b, int64(m.Bots), 10)
 	b = append(b, `,"spread":`...)

@@ -27,6 +27,16 @@ func sampleMatch() matcher.Match {
 		Accepted: []string{"user-1"}, CreatedAt: at, Version: 1}
 }
 
+// sampleProviderMatch is a provider queue's match: one player, the seat.
+func sampleProviderMatch() matcher.Match {
+	m := sampleMatch()
+	m.Players = m.Players[:1]
+	m.Accepted = []string{"prov-<1>"}
+	m.Provider = &matcher.ProviderSeat{UserID: "prov-<1>", Score: 0.8125,
+		Parts: map[string]float64{"specialty": 0.5, "rating": 0.3125, "load": 1e-7}}
+	return m
+}
+
 func sampleTicket() matcher.Ticket {
 	at := time.UnixMilli(1755530400000).UTC()
 	return matcher.Ticket{ID: "0b6a5b0c-2f0e-4d7f-8d4e-3c0f6a9b1c2d", UserID: "user-<123>", Queue: "ranked", Region: "eu",
@@ -36,10 +46,11 @@ func sampleTicket() matcher.Ticket {
 }
 
 func sampleEvents() []matcher.Event {
-	m := sampleMatch()
+	m, pm := sampleMatch(), sampleProviderMatch()
 	return []matcher.Event{
 		matcher.TicketUpdatedEvent(sampleTicket()), matcher.MatchFoundEvent(m),
 		matcher.MatchReadyEvent(m), matcher.MatchDissolvedEvent(m, matcher.ReasonDeclined),
+		matcher.MatchFoundEvent(pm), matcher.MatchReadyEvent(pm), matcher.MatchDissolvedEvent(pm, matcher.ReasonAcceptTimeout),
 	}
 }
 
@@ -235,6 +246,15 @@ func (r dataGen) match() matcher.Match {
 		at := r.instant()
 		m.AcceptBy = &at
 	}
+	if r.IntN(3) == 0 {
+		m.Provider = &matcher.ProviderSeat{UserID: r.str(), Score: r.float()}
+		if n := r.IntN(6) - 1; n >= 0 { // none, empty (omitted) or some
+			m.Provider.Parts = make(map[string]float64, n)
+			for range n {
+				m.Provider.Parts[r.str()] = r.float()
+			}
+		}
+	}
 	return m
 }
 
@@ -418,6 +438,11 @@ func sameMatch(got, want matcher.Match) bool {
 		return false
 	}
 	got.CreatedAt, got.AcceptBy = want.CreatedAt, want.AcceptBy
+	if want.Provider != nil && len(want.Provider.Parts) == 0 {
+		p := *want.Provider
+		p.Parts = nil // omitted: read back as nil
+		want.Provider = &p
+	}
 	return reflect.DeepEqual(got, want)
 }
 

@@ -72,22 +72,27 @@ func scanTicket(row pgx.Row, more ...any) (matcher.Ticket, error) {
 }
 
 const matchColumns = `id::text, queue, region, state, formed_by, players, bots, spread,
-	server_address, server_session, accept_by, accepted, created_at, version`
+	server_address, server_session, accept_by, accepted, created_at, version, provider`
 
 func scanMatch(row pgx.Row) (matcher.Match, error) {
 	var (
-		m                 matcher.Match
-		players, accepted []byte
-		address, sessID   *string
-		acceptBy          *time.Time
+		m                           matcher.Match
+		players, accepted, provider []byte
+		address, sessID             *string
+		acceptBy                    *time.Time
 	)
 	err := row.Scan(&m.ID, &m.Queue, &m.Region, &m.State, &m.FormedBy, &players, &m.Bots, &m.Spread,
-		&address, &sessID, &acceptBy, &accepted, &m.CreatedAt, &m.Version)
+		&address, &sessID, &acceptBy, &accepted, &m.CreatedAt, &m.Version, &provider)
 	if err != nil {
 		return matcher.Match{}, err
 	}
 	if err := json.Unmarshal(players, &m.Players); err != nil {
 		return matcher.Match{}, fmt.Errorf("players of match %s: %w", m.ID, err)
+	}
+	if provider != nil { // NULL: not a provider match
+		if err := json.Unmarshal(provider, &m.Provider); err != nil {
+			return matcher.Match{}, fmt.Errorf("provider of match %s: %w", m.ID, err)
+		}
 	}
 	if err := json.Unmarshal(accepted, &m.Accepted); err != nil {
 		return matcher.Match{}, fmt.Errorf("accepts of match %s: %w", m.ID, err)
@@ -426,7 +431,9 @@ func (l *Postgres) Resolve(ctx context.Context, id string, status matcher.Ticket
 // CommitMatches implements matcher.Ledger with the commit_matches function
 // of migration 0010, for a batch of one as for many: the whole
 // batch in one statement, hence one round trip and one implicit transaction,
-// and a fixed number of statements inside it however many matches.
+// and a fixed number of statements inside it however many matches. A batch
+// holding a provider match adds setProviderSQL after it, both in one
+// explicit transaction sent as one batch (see commitWithProviders).
 func (l *Postgres) CommitMatches(ctx context.Context, ms []matcher.Match, epoch int64) ([]matcher.CommitResult, error) {
 	if len(ms) == 0 {
 		return nil, nil
@@ -447,6 +454,8 @@ func (l *Postgres) CommitMatches(ctx context.Context, ms []matcher.Match, epoch 
 		users                    []string
 		payloads                 = make([][]byte, n)
 		events                   = make([]matcher.Event, n)
+		providerIDs              [][16]byte
+		providers                []string
 	)
 	ms = slices.Clone(ms)
 	for i := range ms {
@@ -465,6 +474,13 @@ func (l *Postgres) CommitMatches(ctx context.Context, ms []matcher.Match, epoch 
 		if m.Server != nil {
 			addresses[i], sessions[i] = &m.Server.Address, &m.Server.Session
 		}
+		if m.Provider != nil {
+			seat, err := json.Marshal(m.Provider)
+			if err != nil {
+				return nil, fmt.Errorf("commit match %s: provider: %w", m.ID, err)
+			}
+			providerIDs, providers = append(providerIDs, ids[i]), append(providers, string(seat))
+		}
 		for _, id := range m.TicketIDs() {
 			seatMatch = append(seatMatch, int32(i+1))
 			seats = append(seats, uuidParam(id))
@@ -478,14 +494,116 @@ func (l *Postgres) CommitMatches(ctx context.Context, ms []matcher.Match, epoch 
 			return nil, fmt.Errorf("commit match %s: %w", m.ID, err)
 		}
 	}
-	rows, err := l.pool.Query(ctx, `SELECT outcome, still_waiting, event_id, event_at FROM commit_matches(
-		$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)`,
-		ids, queues, regions, states, formedBy, players, bots, spreads, addresses, sessions, acceptBy, created,
-		versions, parts, epoch, seatMatch, seats, userMatch, users, payloads)
+	args := []any{ids, queues, regions, states, formedBy, players, bots, spreads, addresses, sessions, acceptBy, created,
+		versions, parts, epoch, seatMatch, seats, userMatch, users, payloads}
+	if len(providers) > 0 {
+		return l.commitWithProviders(ctx, ms, events, epoch, args, providerIDs, providers)
+	}
+	rows, err := l.pool.Query(ctx, commitMatchesSQL, args...)
 	if err != nil {
 		return nil, fmt.Errorf("commit %d matches: %w", n, err)
 	}
 	defer rows.Close()
+	out, err := readCommits(rows, ms, events, epoch)
+	if err != nil {
+		return nil, err
+	}
+	// The transaction ends with the statement: an error from the server
+	// here (the commit itself failing) means none of it was written, but a
+	// connection lost here may have lost the reply of a commit that landed;
+	// the engine settles that from the record (see CommitMatches).
+	if err := rows.Err(); err != nil {
+		return nil, commitError(n, err)
+	}
+	if len(out) != n {
+		return nil, fmt.Errorf("commit %d matches: %d answers", n, len(out))
+	}
+	return out, nil
+}
+
+// commitMatchesSQL calls migration 0010's commit_matches with
+// CommitMatches's twenty column-wise arguments.
+const commitMatchesSQL = `SELECT outcome, still_waiting, event_id, event_at FROM commit_matches(
+	$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)`
+
+// setProviderSQL writes the provider seats of a batch's matches ($1 their
+// ids, $2 the seats) once commit_matches has inserted them. A match of the
+// batch that was not committed has no row, so nothing is written for it;
+// a seat is written once (provider IS NULL), so the retry of a commit whose
+// reply was lost writes nothing again.
+const setProviderSQL = `UPDATE matches SET provider = v.p
+	FROM unnest($1::uuid[], $2::jsonb[]) AS v(id, p)
+	WHERE matches.id = v.id AND matches.provider IS NULL`
+
+// commitWithProviders is CommitMatches for a batch holding provider
+// matches: commit_matches, then setProviderSQL, in one explicit
+// transaction sent as one batch (one round trip), so that a match is
+// recorded with its seat or not at all. The answers of commit_matches are
+// only believed once COMMIT succeeded.
+func (l *Postgres) commitWithProviders(ctx context.Context, ms []matcher.Match, events []matcher.Event, epoch int64,
+	args []any, providerIDs [][16]byte, providers []string) ([]matcher.CommitResult, error) {
+	n := len(ms)
+	b := &pgx.Batch{}
+	b.Queue(`BEGIN`)
+	b.Queue(commitMatchesSQL, args...)
+	b.Queue(setProviderSQL, providerIDs, providers)
+	b.Queue(`COMMIT`)
+	// An error leaves the connection in the failed transaction; the pool
+	// closes a connection released in a transaction rather than reuse it.
+	br := l.pool.SendBatch(ctx, b)
+	out, err := func() ([]matcher.CommitResult, error) {
+		if _, err := br.Exec(); err != nil {
+			return nil, err
+		}
+		rows, err := br.Query()
+		if err != nil {
+			return nil, err
+		}
+		out, err := readCommits(rows, ms, events, epoch)
+		rows.Close()
+		if err != nil {
+			return nil, err
+		}
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+		if _, err := br.Exec(); err != nil {
+			return nil, fmt.Errorf("provider seats: %w", err)
+		}
+		if _, err := br.Exec(); err != nil {
+			return nil, fmt.Errorf("commit: %w", err)
+		}
+		return out, nil
+	}()
+	if cerr := br.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	// As for the one statement: a failure reported by the server wrote
+	// nothing; a connection lost before COMMIT's reply may have lost the
+	// reply of a commit that landed, which committing again tells.
+	if err != nil {
+		return nil, commitError(n, err)
+	}
+	if len(out) != n {
+		return nil, fmt.Errorf("commit %d matches: %d answers", n, len(out))
+	}
+	return out, nil
+}
+
+// commitError is the error of a batch that failed as a whole: a reused
+// match id is errIDInUse.
+func commitError(n int, err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == uniqueViolation && pgErr.ConstraintName == "matches_pkey" {
+		return fmt.Errorf("commit %d matches: %w", n, errIDInUse)
+	}
+	return fmt.Errorf("commit %d matches: %w", n, err)
+}
+
+// readCommits reads commit_matches's answers, one per match of ms in order,
+// into their results; events[i] is the match.found of ms[i].
+func readCommits(rows pgx.Rows, ms []matcher.Match, events []matcher.Event, epoch int64) ([]matcher.CommitResult, error) {
+	n := len(ms)
 	out := make([]matcher.CommitResult, 0, n)
 	for rows.Next() {
 		i := len(out)
@@ -521,20 +639,6 @@ func (l *Postgres) CommitMatches(ctx context.Context, ms []matcher.Match, epoch 
 			return nil, fmt.Errorf("commit match %s: unknown outcome %q", m.ID, outcome)
 		}
 		out = append(out, r)
-	}
-	// The transaction ends with the statement: an error from the server
-	// here (the commit itself failing) means none of it was written, but a
-	// connection lost here may have lost the reply of a commit that landed;
-	// the engine settles that from the record (see CommitMatches).
-	if err := rows.Err(); err != nil {
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && pgErr.Code == uniqueViolation && pgErr.ConstraintName == "matches_pkey" {
-			return nil, fmt.Errorf("commit %d matches: %w", n, errIDInUse)
-		}
-		return nil, fmt.Errorf("commit %d matches: %w", n, err)
-	}
-	if len(out) != n {
-		return nil, fmt.Errorf("commit %d matches: %d answers", n, len(out))
 	}
 	return out, nil
 }

@@ -154,6 +154,13 @@ func newMatch(m matcher.Match) (matcher.Match, error) {
 		p.TicketID = tid
 		players[i] = p
 	}
+	if m.Provider != nil {
+		seat, err := newProviderSeat(id, m)
+		if err != nil {
+			return matcher.Match{}, err
+		}
+		m.Provider = seat
+	}
 	m.ID = id
 	m.Players = players
 	if m.Server != nil {
@@ -173,6 +180,31 @@ func newMatch(m matcher.Match) (matcher.Match, error) {
 	return m, nil
 }
 
+// newProviderSeat checks the provider seat of match id (m as given) and
+// returns it as it will be stored: its parts copied, none as nil (how the
+// jsonb column, which omits them, reads back).
+func newProviderSeat(id string, m matcher.Match) (*matcher.ProviderSeat, error) {
+	p := *m.Provider
+	switch {
+	case p.UserID == "":
+		return nil, fmt.Errorf("commit match %s: provider has no user", id)
+	case m.Seated(p.UserID):
+		return nil, fmt.Errorf("commit match %s: provider %s is seated as a player", id, p.UserID)
+	case len(m.Players) != 1:
+		// A provider match gives one requester to one provider.
+		return nil, fmt.Errorf("commit match %s: a provider match has one player, not %d", id, len(m.Players))
+	case !finite(p.Score):
+		return nil, fmt.Errorf("commit match %s: provider score %v is not a number", id, p.Score)
+	}
+	for k, v := range p.Parts {
+		if !finite(v) {
+			return nil, fmt.Errorf("commit match %s: provider part %q %v is not a number", id, k, v)
+		}
+	}
+	p.Parts = cloneParts(p.Parts)
+	return &p, nil
+}
+
 // partitionOf names the lease a match is committed under: the sub-pool of a
 // sharded queue, else the (queue, region).
 func partitionOf(m matcher.Match) string {
@@ -182,7 +214,11 @@ func partitionOf(m matcher.Match) string {
 // accept applies userID's acceptance at `at` to m (as stored) and reports
 // whether anything changed. The rules are the contract of Ledger.Accept.
 func accept(m matcher.Match, userID string, at time.Time) (matcher.Match, bool, error) {
-	if !m.Seated(userID) {
+	if !m.Acceptor(userID) {
+		if m.Provider != nil && m.Seated(userID) {
+			return matcher.Match{}, false, fmt.Errorf("accept match %s: user %s is its requester, not its provider: %w",
+				m.ID, userID, matcher.ErrNotFound)
+		}
 		return matcher.Match{}, false, fmt.Errorf("accept match %s: user %s is not seated: %w", m.ID, userID, matcher.ErrNotFound)
 	}
 	if m.State != matcher.MatchPendingAccept {
@@ -195,7 +231,8 @@ func accept(m matcher.Match, userID string, at time.Time) (matcher.Match, bool, 
 		return m, false, nil
 	}
 	m.Accepted = append(slices.Clone(m.Accepted), userID)
-	if len(m.Accepted) == len(m.Players) {
+	// A provider match waits for its provider only.
+	if m.Provider != nil || len(m.Accepted) == len(m.Players) {
 		m.State = matcher.MatchReady
 	}
 	m.Version++
@@ -206,7 +243,11 @@ func accept(m matcher.Match, userID string, at time.Time) (matcher.Match, bool, 
 // ends with; "" means back to WAITING. It does not know about other queues:
 // the caller turns a back-to-WAITING into superseded where needed.
 func dissolvePlan(m matcher.Match, req matcher.DissolveRequest) (map[string]string, error) {
-	if req.Decliner != "" && !m.Seated(req.Decliner) {
+	if req.Decliner != "" && !m.Acceptor(req.Decliner) {
+		if m.Provider != nil && m.Seated(req.Decliner) {
+			return nil, fmt.Errorf("decline match %s: user %s is its requester, not its provider: %w",
+				m.ID, req.Decliner, matcher.ErrNotFound)
+		}
 		return nil, fmt.Errorf("decline match %s: user %s is not seated: %w", m.ID, req.Decliner, matcher.ErrNotFound)
 	}
 	if m.State != matcher.MatchPendingAccept || m.AcceptBy == nil {
@@ -222,6 +263,10 @@ func dissolvePlan(m matcher.Match, req matcher.DissolveRequest) (map[string]stri
 	plan := make(map[string]string, len(m.Players))
 	for _, p := range m.Players {
 		switch {
+		case m.Provider != nil:
+			// The provider declined or was silent: the requester asked
+			// and waits on, whichever it was.
+			plan[p.TicketID] = ""
 		case req.Decliner != "" && p.UserID == req.Decliner:
 			plan[p.TicketID] = matcher.ReasonDeclined
 		case req.Decliner != "":
@@ -280,6 +325,15 @@ func cloneAttributes(a map[string]string) map[string]string {
 	return maps.Clone(a)
 }
 
+// cloneParts copies a provider seat's parts; none is nil, as the jsonb
+// column reads back.
+func cloneParts(p map[string]float64) map[string]float64 {
+	if len(p) == 0 {
+		return nil
+	}
+	return maps.Clone(p)
+}
+
 func cloneTicket(t matcher.Ticket) matcher.Ticket {
 	t.Attributes = cloneAttributes(t.Attributes)
 	return t
@@ -295,6 +349,11 @@ func cloneMatch(m matcher.Match) matcher.Match {
 	if m.AcceptBy != nil {
 		at := *m.AcceptBy
 		m.AcceptBy = &at
+	}
+	if m.Provider != nil {
+		p := *m.Provider
+		p.Parts = cloneParts(p.Parts)
+		m.Provider = &p
 	}
 	return m
 }
