@@ -32,6 +32,7 @@ const (
 	MissingPlayers    = "players"        // fewer candidates in the window than seats
 	MissingCoherence  = "coherent_group" // enough in the window, but not close enough to each other
 	MissingAllocation = "allocation"     // a group was found, no server could be had
+	MissingProvider   = "provider"       // no provider online can take the requester now
 )
 
 // Explain is why a WAITING ticket has no match yet (ARCHITECTURE.md §6).
@@ -46,7 +47,8 @@ type Explain struct {
 	CandidatesInWindow int `json:"candidatesInWindow"`
 	// PlayersNeeded is how many more candidates a full match needs.
 	PlayersNeeded int `json:"playersNeeded"`
-	// Missing is "players", "coherent_group" or "allocation"; empty when
+	// Missing is "players", "coherent_group", "allocation" or (provider
+	// queues) "provider"; empty when
 	// nothing is: the ticket is being matched right now.
 	Missing string `json:"missing"`
 	// OfferedTo lists the adjacent regions the player is offered to.
@@ -54,6 +56,12 @@ type Explain struct {
 	// Overflow is true once the player waits in the overflow pool of a
 	// sharded queue.
 	Overflow bool `json:"overflow,omitempty"`
+	// NoProvider (provider queues) says why no provider can take the
+	// requester yet: "no provider online", or the providers online counted
+	// by the first reason each cannot ("3 online: 2 without language fr,
+	// 1 at capacity"). Relaxed lists the constraints the wait has dropped.
+	NoProvider string   `json:"noProvider,omitempty"`
+	Relaxed    []string `json:"relaxed,omitempty"`
 	// EstimatedWait is the queue's typical wait in the ticket's region in
 	// seconds (the median of recent real waits); null without recent data.
 	EstimatedWait *float64 `json:"estimatedWait"`

@@ -164,6 +164,17 @@ func (m Match) UserIDs() []string {
 	return ids
 }
 
+// Told lists the users a match's events go to: its players and, for a
+// provider queue's match, the provider (pushed the assignment rather than
+// the match: see notify).
+func (m Match) Told() []string {
+	ids := m.UserIDs()
+	if m.Provider != nil {
+		ids = append(ids, m.Provider.UserID)
+	}
+	return ids
+}
+
 // TicketIDs lists the tickets seated in the match.
 func (m Match) TicketIDs() []string {
 	ids := make([]string, len(m.Players))
@@ -203,7 +214,8 @@ type EventKind uint8
 const (
 	// EventTicketUpdated: a ticket's new state, for its owner.
 	EventTicketUpdated EventKind = iota + 1
-	// EventMatchFound: a match formed, for every player.
+	// EventMatchFound: a match formed, for every player (and the provider
+	// of a provider queue's match, as every match event).
 	EventMatchFound
 	// EventMatchReady: everyone accepted; the match carries its server.
 	EventMatchReady
@@ -234,16 +246,16 @@ func TicketUpdatedEvent(t Ticket) Event {
 
 // MatchFoundEvent is the event announcing a formed match to every player.
 func MatchFoundEvent(m Match) Event {
-	return Event{Kind: EventMatchFound, Users: m.UserIDs(), Match: m}
+	return Event{Kind: EventMatchFound, Users: m.Told(), Match: m}
 }
 
 // MatchReadyEvent is the event telling every player that everyone accepted.
 func MatchReadyEvent(m Match) Event {
-	return Event{Kind: EventMatchReady, Users: m.UserIDs(), Match: m}
+	return Event{Kind: EventMatchReady, Users: m.Told(), Match: m}
 }
 
 // MatchDissolvedEvent is the event telling every player that m will not be
 // played, and why.
 func MatchDissolvedEvent(m Match, reason string) Event {
-	return Event{Kind: EventMatchDissolved, Users: m.UserIDs(), Match: m, Reason: reason}
+	return Event{Kind: EventMatchDissolved, Users: m.Told(), Match: m, Reason: reason}
 }

@@ -28,6 +28,9 @@ import (
 	"github.com/matchgate/matchgate/matcher/pool"
 	"github.com/matchgate/matchgate/notify"
 	"github.com/matchgate/matchgate/presence"
+	"github.com/matchgate/matchgate/provider"
+	providerpool "github.com/matchgate/matchgate/provider/pool"
+	providerrecord "github.com/matchgate/matchgate/provider/record"
 	"github.com/matchgate/matchgate/skill"
 )
 
@@ -171,6 +174,9 @@ func newDeps(ctx context.Context, f serveFlags, stderr io.Writer) (_ *deps, err 
 	d.core = engine.Deps{
 		Pool: d.pool, Ledger: d.led, Allocator: d.alloc, Notifier: d.publisher, Presence: d.tracker,
 		Now: d.clk.Now, Logger: log, Metrics: d.mmetrics,
+		// Provider queues: the live pool in Redis beside the pool, the
+		// assignments in the record's database (or memory).
+		Providers: providerpool.NewRedis(d.rdb, f.prefix, providerpool.WithClock(d.clk.Now)), Assignments: d.assignments(),
 	}
 	if d.svc, err = engine.NewService(engine.ServiceConfig{
 		Deps:      d.core,
@@ -189,6 +195,15 @@ func newDeps(ctx context.Context, f serveFlags, stderr io.Writer) (_ *deps, err 
 		return nil, err
 	}
 	return d, nil
+}
+
+// assignments is the record of the provider queues' assignments: in
+// PostgreSQL beside the matchmaking record, or in memory with it.
+func (d *deps) assignments() provider.Record {
+	if d.pg != nil {
+		return providerrecord.NewPostgres(d.pg)
+	}
+	return providerrecord.NewMemory()
 }
 
 // openRedis connects to --redis-url, or starts an in-process Redis running

@@ -71,6 +71,7 @@ func (deps Deps) afterDissolve(ctx context.Context, log *slog.Logger, q *matcher
 	if err := p.RemovePending(ctx, base.String(), d.Match.ID); err != nil {
 		log.Warn("remove dissolved match from the pending index", "match", d.Match.ID, "err", err)
 	}
+	deps.endAssignment(ctx, log, d.Match, reason, now)
 	m.acceptOutcome(q.Name, reason)
 	if n != nil && len(events) > 0 {
 		n.Deliver(ctx, events)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/matchgate/matchgate/matcher"
+	"github.com/matchgate/matchgate/provider"
 )
 
 // Deps are the dependencies the Service, the Engine and the lease Runner
@@ -27,9 +28,14 @@ type Deps struct {
 	Presence Presence
 	// Now is the clock of every decision (ARCHITECTURE.md §7.6); nil means
 	// time.Now.
-	Now     func() time.Time
-	Logger  *slog.Logger
-	Metrics *Metrics
+	// Providers and Assignments are the provider queues' live pool and
+	// record of assignments (providers.go); nil forms no match in a
+	// provider queue.
+	Providers   provider.Live
+	Assignments provider.Record
+	Now         func() time.Time
+	Logger      *slog.Logger
+	Metrics     *Metrics
 }
 
 // AdmissionGate admits the joins of a queue behind an admission queue

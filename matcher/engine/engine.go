@@ -90,6 +90,8 @@ type Engine struct {
 	// unknown, asked about again by the next pass's commit (see settle).
 	mu        sync.Mutex
 	unsettled []staged
+	// prefs are a provider queue's requesters' preferences (providers.go).
+	prefs prefsCache
 }
 
 // NewEngine validates the configuration; it starts nothing.
@@ -323,6 +325,10 @@ func (p *pass) steps(ctx context.Context) error {
 	if err := p.promote(ctx); err != nil {
 		return err
 	}
+	if p.e.q.Kind == matcher.KindProvider {
+		p.expireOffers(ctx)
+		return p.assign(ctx)
+	}
 	if err := p.choose(ctx); err != nil {
 		return err
 	}
@@ -351,6 +357,9 @@ type pass struct {
 	// those read after each round's claims), read with them; nil when the
 	// anchors were the whole pool.
 	near [][]matcher.Entry
+	// capacity is each provider's, as the snapshot of a provider queue's
+	// pass read it (providers.go).
+	capacity map[string]int
 }
 
 // watchBatch is how many tickets past their deadline or silent one pass
@@ -741,6 +750,7 @@ func (p *pass) formMany(ctx context.Context, groups []plan.Group, next int) ([]m
 	reqs := make([]pool.ClaimRequest, len(groups))
 	for i, g := range groups {
 		ms[i] = p.newMatch(g.Entries, g.FormedBy, g.Bots)
+		ms[i].Provider = g.Provider
 		reqs[i] = pool.ClaimRequest{MatchID: ms[i].ID, Entries: g.Entries}
 	}
 	cs, read, err := p.e.cfg.Pool.ClaimMany(ctx, p.e.part, p.fence, reqs, then...)
@@ -805,6 +815,11 @@ const allocateInFlight = 16
 // goes back to the pool.
 func (p *pass) stageMany(ctx context.Context, st []staged) {
 	if len(st) == 0 {
+		return
+	}
+	if p.e.q.Kind == matcher.KindProvider {
+		// A provider's slot, not a game server.
+		p.stageSlots(ctx, st)
 		return
 	}
 	if p.e.cfg.Allocator == nil {
@@ -1161,8 +1176,15 @@ func (p *pass) requeue(ctx context.Context, matchID string, es []matcher.Entry) 
 	}
 }
 
-// release gives back the server of a match that will not be played.
+// release gives back the server, or the provider's slot, of a match that
+// will not be played.
 func (p *pass) release(ctx context.Context, m matcher.Match) {
+	if m.Provider != nil {
+		ctx, cancel := p.e.cleanupContext(ctx)
+		defer cancel()
+		p.e.cfg.endAssignment(ctx, p.e.log, m, "not committed", p.now)
+		return
+	}
 	if p.e.cfg.Allocator == nil || m.Server == nil {
 		return
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/matchgate/matchgate/matcher/engine"
 	"github.com/matchgate/matchgate/matcher/ledger"
 	"github.com/matchgate/matchgate/matcher/pool"
+	"github.com/matchgate/matchgate/provider"
 )
 
 // harness wires a Service and the engines of one queue to miniredis and the
@@ -40,6 +41,8 @@ type harnessOptions struct {
 	skill        engine.SkillSource
 	skillTimeout time.Duration
 	sleeps       *[]time.Duration // allocation backoff waits, recorded instead of slept
+	providers    provider.Live
+	assignments  provider.Record
 }
 
 type harnessOption func(*harnessOptions)
@@ -50,6 +53,10 @@ func withAllocator(a engine.Allocator) harnessOption {
 
 func withSkill(s engine.SkillSource, timeout time.Duration) harnessOption {
 	return func(o *harnessOptions) { o.skill, o.skillTimeout = s, timeout }
+}
+
+func withProviders(live provider.Live, rec provider.Record) harnessOption {
+	return func(o *harnessOptions) { o.providers, o.assignments = live, rec }
 }
 
 func withSleeps(rec *[]time.Duration) harnessOption {
@@ -128,7 +135,8 @@ func newHarnessWith(t *testing.T, q matcher.QueueConfig, rdb redis.UniversalClie
 	}
 	h.seen = &presenceFake{h: h, away: map[string]time.Time{}}
 	svc, err := engine.NewService(engine.ServiceConfig{
-		Deps:         engine.Deps{Pool: h.pool, Ledger: h.led, Notifier: h.pushed, Now: h.clock, Allocator: h.opts.alloc},
+		Deps: engine.Deps{Pool: h.pool, Ledger: h.led, Notifier: h.pushed, Now: h.clock, Allocator: h.opts.alloc,
+			Providers: h.opts.providers, Assignments: h.opts.assignments},
 		Queues:       cfg,
 		Skill:        h.opts.skill,
 		SkillTimeout: h.opts.skillTimeout,
@@ -157,7 +165,8 @@ func (h *harness) newEngine(region string) *engine.Engine {
 func (h *harness) newPoolEngine(region, shard string) *engine.Engine {
 	h.t.Helper()
 	cfg := engine.EngineConfig{
-		Deps:   engine.Deps{Pool: h.pool, Ledger: h.led, Notifier: h.pushed, Presence: h.seen, Now: h.clock, Allocator: h.opts.alloc},
+		Deps: engine.Deps{Pool: h.pool, Ledger: h.led, Notifier: h.pushed, Presence: h.seen, Now: h.clock, Allocator: h.opts.alloc,
+			Providers: h.opts.providers, Assignments: h.opts.assignments},
 		Queue:  h.q,
 		Region: region,
 		Shard:  shard,

@@ -23,6 +23,7 @@ type Metrics struct {
 	skills    *prometheus.CounterVec
 	moves     *prometheus.CounterVec
 	allocTime *prometheus.HistogramVec
+	slots     *prometheus.CounterVec
 }
 
 // NewMetrics registers the matcher's collectors with reg.
@@ -68,13 +69,22 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Name: "matchgate_allocation_duration_seconds", Help: "Time to get a server for a match, retries included.",
 		Buckets: prometheus.ExponentialBuckets(0.0005, 2.5, 12),
 	}, []string{"queue"})
-	reg.MustRegister(m.tick, m.matches, m.outcomes, m.wait, m.conflicts, m.joins, m.leases, m.accepts, m.allocs, m.skills, m.moves, m.allocTime)
+	m.slots = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "matchgate_provider_slots_total", Help: "Provider slots a provider queue's pass asked for, by result (taken; full: the live pool had none free; refused: the record found the provider at capacity or the ticket assigned).",
+	}, []string{"queue", "result"})
+	reg.MustRegister(m.tick, m.matches, m.outcomes, m.wait, m.conflicts, m.joins, m.leases, m.accepts, m.allocs, m.skills, m.moves, m.allocTime, m.slots)
 	return m
 }
 
 func (m *Metrics) acceptOutcome(queue, outcome string) {
 	if m != nil {
 		m.accepts.WithLabelValues(queue, outcome).Inc()
+	}
+}
+
+func (m *Metrics) slot(queue, result string) {
+	if m != nil {
+		m.slots.WithLabelValues(queue, result).Inc()
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/matchgate/matchgate/matcher"
+	"github.com/matchgate/matchgate/provider"
 )
 
 // ServiceConfig configures the Service.
@@ -168,6 +169,11 @@ func (s *Service) Join(ctx context.Context, req matcher.JoinRequest) (matcher.Ti
 	}
 	if (req.Skill != nil && (math.IsNaN(*req.Skill) || math.IsInf(*req.Skill, 0))) || math.IsNaN(activity) || math.IsInf(activity, 0) {
 		return matcher.Ticket{}, matcher.Errorf(matcher.CodeBadRequest, "skill and activity must be finite numbers")
+	}
+	if q.Kind == matcher.KindProvider {
+		if _, err := provider.PreferencesOf(req.Attributes); err != nil {
+			return matcher.Ticket{}, matcher.Errorf(matcher.CodeBadRequest, "%v", err)
+		}
 	}
 	// Only a queue with an accept step hands out cooldowns; the others skip
 	// the read, a Redis round trip on every join.
@@ -407,6 +413,9 @@ func (s *Service) Accept(ctx context.Context, userID, matchID string) (matcher.M
 		return matcher.Match{}, matcher.Unavailable(fmt.Errorf("accept match %s: %w", matchID, err))
 	}
 	if m.State == matcher.MatchReady {
+		if m.Provider != nil {
+			s.acceptAssignment(ctx, m)
+		}
 		s.cfg.Metrics.acceptOutcome(m.Queue, "ready")
 		if err := s.cfg.Pool.RemovePending(ctx, matcher.Partition{Queue: m.Queue, Region: m.Region}.String(), m.ID); err != nil {
 			s.log.Debug("remove ready match from the pending index", "match", m.ID, "err", err)

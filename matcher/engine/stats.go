@@ -186,6 +186,11 @@ func (s *Service) explain(ctx context.Context, q *matcher.QueueConfig, t matcher
 		}
 	}
 	x.PlayersNeeded = max(0, q.Players-1-x.CandidatesInWindow)
+	if q.Kind == matcher.KindProvider {
+		if err := s.explainProvider(ctx, q, t, e, x, now); err != nil {
+			return nil, err
+		}
+	}
 	failing, err := s.cfg.Pool.AllocationFailing(ctx, where, now)
 	if err != nil {
 		return nil, err
@@ -194,6 +199,10 @@ func (s *Service) explain(ctx context.Context, q *matcher.QueueConfig, t matcher
 	case !found:
 	case failing:
 		x.Missing = matcher.MissingAllocation
+	case q.Kind == matcher.KindProvider:
+		if x.NoProvider != "" {
+			x.Missing = matcher.MissingProvider
+		}
 	case x.PlayersNeeded > 0:
 		x.Missing = matcher.MissingPlayers
 	default:

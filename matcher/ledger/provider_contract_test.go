@@ -41,9 +41,10 @@ func commitProvider(t *testing.T, l matcher.Ledger, requester matcher.Ticket, pr
 	if err != nil {
 		t.Fatal(err)
 	}
-	// match.found goes to the requester alone: the provider is not a player.
-	if len(events) != 1 || !slices.Equal(events[0].Users, []string{requester.UserID}) {
-		t.Fatalf("commit events = %+v, want one match.found for %s", events, requester.UserID)
+	// match.found goes to the requester and the provider (who is pushed
+	// the assignment), not as a player.
+	if len(events) != 1 || !slices.Equal(events[0].Users, []string{requester.UserID, m.Provider.UserID}) {
+		t.Fatalf("commit events = %+v, want one match.found for %s and the provider", events, requester.UserID)
 	}
 	stored, err := l.Match(ctx, m.ID)
 	if err != nil {
@@ -82,7 +83,7 @@ func testProviderMatch(t *testing.T, newLedger func(t *testing.T) matcher.Ledger
 		again, _ := l.Match(ctx, want.ID)
 		equal(t, "read again", again, want)
 
-		if len(events) != 1 || events[0].Kind != matcher.EventMatchFound || !slices.Equal(events[0].Users, []string{"req"}) {
+		if len(events) != 1 || events[0].Kind != matcher.EventMatchFound || !slices.Equal(events[0].Users, []string{"req", "prov"}) {
 			t.Fatalf("events = %+v", events)
 		}
 		frame := string(protocol.Frame(events[0]))
@@ -91,7 +92,7 @@ func testProviderMatch(t *testing.T, newLedger func(t *testing.T) matcher.Ledger
 		}
 		// The outbox holds the seat too: its row renders the same frame.
 		drained := drainAll(t, l)
-		if len(drained) != 1 || !slices.Equal(drained[0].Users, []string{"req"}) || string(protocol.Frame(drained[0])) != frame {
+		if len(drained) != 1 || !slices.Equal(drained[0].Users, []string{"req", "prov"}) || string(protocol.Frame(drained[0])) != frame {
 			t.Fatalf("outbox = %+v", drained)
 		}
 
@@ -257,7 +258,7 @@ func testProviderMatch(t *testing.T, newLedger func(t *testing.T) matcher.Ledger
 		equal(t, "accepted", got, want)
 		read, _ := l.Match(ctx, m.ID)
 		equal(t, "read back", read, want)
-		if len(events) != 1 || events[0].Kind != matcher.EventMatchReady || !slices.Equal(events[0].Users, []string{"req"}) ||
+		if len(events) != 1 || events[0].Kind != matcher.EventMatchReady || !slices.Equal(events[0].Users, []string{"req", "prov"}) ||
 			!bytes.Equal(protocol.Frame(events[0]), protocol.Frame(matcher.MatchReadyEvent(want))) {
 			t.Fatalf("events = %+v, want one match.ready for the requester", events)
 		}
@@ -321,7 +322,7 @@ func testProviderMatch(t *testing.T, newLedger func(t *testing.T) matcher.Ledger
 				t.Fatalf("requester's ticket read back as %+v", r)
 			}
 			waitingIs(t, l, part("tutor", "eu"), back)
-			if len(events) != 2 || !slices.Equal(events[0].Users, []string{"req"}) ||
+			if len(events) != 2 || !slices.Equal(events[0].Users, []string{"req", "prov"}) ||
 				!bytes.Equal(protocol.Frame(events[0]), protocol.Frame(matcher.MatchDissolvedEvent(wantMatch, c.reason))) ||
 				!bytes.Equal(protocol.Frame(events[1]), protocol.Frame(matcher.TicketUpdatedEvent(back))) {
 				t.Fatalf("events = %+v", events)
@@ -425,7 +426,9 @@ func testProviderMatch(t *testing.T, newLedger func(t *testing.T) matcher.Ledger
 			t.Fatalf("%d events, want %d", len(events), want)
 		}
 		for _, e := range events {
-			if len(e.Users) != 1 || !strings.HasPrefix(e.Users[0], "req") {
+			// The match events go to the provider too; ticket updates to
+			// the requester alone.
+			if !strings.HasPrefix(e.Users[0], "req") || len(e.Users) != map[bool]int{true: 1, false: 2}[e.Kind == matcher.EventTicketUpdated] {
 				t.Fatalf("event %d for %v", e.Kind, e.Users)
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/matchgate/matchgate/matcher"
+	"github.com/matchgate/matchgate/provider"
 )
 
 // The planner seam (ARCHITECTURE.md §6): choosing groups is a pure
@@ -57,6 +58,10 @@ type Round struct {
 	// pass: never chosen again.
 	Used func(ticketID string) bool
 	Now  time.Time
+	// Providers and Prefs are a provider queue's: the providers as the
+	// live pool holds them, and the requesters' preferences by ticket id.
+	Providers []provider.Provider
+	Prefs     map[string]provider.Preferences
 }
 
 // A Group is a match a planner chose.
@@ -64,6 +69,9 @@ type Group struct {
 	Entries  []matcher.Entry
 	FormedBy string
 	Bots     int
+	// Provider is the provider a provider queue's group gives its one
+	// requester to; nil for every other kind.
+	Provider *matcher.ProviderSeat
 }
 
 // Crosses reports whether the group seats players of other partitions.
@@ -103,8 +111,9 @@ type Planner interface {
 // planners are the kinds of queue and how each chooses its groups;
 // adding a kind adds a planner here and in config's list of kinds.
 var planners = map[string]Planner{
-	matcher.KindSkill: skillPlanner{},
-	matcher.KindRoom:  roomPlanner{},
+	matcher.KindSkill:    skillPlanner{},
+	matcher.KindRoom:     roomPlanner{},
+	matcher.KindProvider: providerPlanner{},
 }
 
 // PlannerOf returns the planner of q's kind (skill when unknown: Validate

@@ -1,0 +1,262 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/matchgate/matchgate/matcher"
+	"github.com/matchgate/matchgate/matcher/plan"
+	"github.com/matchgate/matchgate/provider"
+)
+
+// Provider queues (ARCHITECTURE.md §10). A requester joins as a player
+// does and waits in the pool; each pass of its partition reads the oldest
+// provider.BatchMax, the providers the live pool holds (Deps.Providers),
+// and lets the provider planner choose. A chosen pair becomes a match of
+// one player with a provider seat, on the path every match takes — the
+// claim in the pool, then, in place of a server, a slot: the live pool's
+// Hold (atomic in Redis) and the record of assignments' Offer (durable,
+// refusing a provider past its capacity whatever Redis believed), then the
+// one commit of the pass. With an accept window the match is
+// PENDING_ACCEPT and only the provider may accept it (the ledger's rule);
+// a decline or the window passing puts the requester back in place, as a
+// dissolved match puts back whoever did nothing wrong, and frees the slot
+// (afterDissolve). assignment.end frees it once the session is over.
+
+// prefsCache holds the preferences of the requesters a partition's passes
+// read: a ticket's attributes never change, and reading them from the
+// record on every pass would cost a read per requester per pass.
+type prefsCache struct {
+	mu sync.Mutex
+	m  map[string]provider.Preferences
+}
+
+// prefsReads bounds the record reads one pass makes at once for the
+// preferences of requesters it sees for the first time.
+const prefsReads = 16
+
+// of returns the preferences of es, reading those it does not hold from
+// the record, and forgets the tickets es no longer holds. A ticket the
+// record does not know is left out (the pass restores it).
+func (c *prefsCache) of(ctx context.Context, l matcher.Ledger, es []matcher.Entry) (map[string]provider.Preferences, error) {
+	out := make(map[string]provider.Preferences, len(es))
+	var missing []string
+	c.mu.Lock()
+	for _, e := range es {
+		if p, ok := c.m[e.TicketID]; ok {
+			out[e.TicketID] = p
+		} else {
+			missing = append(missing, e.TicketID)
+		}
+	}
+	c.mu.Unlock()
+	var (
+		mu   sync.Mutex
+		wg   sync.WaitGroup
+		errs []error
+		sem  = make(chan struct{}, prefsReads)
+	)
+	for _, id := range missing {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			t, err := l.Ticket(ctx, id)
+			if errors.Is(err, matcher.ErrNotFound) {
+				return
+			}
+			var p provider.Preferences
+			if err == nil {
+				// The join refused attributes that do not parse; a ticket
+				// written before the queue was a provider queue asks nothing.
+				p, _ = provider.PreferencesOf(t.Attributes)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, fmt.Errorf("preferences of %s: %w", id, err))
+				return
+			}
+			out[id] = p
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.m = out // only the tickets still waiting at the head
+	c.mu.Unlock()
+	return out, nil
+}
+
+// assign is the choose step of a provider queue's pass.
+func (p *pass) assign(ctx context.Context) error {
+	q, d := p.e.q, p.e.cfg
+	if d.Providers == nil || d.Assignments == nil {
+		return nil // a server without a provider pool forms nothing here
+	}
+	var reqs []matcher.Entry
+	for _, a := range p.oldest {
+		if bare, err := p.restoreBare(ctx, a); err != nil {
+			return err
+		} else if !bare && !p.used[a.TicketID] {
+			reqs = append(reqs, a)
+		}
+	}
+	if len(reqs) == 0 {
+		return nil
+	}
+	prefs, err := p.e.prefs.of(ctx, d.Ledger, reqs)
+	if err != nil {
+		return err
+	}
+	providers, err := d.Providers.Snapshot(ctx, q.Name, p.now)
+	if err != nil {
+		return fmt.Errorf("read the providers of %s: %w", q.Name, err)
+	}
+	p.capacity = make(map[string]int, len(providers))
+	for _, pr := range providers {
+		p.capacity[pr.UserID] = pr.Capacity
+	}
+	chosen := p.e.plan.Choose(q, plan.Round{Anchors: reqs, Now: p.now, Providers: providers, Prefs: prefs,
+		Used: func(id string) bool { return p.used[id] }})
+	for _, g := range chosen.Groups {
+		for _, e := range g.Entries {
+			p.used[e.TicketID] = true
+		}
+	}
+	_, err = p.formMany(ctx, chosen.Groups, 0)
+	return err
+}
+
+// slotsInFlight bounds the slots one pass takes at once (a Redis script
+// and a record transaction each).
+const slotsInFlight = 16
+
+// stageSlots takes each claimed group's slot, in place of a server: the
+// live pool's Hold, then the record's Offer. A group without one goes
+// back to the pool with its place, and the slot, if held, is freed.
+func (p *pass) stageSlots(ctx context.Context, st []staged) {
+	q, d := p.e.q, p.e.cfg
+	ok := make([]bool, len(st))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, slotsInFlight)
+	for i := range st {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			m := st[i].m
+			seat := m.Provider
+			held, err := d.Providers.Hold(ctx, q.Name, seat.UserID, m.ID, p.now)
+			if err != nil || !held {
+				d.Metrics.slot(q.Name, "full")
+				if err != nil {
+					p.e.log.Warn("hold a provider's slot", "match", m.ID, "provider", seat.UserID, "err", err)
+				}
+				return
+			}
+			if _, err := d.Assignments.Offer(ctx, assignmentOf(m), p.capacity[seat.UserID]); err != nil {
+				if errors.Is(err, provider.ErrOverCapacity) || errors.Is(err, provider.ErrTicketAssigned) {
+					d.Metrics.slot(q.Name, "refused")
+				} else {
+					p.e.log.Warn("record an assignment", "match", m.ID, "provider", seat.UserID, "err", err)
+				}
+				cctx, cancel := p.e.cleanupContext(ctx)
+				defer cancel()
+				if err := d.Providers.Release(cctx, q.Name, seat.UserID, m.ID); err != nil {
+					p.e.log.Warn("free a provider's slot", "match", m.ID, "provider", seat.UserID, "err", err)
+				}
+				return
+			}
+			d.Metrics.slot(q.Name, "taken")
+			ok[i] = true
+		})
+	}
+	wg.Wait()
+	for i, s := range st {
+		if ok[i] {
+			p.staged = append(p.staged, s)
+		} else {
+			p.requeue(ctx, s.m.ID, s.group)
+		}
+	}
+}
+
+// assignmentOf is the record's assignment of a provider queue's match.
+func assignmentOf(m matcher.Match) provider.Assignment {
+	a := provider.Assignment{
+		ID: m.ID, Queue: m.Queue, Provider: m.Provider.UserID, Score: m.Provider.Score, Parts: m.Provider.Parts,
+		OfferedAt: m.CreatedAt,
+	}
+	if len(m.Players) > 0 {
+		a.TicketID, a.Requester = m.Players[0].TicketID, m.Players[0].UserID
+	}
+	if m.AcceptBy != nil {
+		a.AcceptBy = *m.AcceptBy
+	}
+	return a
+}
+
+// endAssignment ends the assignment of a provider match that will not be
+// played, or whose session is over, and frees its slot: the record first
+// (whatever its state: an offer is declined, a running one ended), then
+// the live pool. Each step is repairable: an offer the record still holds
+// expires by its window (expireOffers), and the live pool's slots are
+// synced from the record when the provider comes online.
+func (deps Deps) endAssignment(ctx context.Context, log *slog.Logger, m matcher.Match, reason string, now time.Time) {
+	if m.Provider == nil || deps.Assignments == nil {
+		return
+	}
+	a, err := deps.Assignments.Get(ctx, m.ID)
+	switch {
+	case errors.Is(err, provider.ErrNotFound):
+	case err != nil:
+		log.Warn("read an assignment to end", "match", m.ID, "err", err)
+		return
+	case a.Status == provider.StatusOffered:
+		_, err = deps.Assignments.Decline(ctx, m.ID, now)
+	case a.Status == provider.StatusAccepted:
+		_, err = deps.Assignments.End(ctx, m.ID, reason, now)
+	}
+	if err != nil && !errors.Is(err, provider.ErrNotFound) && !errors.Is(err, provider.ErrConflict) {
+		log.Warn("end an assignment", "match", m.ID, "err", err)
+		return
+	}
+	if deps.Providers != nil {
+		if err := deps.Providers.Release(ctx, m.Queue, m.Provider.UserID, m.ID); err != nil {
+			log.Warn("free a provider's slot", "match", m.ID, "provider", m.Provider.UserID, "err", err)
+		}
+	}
+}
+
+// offersBatch is how many passed offers one pass ends.
+const offersBatch = 256
+
+// expireOffers ends the offers whose window passed without a match of the
+// record to close (a pass that recorded an offer and died before its
+// commit), freeing their slots. Windows of committed matches are closed
+// by closeAcceptWindows, which ends their offers first.
+func (p *pass) expireOffers(ctx context.Context) {
+	d := p.e.cfg
+	if d.Assignments == nil || p.e.q.AcceptWindow == 0 {
+		return
+	}
+	// A grace of one commit's budget: a match being committed now closes
+	// its own window.
+	as, err := d.Assignments.Expire(ctx, p.e.q.Name, p.now.Add(-p.e.cfg.CommitTimeout), offersBatch)
+	if err != nil {
+		p.e.log.Warn("expire passed offers", "err", err)
+		return
+	}
+	for _, a := range as {
+		if d.Providers != nil {
+			if err := d.Providers.Release(ctx, a.Queue, a.Provider, a.ID); err != nil {
+				p.e.log.Warn("free a provider's slot", "match", a.ID, "provider", a.Provider, "err", err)
+			}
+		}
+	}
+}

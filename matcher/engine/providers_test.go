@@ -1,0 +1,266 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/matchgate/matchgate/matcher"
+	"github.com/matchgate/matchgate/provider"
+	providerpool "github.com/matchgate/matchgate/provider/pool"
+	"github.com/matchgate/matchgate/provider/record"
+)
+
+// providerHarness is a harness for a provider queue, with the live pool
+// and the record of assignments in memory.
+type providerHarness struct {
+	*harness
+	live *providerpool.Memory
+	rec  *record.Memory
+}
+
+func newProviderHarness(t *testing.T, q matcher.QueueConfig) *providerHarness {
+	t.Helper()
+	q.Kind = matcher.KindProvider
+	live, rec := providerpool.NewMemory(), record.NewMemory()
+	return &providerHarness{harness: newHarness(t, q, withProviders(live, rec)), live: live, rec: rec}
+}
+
+func (h *providerHarness) online(user string, capacity int, a provider.Attributes) {
+	h.t.Helper()
+	if _, err := h.svc.ProviderOnline(context.Background(), h.q.Name, user, "s-"+user, capacity, a); err != nil {
+		h.t.Fatalf("online %s: %v", user, err)
+	}
+}
+
+func (h *providerHarness) request(user string, attrs map[string]string) matcher.Ticket {
+	h.t.Helper()
+	t, err := h.svc.Join(context.Background(), matcher.JoinRequest{UserID: user, Queue: h.q.Name, Region: h.q.Regions[0], Attributes: attrs})
+	if err != nil {
+		h.t.Fatalf("join %s: %v", user, err)
+	}
+	return t
+}
+
+func (h *providerHarness) held(user string) int {
+	h.t.Helper()
+	p, _, err := h.live.Get(context.Background(), h.q.Name, user, h.clock())
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return p.Used
+}
+
+func en(rating float64, specialties ...string) provider.Attributes {
+	return provider.Attributes{Languages: []string{"en"}, Specialties: specialties, SessionTypes: []string{"chat"}, Rating: rating}
+}
+
+func TestProviderQueueGivesEachRequesterTheBestFreeProvider(t *testing.T) {
+	ctx := context.Background()
+	h := newProviderHarness(t, matcher.QueueConfig{Name: "advice",
+		SkillRules: matcher.SkillRules{Weights: map[string]float64{"specialty": 2, "rating": 1, "load": 1, "wait": 1}}})
+	h.online("ana", 1, en(4.9, "tax"))
+	h.online("bo", 1, en(3.0, "law"))
+	h.online("cy", 2, provider.Attributes{Languages: []string{"fr"}, Rating: 5})
+
+	a := h.request("u1", map[string]string{"language": "en", "specialty": "tax"})
+	if res := h.tick(); res.Matches != 1 {
+		t.Fatalf("tick formed %d matches, want 1", res.Matches)
+	}
+	m := h.match(h.ticket(a.ID).MatchID)
+	if m.Provider == nil || m.Provider.UserID != "ana" || m.State != matcher.MatchReady || len(m.Players) != 1 {
+		t.Fatalf("match = %+v provider %+v, want READY with ana", m, m.Provider)
+	}
+	if m.Provider.Score <= 0 || m.Provider.Parts["specialty"] == 0 {
+		t.Fatalf("score %v parts %v: want the specialty's part", m.Provider.Score, m.Provider.Parts)
+	}
+	as, err := h.rec.Live(ctx, "advice", "ana")
+	if err != nil || len(as) != 1 || as[0].ID != m.ID || as[0].Status != provider.StatusAccepted {
+		t.Fatalf("ana's live assignments = %+v, %v", as, err)
+	}
+	if h.held("ana") != 1 {
+		t.Fatalf("ana holds %d slots, want 1", h.held("ana"))
+	}
+
+	// ana is full, cy speaks no English: bo takes the next one, and the
+	// third waits, told why.
+	b := h.request("u2", map[string]string{"language": "en"})
+	h.advance(time.Second) // u2 waits longer: its wait term wins the tie
+	c := h.request("u3", map[string]string{"language": "en"})
+	h.tick()
+	if got := h.match(h.ticket(b.ID).MatchID).Provider.UserID; got != "bo" {
+		t.Fatalf("u2 went to %s, want bo", got)
+	}
+	if st := h.ticket(c.ID).Status; st != matcher.StatusWaiting {
+		t.Fatalf("u3 is %s, want WAITING", st)
+	}
+	v, err := h.svc.Ticket(ctx, "u3", c.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Explain == nil || v.Explain.Missing != matcher.MissingProvider || !strings.Contains(v.Explain.NoProvider, "2 at capacity") ||
+		!strings.Contains(v.Explain.NoProvider, "1 without language en") {
+		t.Fatalf("explain = %+v", v.Explain)
+	}
+
+	// ana ends her session: her slot takes u3.
+	if _, err := h.svc.EndAssignment(ctx, "bo", m.ID); err == nil {
+		t.Fatal("bo ended ana's assignment")
+	}
+	ended, err := h.svc.EndAssignment(ctx, "ana", m.ID)
+	if err != nil || ended.Status != provider.StatusEnded {
+		t.Fatalf("end = %+v, %v", ended, err)
+	}
+	h.tick()
+	if got := h.match(h.ticket(c.ID).MatchID).Provider.UserID; got != "ana" {
+		t.Fatalf("u3 went to %s, want ana", got)
+	}
+}
+
+func TestProviderQueueRefusesPreferencesThatDoNotParse(t *testing.T) {
+	h := newProviderHarness(t, matcher.QueueConfig{Name: "advice"})
+	_, err := h.svc.Join(context.Background(), matcher.JoinRequest{UserID: "u", Queue: "advice", Attributes: map[string]string{"minRating": "lots"}})
+	var me *matcher.Error
+	if !errors.As(err, &me) || me.Code != matcher.CodeBadRequest {
+		t.Fatalf("join = %v, want BAD_REQUEST", err)
+	}
+}
+
+func TestProviderAcceptWindow(t *testing.T) {
+	ctx := context.Background()
+	q := matcher.QueueConfig{Name: "advice", AcceptRules: matcher.AcceptRules{AcceptWindow: 15 * time.Second}}
+
+	t.Run("accepted by the provider only", func(t *testing.T) {
+		h := newProviderHarness(t, q)
+		h.online("ana", 1, en(4))
+		tk := h.request("u1", nil)
+		h.tick()
+		m := h.match(h.ticket(tk.ID).MatchID)
+		if m.State != matcher.MatchPendingAccept || m.Provider.UserID != "ana" {
+			t.Fatalf("match %+v", m)
+		}
+		if _, err := h.svc.Accept(ctx, "u1", m.ID); err == nil {
+			t.Fatal("the requester accepted the provider's offer")
+		}
+		got, err := h.svc.Accept(ctx, "ana", m.ID)
+		if err != nil || got.State != matcher.MatchReady {
+			t.Fatalf("accept = %+v, %v", got, err)
+		}
+		if a, err := h.rec.Get(ctx, m.ID); err != nil || a.Status != provider.StatusAccepted {
+			t.Fatalf("assignment = %+v, %v", a, err)
+		}
+	})
+
+	t.Run("declined: the requester keeps the place, the slot is freed", func(t *testing.T) {
+		h := newProviderHarness(t, q)
+		h.online("ana", 1, en(4))
+		tk := h.request("u1", nil)
+		h.tick()
+		id := h.ticket(tk.ID).MatchID
+		if _, err := h.svc.Decline(ctx, "ana", id); err != nil {
+			t.Fatal(err)
+		}
+		back := h.ticket(tk.ID)
+		if back.Status != matcher.StatusWaiting || !back.EnqueuedAt.Equal(tk.EnqueuedAt) || !back.Deadline.Equal(tk.Deadline) {
+			t.Fatalf("after the decline the ticket is %+v, want WAITING in its place", back)
+		}
+		if a, _ := h.rec.Get(ctx, id); a.Status != provider.StatusDeclined {
+			t.Fatalf("assignment is %s", a.Status)
+		}
+		if h.held("ana") != 0 {
+			t.Fatal("the declined slot is still held")
+		}
+		// The next pass offers the requester again (to ana, the only one).
+		h.tick()
+		if again := h.ticket(tk.ID); again.Status != matcher.StatusMatched || again.MatchID == id {
+			t.Fatalf("after the next pass the ticket is %+v", again)
+		}
+	})
+
+	t.Run("silent provider: the window passes, the requester keeps the place", func(t *testing.T) {
+		h := newProviderHarness(t, q)
+		h.online("ana", 1, en(4))
+		tk := h.request("u1", nil)
+		h.tick()
+		id := h.ticket(tk.ID).MatchID
+		h.advance(16 * time.Second)
+		h.online("ana", 1, en(4)) // still connected: refreshed
+		h.tick()
+		if m := h.match(id); m.State != matcher.MatchDissolved {
+			t.Fatalf("match is %s after its window", m.State)
+		}
+		if a, _ := h.rec.Get(ctx, id); !a.Status.Final() {
+			t.Fatalf("assignment is %s after its window", a.Status)
+		}
+		if st := h.ticket(tk.ID); st.Status == matcher.StatusCancelled || st.Status == matcher.StatusExpired {
+			t.Fatalf("the requester lost the place: %+v", st)
+		}
+	})
+}
+
+// Requesters of two regions race for the same providers, each region's
+// engine passing concurrently, while sessions end at random: no provider
+// ever holds more live assignments than its capacity, in the live pool or
+// in the record, and every requester is served once.
+func TestProviderCapacityHoldsUnderRacingPasses(t *testing.T) {
+	ctx := context.Background()
+	h := newProviderHarness(t, matcher.QueueConfig{Name: "advice", RegionRules: matcher.RegionRules{Regions: []string{"eu", "na"}}})
+	const providers, capacity, requesters = 5, 3, 400
+	for i := range providers {
+		h.online(fmt.Sprintf("p%d", i), capacity, en(float64(i)))
+	}
+	regions := []string{"eu", "na"}
+	for i := range requesters {
+		r := regions[i%2]
+		if _, err := h.svc.Join(ctx, matcher.JoinRequest{UserID: fmt.Sprintf("u%d", i), Queue: "advice", Region: r}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	served := map[string]bool{}
+	violations, rounds := 0, 0
+	for ; rounds < 400 && len(served) < requesters; rounds++ {
+		var wg sync.WaitGroup
+		for _, r := range regions {
+			wg.Go(func() {
+				if _, err := h.engines[r].Tick(ctx); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		for i := range providers {
+			p := fmt.Sprintf("p%d", i)
+			as, err := h.rec.Live(ctx, "advice", p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(as) > capacity || h.held(p) > capacity {
+				violations++
+			}
+			for _, a := range as {
+				if served[a.TicketID] && rng.IntN(2) == 0 {
+					continue
+				}
+				served[a.TicketID] = true
+				if rng.IntN(3) == 0 {
+					if _, err := h.svc.EndAssignment(ctx, p, a.ID); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+		}
+	}
+	if violations > 0 {
+		t.Fatalf("%d capacity violations in %d rounds", violations, rounds)
+	}
+	if len(served) != requesters {
+		t.Fatalf("%d of %d requesters served in %d rounds", len(served), requesters, rounds)
+	}
+	t.Logf("%d requesters served by %d providers of capacity %d in %d racing rounds", requesters, providers, capacity, rounds)
+}
