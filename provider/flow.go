@@ -1,0 +1,194 @@
+package provider
+
+import "math"
+
+// flow is the batch's network source → requester (1) → provider (free
+// slots) → sink, kept as the assignment it carries rather than as edge
+// lists: a residual edge with no capacity left is never followed, so a
+// node's search visits only those with some, in the order the network of
+// linked edge lists visited them (an edge list searched last added
+// first):
+//
+//   - source: the unmatched requesters, oldest first;
+//   - requester i: the source if i is matched, then its candidates best
+//     first but the one it holds;
+//   - provider j: back to the requesters it holds, youngest first, then
+//     the sink while a slot is left;
+//   - sink: back to the providers holding some, by user id descending.
+//
+// The same relaxations in the same order make the same search, so that
+// the paths taken, and the picks, stay those of the edge-list network.
+type flow struct {
+	n     int // requesters: node 2+i; provider j is node 2+n+j
+	free  []int
+	cands [][]cand // requester → its candidates, best first
+	match []int    // requester → provider index, -1 none
+	holds [][]hold // provider → the requesters it holds, youngest first
+	used  []int    // provider → slots held
+	full  []int    // the providers holding some, by index descending
+	eps   float64  // absorbs rounding, as in the edge-list network
+	nodes []spfaNode
+	queue []int32
+}
+
+// hold is a requester held by a provider and the cost of its edge there.
+type hold struct {
+	i    int
+	cost float64
+}
+
+type spfaNode struct {
+	dist    float64
+	prev    int32 // the node the cheapest path enters by, -1 none
+	seen    int32 // times in the queue
+	reached bool
+	inQ     bool
+}
+
+const source, sink = 0, 1
+
+func newFlow(n int, free []int) *flow {
+	g := &flow{n: n, free: free, cands: make([][]cand, n), match: make([]int, n), holds: make([][]hold, len(free)),
+		used: make([]int, len(free)), eps: 1e-9, nodes: make([]spfaNode, 2+n+len(free))}
+	for i := range g.match {
+		g.match[i] = -1
+	}
+	return g
+}
+
+// candidates gives requester i its edges, cs best first (copied).
+func (g *flow) candidates(i int, cs []cand) {
+	g.cands[i] = append([]cand(nil), cs...)
+	// The edge list's eps folded every edge's cost, the worst first.
+	for k := len(cs) - 1; k >= 0; k-- {
+		g.eps = max(g.eps, 1e-9*(1+math.Abs(-cs[k].s)))
+	}
+}
+
+// augment sends one unit along a cheapest path from source to sink with
+// SPFA and reports whether there was one. The residual network of a
+// cheapest flow has no negative cycle, so the search settles; should
+// rounding make one anyway, a node entering the queue more often than
+// there are nodes stops the pass rather than loop.
+func (g *flow) augment() bool {
+	nodes := g.nodes
+	for v := range nodes {
+		nodes[v] = spfaNode{prev: -1}
+	}
+	limit := int32(len(nodes))
+	eps := g.eps
+	aborted := false
+	relax := func(u, v int, cost float64) {
+		d := nodes[u].dist + cost
+		nv := &nodes[v]
+		if nv.reached && d >= nv.dist-eps {
+			return
+		}
+		nv.reached, nv.dist, nv.prev = true, d, int32(u)
+		if !nv.inQ {
+			if nv.seen++; nv.seen > limit {
+				aborted = true
+				return
+			}
+			nv.inQ = true
+			g.queue = append(g.queue, int32(v))
+		}
+	}
+	negZero := math.Copysign(0, -1) // a reverse edge's cost, -0
+	nodes[source].reached = true
+	nodes[source].inQ = true
+	g.queue = append(g.queue[:0], source)
+	base := 2 + g.n
+	for q := 0; q < len(g.queue) && !aborted; q++ {
+		u := int(g.queue[q])
+		nodes[u].inQ = false
+		switch {
+		case u == source:
+			for i, j := range g.match {
+				if j < 0 {
+					if relax(u, 2+i, 0); aborted {
+						return false
+					}
+				}
+			}
+		case u == sink:
+			for _, j := range g.full {
+				if relax(u, base+j, negZero); aborted {
+					return false
+				}
+			}
+		case u < base:
+			i := u - 2
+			held := g.match[i]
+			if held >= 0 {
+				if relax(u, source, negZero); aborted {
+					return false
+				}
+			}
+			for _, c := range g.cands[i] {
+				if c.j != held {
+					if relax(u, base+c.j, -c.s); aborted {
+						return false
+					}
+				}
+			}
+		default:
+			j := u - base
+			for _, h := range g.holds[j] {
+				if relax(u, 2+h.i, -h.cost); aborted {
+					return false
+				}
+			}
+			if g.used[j] < g.free[j] {
+				if relax(u, sink, 0); aborted {
+					return false
+				}
+			}
+		}
+	}
+	if aborted || !nodes[sink].reached {
+		return false
+	}
+	for v := sink; v != source; {
+		u := int(nodes[v].prev)
+		switch {
+		case v == sink: // provider u takes a slot
+			j := u - base
+			if g.used[j]++; g.used[j] == 1 {
+				at := len(g.full)
+				g.full = append(g.full, j)
+				for ; at > 0 && g.full[at-1] < j; at-- {
+					g.full[at] = g.full[at-1]
+				}
+				g.full[at] = j
+			}
+		case u == source: // requester v is matched
+		case u < base: // requester u moves to provider v
+			i, j := u-2, v-base
+			g.match[i] = j
+			var cost float64
+			for _, c := range g.cands[i] {
+				if c.j == j {
+					cost = -c.s
+				}
+			}
+			hs := append(g.holds[j], hold{})
+			at := len(hs) - 1
+			for ; at > 0 && hs[at-1].i < i; at-- {
+				hs[at] = hs[at-1]
+			}
+			hs[at] = hold{i, cost}
+			g.holds[j] = hs
+		default: // provider u lets requester v go
+			i, j := v-2, u-base
+			for k, h := range g.holds[j] {
+				if h.i == i {
+					g.holds[j] = append(g.holds[j][:k], g.holds[j][k+1:]...)
+					break
+				}
+			}
+		}
+		v = u
+	}
+	return true
+}
