@@ -27,7 +27,11 @@ type flow struct {
 	used  []int    // provider → slots held
 	full  []int    // the providers holding some, by index descending
 	eps   float64  // absorbs rounding, as in the edge-list network
-	nodes []spfaNode
+	// The search's state by node.
+	dist  []float64
+	prev  []int32 // the node the cheapest path enters by, -1 none
+	seen  []int32 // times in the queue
+	state []uint8 // reached, inQ
 	queue []int32
 }
 
@@ -37,19 +41,18 @@ type hold struct {
 	cost float64
 }
 
-type spfaNode struct {
-	dist    float64
-	prev    int32 // the node the cheapest path enters by, -1 none
-	seen    int32 // times in the queue
-	reached bool
-	inQ     bool
-}
+const (
+	reached = 1 << iota
+	inQ
+)
 
 const source, sink = 0, 1
 
 func newFlow(n int, free []int) *flow {
 	g := &flow{n: n, free: free, cands: make([][]cand, n), match: make([]int, n), holds: make([][]hold, len(free)),
-		used: make([]int, len(free)), eps: 1e-9, nodes: make([]spfaNode, 2+n+len(free))}
+		used: make([]int, len(free)), eps: 1e-9}
+	nodes := 2 + n + len(free)
+	g.dist, g.prev, g.seen, g.state = make([]float64, nodes), make([]int32, nodes), make([]int32, nodes), make([]uint8, nodes)
 	for i := range g.match {
 		g.match[i] = -1
 	}
@@ -71,86 +74,80 @@ func (g *flow) candidates(i int, cs []cand) {
 // rounding make one anyway, a node entering the queue more often than
 // there are nodes stops the pass rather than loop.
 func (g *flow) augment() bool {
-	nodes := g.nodes
-	for v := range nodes {
-		nodes[v] = spfaNode{prev: -1}
+	dist, prev, seen, state := g.dist, g.prev, g.seen, g.state
+	for v := range dist {
+		dist[v], prev[v], seen[v], state[v] = 0, -1, 0, 0
 	}
-	limit := int32(len(nodes))
+	limit := int32(len(dist))
 	eps := g.eps
-	aborted := false
-	relax := func(u, v int, cost float64) {
-		d := nodes[u].dist + cost
-		nv := &nodes[v]
-		if nv.reached && d >= nv.dist-eps {
-			return
+	// relax is the edge-list search's step for an edge u→v of residual
+	// capacity; false when v entered the queue too often.
+	relax := func(u, v int32, cost float64) bool {
+		d := dist[u] + cost
+		st := state[v]
+		if st&reached != 0 && d >= dist[v]-eps {
+			return true
 		}
-		nv.reached, nv.dist, nv.prev = true, d, int32(u)
-		if !nv.inQ {
-			if nv.seen++; nv.seen > limit {
-				aborted = true
-				return
+		dist[v], prev[v] = d, u
+		if st&inQ == 0 {
+			if seen[v]++; seen[v] > limit {
+				return false
 			}
-			nv.inQ = true
-			g.queue = append(g.queue, int32(v))
+			state[v] = reached | inQ
+			g.queue = append(g.queue, v)
+		} else {
+			state[v] = st | reached
 		}
+		return true
 	}
 	negZero := math.Copysign(0, -1) // a reverse edge's cost, -0
-	nodes[source].reached = true
-	nodes[source].inQ = true
+	state[source] = reached | inQ
 	g.queue = append(g.queue[:0], source)
-	base := 2 + g.n
-	for q := 0; q < len(g.queue) && !aborted; q++ {
-		u := int(g.queue[q])
-		nodes[u].inQ = false
+	base := int32(2 + g.n)
+	for q := 0; q < len(g.queue); q++ {
+		u := g.queue[q]
+		state[u] &^= inQ
 		switch {
 		case u == source:
 			for i, j := range g.match {
-				if j < 0 {
-					if relax(u, 2+i, 0); aborted {
-						return false
-					}
+				if j < 0 && !relax(u, int32(2+i), 0) {
+					return false
 				}
 			}
 		case u == sink:
 			for _, j := range g.full {
-				if relax(u, base+j, negZero); aborted {
+				if !relax(u, base+int32(j), negZero) {
 					return false
 				}
 			}
 		case u < base:
 			i := u - 2
 			held := g.match[i]
-			if held >= 0 {
-				if relax(u, source, negZero); aborted {
-					return false
-				}
+			if held >= 0 && !relax(u, source, negZero) {
+				return false
 			}
 			for _, c := range g.cands[i] {
-				if c.j != held {
-					if relax(u, base+c.j, -c.s); aborted {
-						return false
-					}
+				if c.j != held && !relax(u, base+int32(c.j), -c.s) {
+					return false
 				}
 			}
 		default:
 			j := u - base
 			for _, h := range g.holds[j] {
-				if relax(u, 2+h.i, -h.cost); aborted {
+				if !relax(u, int32(2+h.i), -h.cost) {
 					return false
 				}
 			}
-			if g.used[j] < g.free[j] {
-				if relax(u, sink, 0); aborted {
-					return false
-				}
+			if g.used[j] < g.free[j] && !relax(u, sink, 0) {
+				return false
 			}
 		}
 	}
-	if aborted || !nodes[sink].reached {
+	if state[sink]&reached == 0 {
 		return false
 	}
-	for v := sink; v != source; {
-		u := int(nodes[v].prev)
+	for v, base := sink, int(base); v != source; {
+		u := int(prev[v])
 		switch {
 		case v == sink: // provider u takes a slot
 			j := u - base
