@@ -27,11 +27,7 @@ type flow struct {
 	used  []int    // provider → slots held
 	full  []int    // the providers holding some, by index descending
 	eps   float64  // absorbs rounding, as in the edge-list network
-	// The search's state by node.
-	dist  []float64
-	prev  []int32 // the node the cheapest path enters by, -1 none
-	seen  []int32 // times in the queue
-	state []uint8 // reached, inQ
+	nodes []node   // the search's state
 	queue []int32
 }
 
@@ -41,9 +37,19 @@ type hold struct {
 	cost float64
 }
 
+// node is a node's search state: its distance, the node the cheapest
+// path enters it by (-1 none), and in flags whether it was reached,
+// whether it is in the queue and, from seenShift up, how often it entered.
+type node struct {
+	dist  float64
+	prev  int32
+	flags uint32
+}
+
 const (
 	reached = 1 << iota
 	inQ
+	seenShift = iota
 )
 
 const source, sink = 0, 1
@@ -52,7 +58,7 @@ func newFlow(n int, free []int) *flow {
 	g := &flow{n: n, free: free, cands: make([][]cand, n), match: make([]int, n), holds: make([][]hold, len(free)),
 		used: make([]int, len(free)), eps: 1e-9}
 	nodes := 2 + n + len(free)
-	g.dist, g.prev, g.seen, g.state = make([]float64, nodes), make([]int32, nodes), make([]int32, nodes), make([]uint8, nodes)
+	g.nodes = make([]node, nodes)
 	for i := range g.match {
 		g.match[i] = -1
 	}
@@ -74,80 +80,83 @@ func (g *flow) candidates(i int, cs []cand) {
 // rounding make one anyway, a node entering the queue more often than
 // there are nodes stops the pass rather than loop.
 func (g *flow) augment() bool {
-	dist, prev, seen, state := g.dist, g.prev, g.seen, g.state
-	for v := range dist {
-		dist[v], prev[v], seen[v], state[v] = 0, -1, 0, 0
+	nodes := g.nodes
+	for v := range nodes {
+		nodes[v] = node{prev: -1}
 	}
-	limit := int32(len(dist))
+	limit := uint32(len(nodes))
 	eps := g.eps
-	// relax is the edge-list search's step for an edge u→v of residual
-	// capacity; false when v entered the queue too often.
-	relax := func(u, v int32, cost float64) bool {
-		d := dist[u] + cost
-		st := state[v]
-		if st&reached != 0 && d >= dist[v]-eps {
+	// relax is the edge-list search's step along an edge of residual
+	// capacity from u, at du, into v at d; false when v entered the queue
+	// too often.
+	relax := func(u, v int32, d float64) bool {
+		nv := &nodes[v]
+		if nv.flags&reached != 0 && d >= nv.dist-eps {
 			return true
 		}
-		dist[v], prev[v] = d, u
-		if st&inQ == 0 {
-			if seen[v]++; seen[v] > limit {
+		nv.dist, nv.prev = d, u
+		if nv.flags&inQ == 0 {
+			if nv.flags += 1 << seenShift; nv.flags>>seenShift > limit {
 				return false
 			}
-			state[v] = reached | inQ
+			nv.flags |= reached | inQ
 			g.queue = append(g.queue, v)
 		} else {
-			state[v] = st | reached
+			nv.flags |= reached
 		}
 		return true
 	}
 	negZero := math.Copysign(0, -1) // a reverse edge's cost, -0
-	state[source] = reached | inQ
+	nodes[source].flags = reached | inQ
 	g.queue = append(g.queue[:0], source)
 	base := int32(2 + g.n)
 	for q := 0; q < len(g.queue); q++ {
 		u := g.queue[q]
-		state[u] &^= inQ
+		nodes[u].flags &^= inQ
+		// u's distance stays put while its edges are searched: none
+		// leads back to u.
+		du := nodes[u].dist
 		switch {
 		case u == source:
 			for i, j := range g.match {
-				if j < 0 && !relax(u, int32(2+i), 0) {
+				if j < 0 && !relax(u, int32(2+i), du+0) {
 					return false
 				}
 			}
 		case u == sink:
 			for _, j := range g.full {
-				if !relax(u, base+int32(j), negZero) {
+				if !relax(u, base+int32(j), du+negZero) {
 					return false
 				}
 			}
 		case u < base:
 			i := u - 2
 			held := g.match[i]
-			if held >= 0 && !relax(u, source, negZero) {
+			if held >= 0 && !relax(u, source, du+negZero) {
 				return false
 			}
 			for _, c := range g.cands[i] {
-				if c.j != held && !relax(u, base+int32(c.j), -c.s) {
+				if c.j != held && !relax(u, base+int32(c.j), du+-c.s) {
 					return false
 				}
 			}
 		default:
 			j := u - base
 			for _, h := range g.holds[j] {
-				if !relax(u, int32(2+h.i), -h.cost) {
+				if !relax(u, int32(2+h.i), du+-h.cost) {
 					return false
 				}
 			}
-			if g.used[j] < g.free[j] && !relax(u, sink, 0) {
+			if g.used[j] < g.free[j] && !relax(u, sink, du+0) {
 				return false
 			}
 		}
 	}
-	if state[sink]&reached == 0 {
+	if nodes[sink].flags&reached == 0 {
 		return false
 	}
 	for v, base := sink, int(base); v != source; {
-		u := int(prev[v])
+		u := int(nodes[v].prev)
 		switch {
 		case v == sink: // provider u takes a slot
 			j := u - base
