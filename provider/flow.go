@@ -21,7 +21,8 @@ import "math"
 type flow struct {
 	n     int // requesters: node 2+i; provider j is node 2+n+j
 	free  []int
-	cands [][]cand // requester → its candidates, best first
+	edges [][]edge // requester → its candidate edges, best first
+	back  []edge   // their backing array
 	match []int    // requester → provider index, -1 none
 	holds [][]hold // provider → the requesters it holds, youngest first
 	used  []int    // provider → slots held
@@ -29,6 +30,13 @@ type flow struct {
 	eps   float64  // absorbs rounding, as in the edge-list network
 	nodes []node   // the search's state
 	queue []int32
+}
+
+// edge is a requester's edge to a candidate: the provider's node and the
+// cost, the negated score.
+type edge struct {
+	to   int32
+	cost float64
 }
 
 // hold is a requester held by a provider and the cost of its edge there.
@@ -55,7 +63,7 @@ const (
 const source, sink = 0, 1
 
 func newFlow(n int, free []int) *flow {
-	g := &flow{n: n, free: free, cands: make([][]cand, n), match: make([]int, n), holds: make([][]hold, len(free)),
+	g := &flow{n: n, free: free, edges: make([][]edge, n), back: make([]edge, 0, n*BatchK), match: make([]int, n), holds: make([][]hold, len(free)),
 		used: make([]int, len(free)), eps: 1e-9}
 	nodes := 2 + n + len(free)
 	g.nodes = make([]node, nodes)
@@ -67,10 +75,14 @@ func newFlow(n int, free []int) *flow {
 
 // candidates gives requester i its edges, cs best first (copied).
 func (g *flow) candidates(i int, cs []cand) {
-	g.cands[i] = append([]cand(nil), cs...)
+	from := len(g.back)
+	for _, c := range cs {
+		g.back = append(g.back, edge{int32(2 + g.n + c.j), -c.s})
+	}
+	g.edges[i] = g.back[from:len(g.back):len(g.back)]
 	// The edge list's eps folded every edge's cost, the worst first.
 	for k := len(cs) - 1; k >= 0; k-- {
-		g.eps = max(g.eps, 1e-9*(1+math.Abs(-cs[k].s)))
+		g.eps = max(g.eps, 1e-9*(1+math.Abs(g.edges[i][k].cost)))
 	}
 }
 
@@ -131,12 +143,14 @@ func (g *flow) augment() bool {
 			}
 		case u < base:
 			i := u - 2
-			held := g.match[i]
-			if held >= 0 && !relax(u, source, du+negZero) {
-				return false
+			held := int32(-1)
+			if j := g.match[i]; j >= 0 {
+				if held = base + int32(j); !relax(u, source, du+negZero) {
+					return false
+				}
 			}
-			for _, c := range g.cands[i] {
-				if c.j != held && !relax(u, base+int32(c.j), du+-c.s) {
+			for _, e := range g.edges[i] {
+				if e.to != held && !relax(u, e.to, du+e.cost) {
 					return false
 				}
 			}
@@ -173,9 +187,9 @@ func (g *flow) augment() bool {
 			i, j := u-2, v-base
 			g.match[i] = j
 			var cost float64
-			for _, c := range g.cands[i] {
-				if c.j == j {
-					cost = -c.s
+			for _, e := range g.edges[i] {
+				if e.to == int32(v) {
+					cost = e.cost
 				}
 			}
 			hs := append(g.holds[j], hold{})
