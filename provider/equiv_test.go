@@ -2,6 +2,7 @@ package provider
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"testing"
@@ -51,6 +52,14 @@ func equivInstance(rng *rand.Rand, maxReqs, maxProviders int) (Policy, []Provide
 				Rating: float64(rng.IntN(5)) / 2}}
 		if rng.IntN(3) == 0 {
 			pr.Used = rng.IntN(pr.Capacity + 1)
+		}
+		switch rng.IntN(40) {
+		case 0: // out of range, as a snapshot may hold it
+			pr.Attributes.Rating = math.NaN()
+		case 1:
+			pr.Attributes.Rating = 7
+		case 2:
+			pr.Used = pr.Capacity + 1
 		}
 		if i > 0 && rng.IntN(20) == 0 {
 			pr = ps[rng.IntN(len(ps))]

@@ -138,7 +138,7 @@ func (g *flow) key(j int32) int64 {
 	return int64(w.i)<<32 | int64(w.pos)
 }
 
-// place is where provider j, of key k, is or goes in order.
+// place is where the provider of key k is, or goes, in order.
 func (g *flow) place(k int64) int {
 	at, _ := slices.BinarySearchFunc(g.order, k, func(j int32, k int64) int { return cmp.Compare(g.key(j), k) })
 	return at
