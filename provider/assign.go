@@ -2,6 +2,7 @@ package provider
 
 import (
 	"cmp"
+	"math/bits"
 	"slices"
 	"time"
 )
@@ -66,39 +67,24 @@ func newPick(p Policy, pr Provider, r Requester, now time.Time, tier int) Pick {
 	return Pick{Requester: r, Provider: pr.UserID, Scored: s}
 }
 
-// best is the index of the feasible provider with a slot left in free that
-// scores highest for r (ties: more slots left, then the smaller user id),
-// -1 when none is.
-func best(p Policy, ps []Provider, free []int, r Requester, now time.Time, tier int) int {
-	at, top := -1, 0.0
-	for j, pr := range ps {
-		if free[j] <= 0 || feasible(p, pr, r, now) != "" {
-			continue
-		}
-		// ps is ordered by user id, so an earlier equal keeps the place.
-		if s := score(p, pr, r, now, tier, nil); at < 0 || s > top || s == top && free[j] > free[at] {
-			at, top = j, s
-		}
-	}
-	return at
-}
-
 // Greedy gives each requester, oldest first, the feasible provider with a
 // slot left that scores highest for it (ties: more slots left, then the
 // smaller user id). Picks come oldest requester first.
 func Greedy(p Policy, providers []Provider, reqs []Requester, now time.Time, tier int) []Pick {
 	ps, rs := prepare(providers, reqs)
-	return greedy(p, ps, rs, now, clampTier(p, tier))
+	tier = clampTier(p, tier)
+	return greedy(p, newIndex(p, ps, rs, now, tier), rs, now, tier)
 }
 
-// greedy is Greedy on prepared input.
-func greedy(p Policy, ps []Provider, rs []Requester, now time.Time, tier int) []Pick {
-	free := frees(ps)
+// greedy is Greedy on prepared input and its index.
+func greedy(p Policy, x *index, rs []Requester, now time.Time, tier int) []Pick {
+	free := frees(x.ps)
+	live := liveSet(free)
 	var picks []Pick
-	for _, r := range rs {
-		if j := best(p, ps, free, r, now, tier); j >= 0 {
-			free[j]--
-			picks = append(picks, newPick(p, ps[j], r, now, tier))
+	for i, r := range rs {
+		if j := x.best(i, live, free); j >= 0 {
+			take(live, free, j)
+			picks = append(picks, newPick(p, x.ps[j], r, now, tier))
 		}
 	}
 	return picks
@@ -120,77 +106,57 @@ func greedy(p Policy, ps []Provider, rs []Requester, now time.Time, tier int) []
 func Batch(p Policy, providers []Provider, reqs []Requester, now time.Time, tier int) []Pick {
 	ps, rs := prepare(providers, reqs)
 	tier = clampTier(p, tier)
+	x := newIndex(p, ps, rs, now, tier)
 	free := frees(ps)
 	n := min(len(rs), BatchMax)
 
-	// Nodes: 0 the source, 1 the sink, 2..2+n-1 the requesters, then the
-	// providers.
-	const source, sink = 0, 1
-	g := newFlow(2 + n + len(ps))
-	for j := range ps {
-		if free[j] > 0 {
-			g.add(2+n+j, sink, free[j], 0)
-		}
-	}
-	type cand struct {
-		j int
-		s float64
-	}
-	var cands []cand
+	g := newFlow(n, free)
+	var cands [BatchK]cand
 	truncated := false
+	for i := range n {
+		// The BatchK first in the order below, kept sorted as they come:
+		// the order is total (j breaks every tie), so these are the ones
+		// sorting all and cutting would keep.
+		k, found := 0, 0
+		for wd, set := range x.reqs[i].feasible {
+			for m := set; m != 0; m &= m - 1 {
+				j := wd*64 + bits.TrailingZeros64(m)
+				c := cand{j, x.score(i, j)}
+				found++
+				if k == BatchK {
+					if before(c, cands[k-1], free) >= 0 {
+						continue
+					}
+					k--
+				}
+				at := k
+				for ; at > 0 && before(c, cands[at-1], free) < 0; at-- {
+					cands[at] = cands[at-1]
+				}
+				cands[at] = c
+				k++
+			}
+		}
+		truncated = truncated || found > BatchK
+		g.candidates(i, cands[:k])
+	}
+	for g.augment() {
+	}
 	match := make([]int, len(rs)) // requester → provider index, -1 none
-	edges := make([][2]int, n)    // requester → its candidate edges [from, to)
-	for i, r := range rs[:n] {
-		cands = cands[:0]
-		for j, pr := range ps {
-			if free[j] > 0 && feasible(p, pr, r, now) == "" {
-				cands = append(cands, cand{j, score(p, pr, r, now, tier, nil)})
-			}
-		}
-		slices.SortFunc(cands, func(a, b cand) int {
-			if c := cmp.Compare(b.s, a.s); c != 0 {
-				return c
-			}
-			if c := cmp.Compare(free[b.j], free[a.j]); c != 0 {
-				return c
-			}
-			return cmp.Compare(a.j, b.j)
-		})
-		if len(cands) > BatchK {
-			cands, truncated = cands[:BatchK], true
-		}
-		// A node's edges are searched last added first: the best candidate
-		// goes last so that, of equal paths, the search keeps the one
-		// through it.
-		edges[i][0] = len(g.to)
-		for _, c := range slices.Backward(cands) {
-			g.add(2+i, 2+n+c.j, 1, -c.s)
-		}
-		edges[i][1] = len(g.to)
-	}
-	// Likewise the oldest requester's edge goes last, so that it is the
-	// first the search leaves the source by.
-	for i := n - 1; i >= 0; i-- {
-		g.add(source, 2+i, 1, 0)
-	}
 	for i := range match {
 		match[i] = -1
 	}
-	for g.augment(source, sink) {
-	}
-	for i, span := range edges {
-		for e := span[0]; e < span[1]; e += 2 {
-			if g.cap[e] == 0 {
-				match[i] = g.to[e] - 2 - n
-				free[match[i]]--
-				break
-			}
+	for i := range n {
+		if j := g.match[i]; j >= 0 {
+			match[i] = j
+			free[j]--
 		}
 	}
-	for i, r := range rs {
+	live := liveSet(free)
+	for i := range rs {
 		if match[i] < 0 {
-			if j := best(p, ps, free, r, now, tier); j >= 0 {
-				free[j]--
+			if j := x.best(i, live, free); j >= 0 {
+				take(live, free, j)
 				match[i] = j
 			}
 		}
@@ -205,11 +171,28 @@ func Batch(p Policy, providers []Provider, reqs []Requester, now time.Time, tier
 	// past them (a requester's BatchK best providers contended, or more
 	// than BatchMax waiting) it can, and then its picks are the pass's.
 	if n < len(rs) || truncated {
-		if gp := greedy(p, ps, rs, now, tier); len(gp) > len(picks) || len(gp) == len(picks) && sum(gp) > sum(picks) {
+		if gp := greedy(p, x, rs, now, tier); len(gp) > len(picks) || len(gp) == len(picks) && sum(gp) > sum(picks) {
 			return gp
 		}
 	}
 	return picks
+}
+
+type cand struct {
+	j int
+	s float64
+}
+
+// before orders a requester's candidates: higher score, then more slots
+// left, then the smaller user id.
+func before(a, b cand, free []int) int {
+	if c := cmp.Compare(b.s, a.s); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(free[b.j], free[a.j]); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.j, b.j)
 }
 
 func sum(picks []Pick) float64 {
@@ -218,96 +201,4 @@ func sum(picks []Pick) float64 {
 		total += pk.Score
 	}
 	return total
-}
-
-// flow is a residual network: edge e and its reverse e^1 side by side.
-type flow struct {
-	head []int // node → its last edge, -1 none
-	next []int // edge → the node's edge before it
-	to   []int
-	cap  []int
-	cost []float64
-	// eps absorbs rounding: a zero-cost cycle of residual edges must not
-	// look negative, or the search would never settle.
-	eps float64
-
-	dist    []float64
-	prev    []int // node → the edge the shortest path enters it by
-	reached []bool
-	inQ     []bool
-	seen    []int // node → times it entered the queue
-	queue   []int
-}
-
-func abs(v float64) float64 { return max(v, -v) }
-
-func newFlow(nodes int) *flow {
-	g := &flow{
-		head: make([]int, nodes), dist: make([]float64, nodes), prev: make([]int, nodes),
-		reached: make([]bool, nodes), inQ: make([]bool, nodes), seen: make([]int, nodes), eps: 1e-9,
-	}
-	for v := range g.head {
-		g.head[v] = -1
-	}
-	return g
-}
-
-func (g *flow) add(u, v, c int, cost float64) {
-	for _, e := range [2]struct {
-		from, to, cap int
-		cost          float64
-	}{{u, v, c, cost}, {v, u, 0, -cost}} {
-		g.next = append(g.next, g.head[e.from])
-		g.head[e.from] = len(g.to)
-		g.to = append(g.to, e.to)
-		g.cap = append(g.cap, e.cap)
-		g.cost = append(g.cost, e.cost)
-	}
-	g.eps = max(g.eps, 1e-9*(1+abs(cost)))
-}
-
-// augment sends one unit along a cheapest path from s to t with SPFA and
-// reports whether there was one. The residual network of a cheapest flow
-// has no negative cycle, so the search settles; should rounding make one
-// anyway, a node entering the queue more often than there are nodes stops
-// the pass rather than loop.
-func (g *flow) augment(s, t int) bool {
-	nodes := len(g.head)
-	reached := g.reached
-	for v := range nodes {
-		g.dist[v], g.prev[v], reached[v], g.inQ[v], g.seen[v] = 0, -1, false, false, 0
-	}
-	reached[s] = true
-	g.queue = append(g.queue[:0], s)
-	g.inQ[s] = true
-	for q := 0; q < len(g.queue); q++ {
-		u := g.queue[q]
-		g.inQ[u] = false
-		for e := g.head[u]; e >= 0; e = g.next[e] {
-			if g.cap[e] <= 0 {
-				continue
-			}
-			v, d := g.to[e], g.dist[u]+g.cost[e]
-			if reached[v] && d >= g.dist[v]-g.eps {
-				continue
-			}
-			reached[v], g.dist[v], g.prev[v] = true, d, e
-			if !g.inQ[v] {
-				if g.seen[v]++; g.seen[v] > nodes {
-					return false
-				}
-				g.inQ[v] = true
-				g.queue = append(g.queue, v)
-			}
-		}
-	}
-	if !reached[t] {
-		return false
-	}
-	for v := t; v != s; v = g.to[g.prev[v]^1] {
-		e := g.prev[v]
-		g.cap[e]--
-		g.cap[e^1]++
-	}
-	return true
 }
