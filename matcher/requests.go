@@ -74,7 +74,20 @@ type QueueInfo struct {
 	Players int            `json:"players"`
 	Regions []string       `json:"regions"`
 	Depth   map[string]int `json:"depth"` // waiting tickets per region
+	// Providers counts a provider queue's providers (nil for other kinds).
+	Providers *ProviderCounts `json:"providers,omitempty"`
 	QueueStats
+}
+
+// ProviderCounts are a provider queue's providers by state — online with
+// a free slot, busy (online, every slot held), offline — and the slots
+// held and offered by those online.
+type ProviderCounts struct {
+	Online   int `json:"online"`
+	Busy     int `json:"busy"`
+	Offline  int `json:"offline"`
+	Used     int `json:"used"`
+	Capacity int `json:"capacity"`
 }
 
 // QueueStats summarise a queue's recent real outcomes (kept in Redis, the

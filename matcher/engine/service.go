@@ -584,6 +584,13 @@ func (s *Service) Queues(ctx context.Context) ([]matcher.QueueInfo, error) {
 			return nil, matcher.Unavailable(fmt.Errorf("statistics of %s: %w", q.Name, err))
 		}
 		info.QueueStats = st
+		if q.Kind == matcher.KindProvider {
+			pr, err := s.ProviderPresence(ctx, q.Name)
+			if err != nil {
+				return nil, err
+			}
+			info.Providers = &matcher.ProviderCounts{Online: len(pr.Online), Busy: len(pr.Busy), Offline: len(pr.Offline), Used: pr.Used, Capacity: pr.Capacity}
+		}
 		out = append(out, info)
 	}
 	return out, nil
