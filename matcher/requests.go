@@ -62,6 +62,10 @@ type Explain struct {
 	// 1 at capacity"). Relaxed lists the constraints the wait has dropped.
 	NoProvider string   `json:"noProvider,omitempty"`
 	Relaxed    []string `json:"relaxed,omitempty"`
+	// ShedTier (provider queues) is the shed tier the line's length puts
+	// scoring at now: 0 scores every term, i drops those of the queue's
+	// shed tiers 1..i.
+	ShedTier int `json:"shedTier,omitempty"`
 	// EstimatedWait is the queue's typical wait in the ticket's region in
 	// seconds (the median of recent real waits); null without recent data.
 	EstimatedWait *float64 `json:"estimatedWait"`

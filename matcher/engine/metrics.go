@@ -24,6 +24,7 @@ type Metrics struct {
 	moves     *prometheus.CounterVec
 	allocTime *prometheus.HistogramVec
 	slots     *prometheus.CounterVec
+	shed      *prometheus.GaugeVec
 }
 
 // NewMetrics registers the matcher's collectors with reg.
@@ -72,13 +73,22 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m.slots = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "matchgate_provider_slots_total", Help: "Provider slots a provider queue's pass asked for, by result (taken; full: the live pool had none free; refused: the record found the provider at capacity or the ticket assigned).",
 	}, []string{"queue", "result"})
-	reg.MustRegister(m.tick, m.matches, m.outcomes, m.wait, m.conflicts, m.joins, m.leases, m.accepts, m.allocs, m.skills, m.moves, m.allocTime, m.slots)
+	m.shed = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "matchgate_provider_shed_tier", Help: "The shed tier a provider queue's last pass scored at (0: every term; i: the terms of the queue's shed tiers 1..i dropped).",
+	}, []string{"queue", "region"})
+	reg.MustRegister(m.tick, m.matches, m.outcomes, m.wait, m.conflicts, m.joins, m.leases, m.accepts, m.allocs, m.skills, m.moves, m.allocTime, m.slots, m.shed)
 	return m
 }
 
 func (m *Metrics) acceptOutcome(queue, outcome string) {
 	if m != nil {
 		m.accepts.WithLabelValues(queue, outcome).Inc()
+	}
+}
+
+func (m *Metrics) shedTier(queue, region string, tier int) {
+	if m != nil {
+		m.shed.WithLabelValues(queue, region).Set(float64(tier))
 	}
 }
 

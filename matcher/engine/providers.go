@@ -122,8 +122,13 @@ func (p *pass) assign(ctx context.Context) error {
 	for _, pr := range providers {
 		p.capacity[pr.UserID] = pr.Capacity
 	}
+	waiting, err := d.Pool.Size(ctx, p.e.part)
+	if err != nil {
+		return fmt.Errorf("count the requesters of %s: %w", p.e.part, err)
+	}
 	chosen := p.e.plan.Choose(q, plan.Round{Anchors: reqs, Now: p.now, Providers: providers, Prefs: prefs,
-		Used: func(id string) bool { return p.used[id] }})
+		Waiting: int(waiting), Used: func(id string) bool { return p.used[id] }})
+	d.Metrics.shedTier(q.Name, p.e.cfg.Region, chosen.Tier)
 	for _, g := range chosen.Groups {
 		for _, e := range g.Entries {
 			p.used[e.TicketID] = true

@@ -244,9 +244,6 @@ func TestProviderCapacityHoldsUnderRacingPasses(t *testing.T) {
 				violations++
 			}
 			for _, a := range as {
-				if served[a.TicketID] && rng.IntN(2) == 0 {
-					continue
-				}
 				served[a.TicketID] = true
 				if rng.IntN(3) == 0 {
 					if _, err := h.svc.EndAssignment(ctx, p, a.ID); err != nil {
@@ -263,4 +260,61 @@ func TestProviderCapacityHoldsUnderRacingPasses(t *testing.T) {
 		t.Fatalf("%d of %d requesters served in %d rounds", len(served), requesters, rounds)
 	}
 	t.Logf("%d requesters served by %d providers of capacity %d in %d racing rounds", requesters, providers, capacity, rounds)
+}
+
+func TestProviderGoingOfflineWithdrawsItsOffers(t *testing.T) {
+	ctx := context.Background()
+	h := newProviderHarness(t, matcher.QueueConfig{Name: "advice", AcceptRules: matcher.AcceptRules{AcceptWindow: 15 * time.Second},
+		SkillRules: matcher.SkillRules{Weights: map[string]float64{"rating": 1}}})
+	h.online("ana", 1, en(5))
+	h.online("bo", 1, en(3))
+	tk := h.request("u1", nil)
+	h.tick()
+	first := h.match(h.ticket(tk.ID).MatchID)
+	if first.Provider.UserID != "ana" {
+		t.Fatalf("offered to %s, want ana (better rated)", first.Provider.UserID)
+	}
+	if ok, err := h.svc.ProviderOffline(ctx, "advice", "ana", "another session"); err != nil || ok {
+		t.Fatalf("offline by another session = %v, %v: want refused", ok, err)
+	}
+	if ok, err := h.svc.ProviderOffline(ctx, "advice", "ana", "s-ana"); err != nil || !ok {
+		t.Fatalf("offline = %v, %v", ok, err)
+	}
+	if m := h.match(first.ID); m.State != matcher.MatchDissolved {
+		t.Fatalf("ana's open offer is %s after she went offline", m.State)
+	}
+	if st := h.ticket(tk.ID); st.Status != matcher.StatusWaiting || !st.EnqueuedAt.Equal(tk.EnqueuedAt) {
+		t.Fatalf("the requester is %+v", st)
+	}
+	h.tick()
+	if got := h.match(h.ticket(tk.ID).MatchID).Provider.UserID; got != "bo" {
+		t.Fatalf("offered next to %s, want bo", got)
+	}
+}
+
+func TestProviderConstraintsRelaxWithTheWait(t *testing.T) {
+	ctx := context.Background()
+	h := newProviderHarness(t, matcher.QueueConfig{Name: "advice",
+		ProviderRules: matcher.ProviderRules{Relax: []provider.Relax{{After: 20 * time.Second, Drop: provider.ConstraintSpecialty}},
+			Shed: []provider.Tier{{Above: 0, Drop: []string{provider.TermLoad}}}}})
+	h.online("ana", 1, en(4, "law"))
+	tk := h.request("u1", map[string]string{"language": "en", "specialty": "tax"})
+	h.tick()
+	v, err := h.svc.Ticket(ctx, "u1", tk.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Ticket.Status != matcher.StatusWaiting || v.Explain.NoProvider != "1 online: 1 without specialty tax" || len(v.Explain.Relaxed) != 0 || v.Explain.ShedTier != 1 {
+		t.Fatalf("before the relax: %+v %+v", v.Ticket.Status, v.Explain)
+	}
+	h.advance(20 * time.Second)
+	h.online("ana", 1, en(4, "law"))
+	h.tick()
+	m := h.match(h.ticket(tk.ID).MatchID)
+	if m.Provider.UserID != "ana" {
+		t.Fatalf("after the relax: %+v", m)
+	}
+	if _, shed := m.Provider.Parts[provider.TermLoad]; shed {
+		t.Fatalf("parts %v: the load term is shed at tier 1", m.Provider.Parts)
+	}
 }

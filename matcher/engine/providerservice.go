@@ -102,7 +102,29 @@ func (s *Service) ProviderOffline(ctx context.Context, queue, userID, session st
 	if err != nil {
 		return false, matcher.Unavailable(err)
 	}
+	if ok {
+		s.withdrawOffers(ctx, q, userID)
+	}
 	return ok, nil
+}
+
+// withdrawOffers declines the offers a provider going offline still had
+// open, so that their requesters go to the next best provider at once
+// rather than when the windows pass; its running sessions stay.
+func (s *Service) withdrawOffers(ctx context.Context, q *matcher.QueueConfig, userID string) {
+	live, err := s.cfg.Assignments.Live(ctx, q.Name, userID)
+	if err != nil {
+		s.log.Warn("read the offers of a provider gone offline; their windows will close them", "provider", userID, "err", err)
+		return
+	}
+	for _, a := range live {
+		if a.Status != provider.StatusOffered {
+			continue
+		}
+		if _, err := s.Decline(ctx, userID, a.ID); err != nil {
+			s.log.Debug("withdraw an offer of a provider gone offline", "match", a.ID, "err", err)
+		}
+	}
 }
 
 // ProviderRefresh keeps the providers a gateway holds online for another
@@ -275,6 +297,9 @@ func (s *Service) explainProvider(ctx context.Context, q *matcher.QueueConfig, t
 		if r.Wait(now) >= rl.After {
 			x.Relaxed = append(x.Relaxed, rl.Drop)
 		}
+	}
+	if n, err := s.cfg.Pool.Size(ctx, q.PoolOf(t.UserID, t.Region).String()); err == nil {
+		x.ShedTier = provider.TierFor(pol, int(n))
 	}
 	if s.cfg.Providers == nil {
 		x.NoProvider = "no provider online"

@@ -62,6 +62,8 @@ type Round struct {
 	// live pool holds them, and the requesters' preferences by ticket id.
 	Providers []provider.Provider
 	Prefs     map[string]provider.Preferences
+	// Waiting is the length of the line, for the shed tier.
+	Waiting int
 }
 
 // A Group is a match a planner chose.
@@ -85,6 +87,8 @@ func (g Group) Crosses() bool {
 type Plan struct {
 	Groups      []Group
 	Full, Tried int
+	// Tier is the shed tier a provider queue's plan scored at.
+	Tier int
 }
 
 // A Planner chooses the groups of one kind of queue.

@@ -38,9 +38,9 @@ func (providerPlanner) InWindow(*matcher.QueueConfig, matcher.Entry, matcher.Ent
 	return true
 }
 
-// Choose assigns the round's requesters to its providers. The shed tier
-// is judged by the requesters read (at most provider.BatchMax): a line
-// longer than that is at least as loaded.
+// Choose assigns the round's requesters to its providers, at the shed
+// tier of the line's length (Round.Waiting, or the requesters read when
+// it is not known).
 func (providerPlanner) Choose(q *matcher.QueueConfig, r Round) Plan {
 	reqs := make([]provider.Requester, 0, len(r.Anchors))
 	byTicket := make(map[string]matcher.Entry, len(r.Anchors))
@@ -52,14 +52,14 @@ func (providerPlanner) Choose(q *matcher.QueueConfig, r Round) Plan {
 		reqs = append(reqs, RequesterOf(q, a, r.Prefs[a.TicketID]))
 	}
 	pol := q.Policy()
-	tier := provider.TierFor(pol, len(reqs))
+	tier := provider.TierFor(pol, max(r.Waiting, len(reqs)))
 	var picks []provider.Pick
 	if q.Assign == matcher.AssignGreedy {
 		picks = provider.Greedy(pol, r.Providers, reqs, r.Now, tier)
 	} else {
 		picks = provider.Batch(pol, r.Providers, reqs, r.Now, tier)
 	}
-	plan := Plan{Tried: len(reqs), Full: len(picks)}
+	plan := Plan{Tried: len(reqs), Full: len(picks), Tier: tier}
 	for _, pk := range picks {
 		plan.Groups = append(plan.Groups, Group{
 			Entries:  []matcher.Entry{byTicket[pk.Requester.TicketID]},
