@@ -561,16 +561,31 @@ func decodeClientFrame(data []byte) (command, error) {
 }
 
 func (s *Server) providerRoutes(r *mux.Router) {
-	r.HandleFunc("/v1/providers/me/{queue}", s.withAuth(s.handleProviderGet)).Methods(http.MethodGet)
-	r.HandleFunc("/v1/providers/me/{queue}", s.withAuth(s.handleProviderPut)).Methods(http.MethodPut)
-	r.HandleFunc("/v1/providers/me/{queue}", s.withAuth(s.handleProviderPatch)).Methods(http.MethodPatch)
-	r.HandleFunc("/v1/providers/me/{queue}", s.withAuth(s.handleProviderDelete)).Methods(http.MethodDelete)
+	auth := func(h func(w http.ResponseWriter, r *http.Request, p principal)) http.HandlerFunc {
+		return s.withProviders(s.withAuth(h))
+	}
+	r.HandleFunc("/v1/providers/me/{queue}", auth(s.handleProviderGet)).Methods(http.MethodGet)
+	r.HandleFunc("/v1/providers/me/{queue}", auth(s.handleProviderPut)).Methods(http.MethodPut)
+	r.HandleFunc("/v1/providers/me/{queue}", auth(s.handleProviderPatch)).Methods(http.MethodPatch)
+	r.HandleFunc("/v1/providers/me/{queue}", auth(s.handleProviderDelete)).Methods(http.MethodDelete)
 	for _, a := range []struct{ path, typ string }{
 		{"accept", protocol.FrameAssignmentAccept}, {"decline", protocol.FrameAssignmentDecline}, {"end", protocol.FrameAssignmentEnd},
 	} {
-		r.HandleFunc("/v1/assignments/{id}/"+a.path, s.withAuth(s.handleAssignment(a.typ))).Methods(http.MethodPost)
+		r.HandleFunc("/v1/assignments/{id}/"+a.path, auth(s.handleAssignment(a.typ))).Methods(http.MethodPost)
 	}
-	r.HandleFunc("/v1/presence/providers", s.withAuth(s.handleProviderPresence)).Methods(http.MethodGet)
+	r.HandleFunc("/v1/presence/providers", auth(s.handleProviderPresence)).Methods(http.MethodGet)
+}
+
+// withProviders answers 404 before anything else (the token too) when
+// the server has no provider queues.
+func (s *Server) withProviders(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.cfg.Providers == nil {
+			s.writeError(w, r, errNoProviders)
+			return
+		}
+		h(w, r)
+	}
 }
 
 // handleProviderGet: GET /v1/providers/me/{queue} → 200 {"provider"}.
@@ -687,10 +702,6 @@ func (s *Server) handleAssignment(typ string) func(w http.ResponseWriter, r *htt
 // handleProviderPresence: GET /v1/presence/providers?queue=… → 200, for
 // any authenticated token: who is online, busy and offline.
 func (s *Server) handleProviderPresence(w http.ResponseWriter, r *http.Request, p principal) {
-	if s.cfg.Providers == nil {
-		s.writeError(w, r, errNoProviders)
-		return
-	}
 	queue := r.URL.Query().Get("queue")
 	if err := providerQueue(queue); err != nil {
 		s.writeError(w, r, err)
