@@ -691,3 +691,28 @@ func FuzzDecodeProviderFrame(f *testing.F) {
 		}
 	})
 }
+
+// A provider frame is told by its type wherever the type stands.
+func TestDecodeClientFrameRoutesByType(t *testing.T) {
+	for _, c := range []struct {
+		frame string
+		prov  bool
+	}{
+		{`{"type":"provider.offline","id":"1","queue":"advice"}`, true},
+		{`{"id":"1","queue":"advice","type":"provider.offline"}`, true},
+		{` {"type":"join","id":"1","queue":"duel"}`, false},
+		{`{"queue":"duel","type":"join"}`, false},
+	} {
+		in, err := decodeClientFrame([]byte(c.frame))
+		if err != nil || (in.prov != nil) != c.prov || in.Queue == "" && !c.prov || c.prov && in.prov.Queue != "advice" {
+			t.Errorf("%s: %+v %v", c.frame, in, err)
+		}
+	}
+	// A join's attributes are not a provider's, and the other way round.
+	if _, err := decodeClientFrame([]byte(`{"type":"join","queue":"duel","attributes":{"languages":["en"]}}`)); err == nil {
+		t.Error("a join took a provider's attributes")
+	}
+	if _, err := decodeClientFrame([]byte(`{"type":"provider.online","queue":"advice","capacity":1,"attributes":{"mode":"duo"}}`)); err == nil {
+		t.Error("provider.online took a join's attributes")
+	}
+}
