@@ -37,7 +37,16 @@ type claims struct {
 	Skill    *float64 `json:"skill,omitempty"`
 	Activity *float64 `json:"activity,omitempty"`
 	Priority *float64 `json:"priority,omitempty"`
+	// Role is "provider" for a provider queue's providers; absent (or
+	// "player") for everyone else. Any other value is refused.
+	Role string `json:"role,omitempty"`
 }
+
+// The roles a token may carry.
+const (
+	RolePlayer   = "player"
+	RoleProvider = "provider"
+)
 
 // principal is the authenticated caller of a request or socket.
 type principal struct {
@@ -46,6 +55,8 @@ type principal struct {
 	Activity *float64
 	Priority time.Duration
 	Expires  time.Time
+	// Provider: the token's role is provider.
+	Provider bool
 }
 
 // MintToken signs an HS256 token for sub that expires ttl after now, with
@@ -80,7 +91,10 @@ func (s *Server) parseToken(raw string) (principal, error) {
 			return principal{}, errors.New("token number claim not finite")
 		}
 	}
-	p := principal{UserID: c.Subject, Skill: c.Skill, Activity: c.Activity}
+	if c.Role != "" && c.Role != RolePlayer && c.Role != RoleProvider {
+		return principal{}, errors.New("token role claim is neither player nor provider")
+	}
+	p := principal{UserID: c.Subject, Skill: c.Skill, Activity: c.Activity, Provider: c.Role == RoleProvider}
 	if c.Priority != nil && *c.Priority > 0 {
 		// The queue caps it (priorityCap); a day bounds the conversion.
 		p.Priority = time.Duration(min(*c.Priority, 86400) * float64(time.Second))

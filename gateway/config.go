@@ -296,6 +296,11 @@ type Config struct {
 	// routes take an admin token (the service credential). Default: none,
 	// and every admission route and frame answers NOT_FOUND.
 	Admissions Admissions
+	// Providers serves the provider queues' providers: the provider
+	// frames, /v1/providers/, /v1/assignments/ and /v1/presence/providers,
+	// and a provider's hello. Default: none, and every provider route and
+	// frame answers NOT_FOUND.
+	Providers Providers
 
 	// Static is served at / (the demo page). Default: web.FS.
 	Static fs.FS

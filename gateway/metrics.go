@@ -12,10 +12,10 @@ import (
 )
 
 // Client→server frame types; anything else is counted as "other".
-var inTypes = append(slices.Clone(protocol.ClientFrameTypes), "other")
+var inTypes = append(slices.Concat(protocol.ClientFrameTypes, protocol.ProviderClientFrameTypes), "other")
 
 // Server→client frame types; anything else is counted as "other".
-var outTypes = append(slices.Clone(protocol.ServerFrameTypes), "other")
+var outTypes = append(slices.Concat(protocol.ServerFrameTypes, protocol.ProviderServerFrameTypes), "other")
 
 // metrics is the gateway's one metrics struct, built from the injected
 // Registerer. Labels are bounded: no user ids, no client-sent strings.
@@ -160,6 +160,9 @@ func inLabel(t string) string {
 		protocol.FrameStatus, protocol.FramePing, protocol.FrameEnter, protocol.FramePosition, protocol.FrameLeave:
 		return t
 	}
+	if protocol.IsProviderFrame(t) {
+		return t
+	}
 	return "other"
 }
 
@@ -170,7 +173,8 @@ func outLabel(t string) string {
 	case protocol.FrameHello, protocol.FrameJoined, protocol.FrameCancelled, protocol.FrameMatchUpdate,
 		protocol.FrameStatus, protocol.FramePong, protocol.FrameError, protocol.FrameTicketUpdate,
 		protocol.FrameMatchFound, protocol.FrameMatchReady, protocol.FrameMatchDissolved,
-		protocol.FrameEntered, protocol.FramePosition, protocol.FrameLeft, protocol.FrameAdmissionPosition, protocol.FrameAdmissionReady:
+		protocol.FrameEntered, protocol.FramePosition, protocol.FrameLeft, protocol.FrameAdmissionPosition, protocol.FrameAdmissionReady,
+		protocol.FrameProvider, protocol.FrameAssignment, protocol.FrameAssignmentOffered, protocol.FrameAssignmentUpdate:
 		return t
 	}
 	return "other"

@@ -79,6 +79,10 @@ type Server struct {
 	roomCtx    context.Context
 	cancelRoom context.CancelFunc
 
+	// provSessions are the providers' sockets, refreshed by
+	// refreshProviders.
+	provSessions providerSessions
+
 	mu sync.Mutex
 	// slots holds the open sockets by ping slot.
 	slots         *slots.Set[*session]
@@ -148,6 +152,7 @@ func New(cfg Config) (*Server, error) {
 		instance:  strings.ReplaceAll(uuid.NewString(), "-", "")[:12],
 		byUser:    make(map[string][]*session),
 	}
+	s.provSessions.byID = make(map[*session]struct{})
 	s.slots = slots.New[*session](cfg.PingInterval, minPingStep, pingSlots)
 	for _, t := range cfg.AdminTokens {
 		s.adminKeys = append(s.adminKeys, sha256.Sum256([]byte(t)))
@@ -177,6 +182,7 @@ func (s *Server) routes() *mux.Router {
 	r.HandleFunc("/v1/matches/{id}/decline", s.withAuth(s.handleDecline)).Methods(http.MethodPost)
 	r.HandleFunc("/v1/auth/guest", s.handleGuest).Methods(http.MethodPost)
 	s.admissionRoutes(r)
+	s.providerRoutes(r)
 	s.adminRoutes(r)
 	r.HandleFunc(openAPIRoute, s.handleOpenAPI).Methods(http.MethodGet, http.MethodHead)
 	r.HandleFunc("/healthz", s.handleHealthz).Methods(http.MethodGet, http.MethodHead)
@@ -236,6 +242,15 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 		defer close(pingerDone)
 		s.pingLoop(pingCtx)
 	}()
+	// The providers' refresh stops with the pinger: through a drain, the
+	// providers' TTL is their grace.
+	refreshDone := make(chan struct{})
+	go func() {
+		defer close(refreshDone)
+		if s.cfg.Providers != nil {
+			s.refreshProviders(pingCtx)
+		}
+	}()
 	s.log.Info("gateway serving", slog.String("addr", ln.Addr().String()), slog.String("node", s.cfg.Node))
 
 	var runErr error
@@ -249,6 +264,7 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	}
 	stopPinger()
 	<-pingerDone
+	<-refreshDone
 	s.drain(hs, serveErr)
 	return runErr
 }

@@ -14,7 +14,6 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/matchgate/matchgate/protocol"
 	"github.com/matchgate/matchgate/ratelimit"
 )
 
@@ -54,8 +53,12 @@ type session struct {
 	ready     bool       // hello is queued: writing may start
 	closing   bool       // no more frames or commands are taken
 	closeCode websocket.StatusCode
-	cmds      []protocol.Command // waiting to run, at most maxPendingCommands
-	working   bool               // a command worker goroutine is draining cmds
+	cmds      []command // waiting to run, at most maxPendingCommands
+	working   bool      // a command worker goroutine is draining cmds
+
+	// prov holds a provider's queues online (nil for a player's socket).
+	// Set by setup before the first command.
+	prov *sessionProviders
 }
 
 // lease names the session's per-user socket lease.

@@ -99,6 +99,9 @@ type TokenSpec struct {
 	// KeyID, when set, goes into the "kid" header: the verifier uses the
 	// key of that id (Config.Keys) instead of the default one.
 	KeyID string
+	// Role is the role claim: RoleProvider for a provider queue's
+	// providers; "" (no claim) for a player.
+	Role string
 }
 
 // SignToken signs an HS256 token with key: sub, iat, nbf, exp, and skill
@@ -118,6 +121,8 @@ func SignToken(key []byte, spec TokenSpec) (string, error) {
 		return "", errors.New("sign token: ttl must be positive")
 	case len(spec.KeyID) > maxKeyIDLen:
 		return "", errors.New("sign token: key id too long")
+	case spec.Role != "" && spec.Role != RolePlayer && spec.Role != RoleProvider:
+		return "", fmt.Errorf("sign token: role %q is neither %s nor %s", spec.Role, RolePlayer, RoleProvider)
 	}
 	for _, f := range []*float64{spec.Skill, spec.Activity} {
 		if f != nil && (math.IsNaN(*f) || math.IsInf(*f, 0)) {
@@ -133,6 +138,7 @@ func SignToken(key []byte, spec TokenSpec) (string, error) {
 		},
 		Skill:    spec.Skill,
 		Activity: spec.Activity,
+		Role:     spec.Role,
 	}
 	t := jwt.NewWithClaims(jwt.SigningMethodHS256, c)
 	if spec.KeyID != "" {

@@ -237,6 +237,16 @@ func (s *session) setup() (teardown func(), code websocket.StatusCode, ok bool) 
 			inner()
 		}
 	}
+	if cfg.Providers != nil && s.p.Provider {
+		ctx, cancel := context.WithTimeout(s.srv.baseCtx, cfg.CommandTimeout)
+		hello.Providers = s.providerHello(ctx)
+		cancel()
+		inner := teardown
+		teardown = func() {
+			s.providersClosed()
+			inner()
+		}
+	}
 	b, err := json.Marshal(hello)
 	if err != nil {
 		s.srv.log.Error("encode hello failed", slog.Uint64("session", s.id), slog.Any("error", err))
@@ -272,7 +282,7 @@ func (s *session) readLoop() error {
 			s.replyError("", matcher.Errorf(matcher.CodeBadRequest, "binary frames are not supported: send JSON text frames"))
 			continue
 		}
-		in, err := decodeFrame(data)
+		in, err := decodeClientFrame(data)
 		if err != nil {
 			s.srv.metrics.countIn("other")
 			s.replyError(in.ID, err)
@@ -309,7 +319,7 @@ func (s *session) admitFrame(now time.Time) bool {
 // queueCommand hands a command to the worker, starting one if none runs.
 // Commands run one at a time in arrival order, so replies come in request
 // order (except RATE_LIMITED refusals of a full command queue).
-func (s *session) queueCommand(in protocol.Command) {
+func (s *session) queueCommand(in command) {
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
@@ -340,7 +350,7 @@ func (s *session) runCommands() {
 			return
 		}
 		in := s.cmds[0]
-		s.cmds[0] = protocol.Command{}
+		s.cmds[0] = command{}
 		s.cmds = s.cmds[1:]
 		s.mu.Unlock()
 		s.execute(in)
@@ -348,11 +358,17 @@ func (s *session) runCommands() {
 }
 
 // execute runs one command and queues its reply.
-func (s *session) execute(in protocol.Command) {
+func (s *session) execute(in command) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(s.srv.baseCtx, s.srv.cfg.CommandTimeout)
 	defer cancel()
-	reply, err := s.dispatch(ctx, in)
+	var reply any
+	var err error
+	if in.prov != nil {
+		reply, err = s.dispatchProvider(ctx, *in.prov)
+	} else {
+		reply, err = s.dispatch(ctx, in.Command)
+	}
 	if err == nil {
 		var b []byte
 		if f, ok := reply.(protocol.Reply); ok {
@@ -376,6 +392,8 @@ func frameKind(v any) string {
 	case protocol.Reply:
 		return f.Type
 	case protocol.State:
+		return f.Type
+	case protocol.ProviderReply:
 		return f.Type
 	}
 	return ""

@@ -66,6 +66,9 @@ type State struct {
 	History
 	// Admission holds hello's live admission places of the user.
 	Admission []WireQueuePosition `json:"admission,omitempty"`
+	// Providers holds a provider's hello: its state in each provider
+	// queue (absent for a player's token).
+	Providers []ProviderView `json:"providers,omitempty"`
 }
 
 // StateOf is st as a frame of type typ answering re ("" for hello).
@@ -88,4 +91,40 @@ type MatchBody struct {
 // admission queues (WireQueue).
 type QueuesBody struct {
 	Queues []WireQueue `json:"queues"`
+}
+
+// Server→client frame types of a provider queue's providers: the replies
+// to the provider frames, and the pushes of its offers (ProviderFrame).
+const (
+	// FrameProvider answers provider.online, .update and .offline.
+	FrameProvider = "provider"
+	// FrameAssignment answers assignment.accept, .decline and .end.
+	FrameAssignment        = "assignment"
+	FrameAssignmentOffered = "assignment.offered"
+	FrameAssignmentUpdate  = "assignment.update"
+)
+
+// ProviderServerFrameTypes are the provider frame types the server sends.
+var ProviderServerFrameTypes = []string{FrameProvider, FrameAssignment, FrameAssignmentOffered, FrameAssignmentUpdate}
+
+// ProviderReply answers a provider frame: provider (a ProviderView) or
+// assignment (an AssignmentView). It is not a hot path: encoding/json
+// writes it.
+type ProviderReply struct {
+	Type       string          `json:"type"`
+	Re         string          `json:"re,omitempty"`
+	Provider   *ProviderView   `json:"provider,omitempty"`
+	Assignment *AssignmentView `json:"assignment,omitempty"`
+}
+
+// ProviderViewBody is the REST answer holding a provider's view: GET, PUT,
+// PATCH and DELETE of /v1/providers/me/{queue}.
+type ProviderViewBody struct {
+	Provider ProviderView `json:"provider"`
+}
+
+// AssignmentBody is the REST answer of POST
+// /v1/assignments/{id}/accept, decline and end.
+type AssignmentBody struct {
+	Assignment AssignmentView `json:"assignment"`
 }
