@@ -395,7 +395,7 @@ func (s *Server) assignmentCall(ctx context.Context, p principal, typ, id string
 		if err != nil {
 			return protocol.AssignmentView{}, err
 		}
-		return protocol.AssignmentOfMatch(m, protocol.ProviderSeatView{UserID: p.UserID}, matcher.ReasonDeclined), nil
+		return protocol.AssignmentOfMatch(m, matcher.ReasonDeclined), nil
 	default:
 		a, err := s.cfg.Providers.EndAssignment(ctx, p.UserID, id)
 		if err != nil {

@@ -139,8 +139,19 @@ func publish(ctx context.Context, rdb Pipeliner, prefix string, events []matcher
 		if frame == nil {
 			continue // no kind this version renders: nothing to push
 		}
+		// The provider of a provider queue's match is told of it as its
+		// assignment, not as a player of the match.
+		var seat string
+		var assignment []byte
+		if e.Match.Provider != nil {
+			seat, assignment = e.Match.Provider.UserID, protocol.ProviderFrame(e)
+		}
 		for _, u := range e.Users {
-			pipe.Publish(ctx, Channel(prefix, u), frame)
+			f := frame
+			if u == seat && assignment != nil {
+				f = assignment
+			}
+			pipe.Publish(ctx, Channel(prefix, u), f)
 			n++
 		}
 	}

@@ -56,15 +56,6 @@ type AssignmentView struct {
 	Version    int64              `json:"version"`
 }
 
-// ProviderSeatView is the provider's seat of a provider match, as the
-// caller of ProviderFrame and AssignmentOfMatch knows it: who the
-// provider is and how well it fits the requester.
-type ProviderSeatView struct {
-	UserID string
-	Score  float64
-	Parts  map[string]float64
-}
-
 // PresenceBody is the body of GET /v1/presence/providers: a provider
 // queue's providers online (with a free slot), busy (online, every slot
 // held) and offline, and the slots the online ones hold and offer.
@@ -162,12 +153,12 @@ func AssignmentOf(a provider.Assignment) AssignmentView {
 // AssignmentOfMatch is a provider match as the provider's assignment: the
 // match id is the assignment's, its requester the one player; a pending
 // match is OFFERED, a ready one ACCEPTED, a dissolved one DECLINED, or
-// EXPIRED when reason is matcher.ReasonAcceptTimeout. seat carries the
-// provider's score (zero without one: an accept's reply, say).
-func AssignmentOfMatch(m matcher.Match, seat ProviderSeatView, reason string) AssignmentView {
-	v := AssignmentView{
-		ID: m.ID, Queue: m.Queue, Score: seat.Score, Parts: maps.Clone(seat.Parts),
-		OfferedAt: wireTime(m.CreatedAt), Version: m.Version,
+// EXPIRED when reason is matcher.ReasonAcceptTimeout; the score and its
+// parts are the match's provider seat's.
+func AssignmentOfMatch(m matcher.Match, reason string) AssignmentView {
+	v := AssignmentView{ID: m.ID, Queue: m.Queue, OfferedAt: wireTime(m.CreatedAt), Version: m.Version}
+	if m.Provider != nil {
+		v.Score, v.Parts = m.Provider.Score, maps.Clone(m.Provider.Parts)
 	}
 	if len(m.Players) > 0 {
 		v.Requester = RequesterView{UserID: m.Players[0].UserID, TicketID: m.Players[0].TicketID}
@@ -192,11 +183,14 @@ func AssignmentOfMatch(m matcher.Match, seat ProviderSeatView, reason string) As
 }
 
 // ProviderFrame is the frame the provider of a provider match is pushed
-// for e (the caller guarantees e.Match has a provider seat, seat): a
-// found match is assignment.offered (OFFERED, or ACCEPTED when the queue
-// assigns at once), a ready one assignment.update ACCEPTED, a dissolved
-// one assignment.update DECLINED or EXPIRED; nil for any other event.
-func ProviderFrame(e matcher.Event, seat ProviderSeatView) []byte {
+// for e: a found match is assignment.offered (OFFERED, or ACCEPTED when
+// the queue assigns at once), a ready one assignment.update ACCEPTED, a
+// dissolved one assignment.update DECLINED or EXPIRED; nil for any other
+// event, and for a match without a provider seat.
+func ProviderFrame(e matcher.Event) []byte {
+	if e.Match.Provider == nil {
+		return nil
+	}
 	var typ string
 	switch e.Kind {
 	case matcher.EventMatchFound:
@@ -206,7 +200,7 @@ func ProviderFrame(e matcher.Event, seat ProviderSeatView) []byte {
 	default:
 		return nil
 	}
-	a := AssignmentOfMatch(e.Match, seat, e.Reason)
+	a := AssignmentOfMatch(e.Match, e.Reason)
 	b, err := json.Marshal(ProviderReply{Type: typ, Assignment: &a})
 	if err != nil {
 		// Only a non-finite score could fail, and scores are finite.

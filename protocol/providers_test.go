@@ -71,11 +71,11 @@ func TestPresenceOfHasArrays(t *testing.T) {
 func providerMatch(state string) matcher.Match {
 	by := provT0.Add(15 * time.Second)
 	return matcher.Match{ID: "m1", Queue: "advice", State: state, CreatedAt: provT0, AcceptBy: &by, Version: 3,
-		Players: []matcher.Player{{TicketID: "t1", UserID: "req"}}}
+		Players:  []matcher.Player{{TicketID: "t1", UserID: "req"}},
+		Provider: &matcher.ProviderSeat{UserID: "pro", Score: 0.5, Parts: map[string]float64{"load": 0.5}}}
 }
 
 func TestProviderFrame(t *testing.T) {
-	seat := protocol.ProviderSeatView{UserID: "pro", Score: 0.5, Parts: map[string]float64{"load": 0.5}}
 	type out struct {
 		Type       string                  `json:"type"`
 		Assignment protocol.AssignmentView `json:"assignment"`
@@ -94,7 +94,7 @@ func TestProviderFrame(t *testing.T) {
 		{"declined", matcher.MatchDissolvedEvent(providerMatch(matcher.MatchDissolved), matcher.ReasonDeclined), "assignment.update", provider.StatusDeclined, "declined", false},
 		{"expired", matcher.MatchDissolvedEvent(providerMatch(matcher.MatchDissolved), matcher.ReasonAcceptTimeout), "assignment.update", provider.StatusExpired, "expired", false},
 	} {
-		b := protocol.ProviderFrame(c.e, seat)
+		b := protocol.ProviderFrame(c.e)
 		var f out
 		if err := json.Unmarshal(b, &f); err != nil {
 			t.Fatalf("%s: %s: %v", c.name, b, err)
@@ -106,7 +106,7 @@ func TestProviderFrame(t *testing.T) {
 			t.Errorf("%s: %s", c.name, b)
 		}
 	}
-	if b := protocol.ProviderFrame(matcher.TicketUpdatedEvent(matcher.Ticket{ID: "t"}), seat); b != nil {
+	if b := protocol.ProviderFrame(matcher.TicketUpdatedEvent(matcher.Ticket{ID: "t"})); b != nil {
 		t.Errorf("a ticket event rendered %s", b)
 	}
 }
