@@ -222,7 +222,7 @@ func TestAdminQueues(t *testing.T) {
 	}
 	r = e.admin(t, "GET", "/v1/admin/queues", adminToken, "")
 	var v control.QueuesView
-	if err := json.Unmarshal(r.body, &v); err != nil || r.status != 200 || strings.Join(v.Effective, ",") != "ranked,chat-topic-42,chat-pairs,arena" || len(v.Overrides) != 2 {
+	if err := json.Unmarshal(r.body, &v); err != nil || r.status != 200 || strings.Join(v.Effective, ",") != "ranked,chat-topic-42,chat-pairs,advice,arena" || len(v.Overrides) != 2 {
 		t.Fatalf("list: %d %s", r.status, r.body)
 	}
 }

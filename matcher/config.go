@@ -675,14 +675,18 @@ func (q *QueueConfig) Weight(dim string) float64 {
 }
 
 // DemoConfig is the built-in queue set used when no --config is given: a
-// pairs queue, a 4-player ranked queue with a formula window, and topic rooms
-// of 2–3 with the 60 s fallback.
+// pairs queue, a 4-player ranked queue with a formula window, topic rooms
+// of 2–3 with the 60 s fallback, and a provider queue.
 func DemoConfig() Config {
 	c := Config{Queues: []QueueConfig{
 		{Name: "duel", Kind: KindSkill, Seats: Seats{Players: 2, Bots: true}, SkillRules: SkillRules{Window: &Window{Points: []WindowPoint{{0, 100}, {10 * time.Second, 250}, {30 * time.Second, 600}}}}, Timing: Timing{Deadline: 2 * time.Minute}},
 		{Name: "ranked", Kind: KindSkill, Seats: Seats{Players: 4, MinPlayers: 2}, SkillRules: SkillRules{Window: &Window{Start: 50, Step: 25, Every: 5 * time.Second, Max: 400}}, RegionRules: RegionRules{Regions: []string{"eu", "na"}}},
 		{Name: "chat-topic-42", Kind: KindRoom, Seats: Seats{Players: 3, MinPlayers: 2, FallbackAfter: 60 * time.Second}},
 		{Name: "chat-pairs", Kind: KindRoom, Seats: Seats{Players: 2}},
+		{Name: "advice", Kind: KindProvider, AcceptRules: AcceptRules{AcceptWindow: 15 * time.Second},
+			SkillRules:    SkillRules{Weights: map[string]float64{"specialty": 2, "rating": 1, "load": 1, "wait": 1}},
+			ProviderRules: ProviderRules{Relax: []provider.Relax{{After: 20 * time.Second, Drop: provider.ConstraintSpecialty}, {After: time.Minute, Drop: provider.ConstraintMinRating}}},
+			Timing:        Timing{Deadline: 3 * time.Minute}},
 	}}
 	if err := c.Normalize(); err != nil {
 		panic("demo config: " + err.Error()) // a programming error, caught by tests
