@@ -382,9 +382,11 @@ func (s *Server) assignmentCall(ctx context.Context, p principal, typ, id string
 	if err := checkAssignmentID(id); err != nil {
 		return protocol.AssignmentView{}, err
 	}
-	if err := s.limit(ctx, limitAcceptUser, p.UserID, s.cfg.Limits.AcceptsPerUser); err != nil {
-		return protocol.AssignmentView{}, err
-	}
+	// No per-user limit: a provider answers and ends as many assignments
+	// as its capacity and sessions bring (a player's accept limit stalled
+	// a provider of three slots and short sessions); each call names an
+	// assignment of its own, and its frames count against the socket's
+	// message limit.
 	switch typ {
 	case protocol.FrameAssignmentAccept, protocol.FrameAssignmentDecline:
 		call := s.cfg.Matchmaker.Accept

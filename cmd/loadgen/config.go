@@ -24,6 +24,9 @@ const (
 	// modeAdmission enters users in an admission queue; measures the
 	// enters, the position pushes and the ETA (admission.go).
 	modeAdmission = "admission"
+	// modeProviders drives a provider queue: providers online, requesters
+	// joining (providers.go).
+	modeProviders = "providers"
 )
 
 // QueueChoice is one entry of the queue mix.
@@ -82,6 +85,11 @@ type Config struct {
 	RateChanges      []RateChange  `json:"rateChanges"`
 	QueueSettings    string        `json:"queueSettings"`
 
+	ProviderQueue string        `json:"providerQueue"`
+	Providers     int           `json:"providers"`
+	Session       time.Duration `json:"session"`
+	DropFraction  float64       `json:"dropFraction"`
+
 	ServerPIDs []int         `json:"serverPIDs"`
 	MetricsURL []string      `json:"metricsURL"`
 	Settle     time.Duration `json:"settle"`
@@ -109,7 +117,7 @@ func parseConfig(args []string, stderr io.Writer) (Config, string, error) {
 		fmt.Fprintln(stderr, "Usage: loadgen [flags]\n\nDrives matchgate with WebSockets and REST players, checks the invariants,\nand reports latencies (see the package documentation). Flags:")
 		fs.PrintDefaults()
 	}
-	mode := fs.String("mode", modePlayers, "players, idle, push or admission")
+	mode := fs.String("mode", modePlayers, "players, idle, push, admission or providers")
 	urls := fs.String("url", "http://127.0.0.1:8080", "comma-separated gateway base URLs (sockets are spread round-robin)")
 	fs.BoolVar(&c.AllowRemote, "allow-remote", false, "allow targets that are not loopback addresses")
 	fs.IntVar(&c.Sockets, "sockets", 100, "WebSockets to open (players mode: socket players)")
@@ -150,6 +158,10 @@ func parseConfig(args []string, stderr io.Writer) (Config, string, error) {
 	fs.StringVar(&c.AdminToken, "admin-token", "", "admission mode: the servers' --admin-token, for --rate-change")
 	rateChanges := fs.String("rate-change", "", "admission mode: AFTER=RATE,… PUT the queue's rate through the admin API AFTER the run's start")
 	fs.StringVar(&c.QueueSettings, "queue-settings", "", `admission mode: the rest of the queue's definition for --rate-change, as JSON ({"tokenTTL":"30m","abandonAfter":"1h"}): a PUT replaces the queue whole`)
+	fs.StringVar(&c.ProviderQueue, "provider-queue", "advice", "providers mode: the provider queue")
+	fs.IntVar(&c.Providers, "providers", 100, "providers mode: provider sockets (capacity 1–3 each); --sockets requesters join once each at --join-rate")
+	fs.DurationVar(&c.Session, "session", 5*time.Second, "providers mode: mean session length (exponential) before a provider ends it")
+	fs.Float64Var(&c.DropFraction, "drop-fraction", 0, "providers mode: share of providers that drop their socket once mid-run and reconnect a second later")
 	pids := fs.String("server-pid", "", "comma-separated gateway pids whose VmRSS is read before and after (idle mode)")
 	metrics := fs.String("metrics-url", "auto", "comma-separated /metrics URLs read with the RSS (auto: each --url's /metrics; none)")
 	fs.DurationVar(&c.Settle, "settle", 5*time.Second, "idle mode: wait after the last connect before reading memory")
@@ -211,9 +223,9 @@ func (c *Config) validate() error {
 	var errs []error
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
 	switch c.Mode {
-	case modePlayers, modeIdle, modePush, modeAdmission:
+	case modePlayers, modeIdle, modePush, modeAdmission, modeProviders:
 	default:
-		bad("--mode must be players, idle, push or admission, not %q", c.Mode)
+		bad("--mode must be players, idle, push, admission or providers, not %q", c.Mode)
 	}
 	if len(c.URLs) == 0 {
 		bad("--url: at least one target")
@@ -228,6 +240,14 @@ func (c *Config) validate() error {
 			if err := requireLoopback(c.RedisURL); err != nil {
 				bad("--redis-url: %v (pass --allow-remote to use it)", err)
 			}
+		}
+	}
+	if c.Mode == modeProviders {
+		if c.Providers < 1 || c.Providers > 19_000 || c.Sockets+c.Providers > 19_500 {
+			bad("--providers must be positive, and --providers plus --sockets at most 19,500 (one process)")
+		}
+		if c.Secret == "" || c.JoinRate <= 0 || c.Session <= 0 || c.DropFraction < 0 || c.DropFraction > 1 {
+			bad("providers mode needs --secret (provider tokens are minted), a positive --join-rate and --session, and --drop-fraction in [0, 1]")
 		}
 	}
 	if c.Mode == modeAdmission {
