@@ -66,6 +66,7 @@ const view = {
     error: '',
     nodes: new Map(),         // assignment id → its rendered item
     answering: new Set(),     // assignment ids being accepted, declined or ended
+    reconnectAt: 0,
   },
 };
 
@@ -117,7 +118,7 @@ function signOut(message) {
 function start(token) {
   $('signin').hidden = true;
   $('play').hidden = false;
-  $('me').hidden = false;
+  $('me').hidden = view.tab === 'provider';
   const display = view.name || view.userId;
   $('me-name').textContent = display;
   setAvatar($('me-avatar'), view.userId, display);
@@ -904,6 +905,8 @@ function startProvider(token) {
   prov.client = c;
   c.on('state', (s) => {
     if (c !== prov.client) return;
+    prov.reconnectAt = s.state === 'reconnecting' && s.delayMs !== undefined ? Date.now() + s.delayMs : prov.reconnectAt;
+    updateConnText();
     if (s.state === 'closed' && (s.code === 4401 || s.code === 4403)) {
       stopProvider(s.code === 4401 ? 'Your provider session expired: go online again.' : 'This account may not give advice right now.');
       return;
@@ -936,12 +939,13 @@ function stopProvider(message) {
   renderProvider();
 }
 
-// resumeProvider puts the provider online again after a reconnect (or a
-// reload) when it was online: the socket that held it is gone.
+// resumeProvider puts the provider online again over this socket after a
+// reconnect (or a reload) when it was online, even when hello says it still
+// is: the socket that held it is gone or going, and its close takes the
+// provider offline unless this socket holds it now.
 function resumeProvider(c) {
   const prov = view.prov;
-  const p = prov.queue ? c.provider(prov.queue) : null;
-  if (!prov.want || !prov.queue || (p && p.online)) return;
+  if (!prov.want || !prov.queue) return;
   const { capacity, attributes } = providerForm();
   logFrame('out', { type: 'provider.online', queue: prov.queue }, 'provider');
   c.providerOnline(prov.queue, capacity, attributes).then(refreshLobbySoon, (err) => {
@@ -1191,6 +1195,9 @@ function selectTab(tab) {
   $('provider-pane').hidden = !provider;
   $('tab-play').setAttribute('aria-selected', String(!provider));
   $('tab-provider').setAttribute('aria-selected', String(provider));
+  // The player's sign-in chip belongs to the player's tab.
+  $('me').hidden = provider || !view.me;
+  updateConnText();
   renderProvider();
 }
 
@@ -1612,22 +1619,32 @@ function fillFacts(dl, pairs) {
 
 function setConn(state, s = {}) {
   view.conn = state;
-  const pill = $('conn');
-  const cls = { open: 'on', connecting: 'wait', reconnecting: 'wait' }[state] || 'off';
-  pill.className = 'conn ' + cls;
-  pill.title = s.node ? `node ${s.node}` : '';
+  view.connNode = s.node || (state === 'open' ? view.connNode : '');
   updateConnText();
 }
 
+// shownConn is the connection the indicator shows: the player's, or on
+// the provider tab the provider's own socket.
+function shownConn() {
+  if (view.tab !== 'provider') return { state: view.conn, at: view.reconnectAt, node: view.connNode };
+  const p = view.prov;
+  return { state: p.client ? p.client.state : 'off', at: p.reconnectAt, node: p.client ? p.client.node : '' };
+}
+
 function updateConnText() {
+  const { state, at, node } = shownConn();
+  const pill = $('conn');
+  const cls = { open: 'on', connecting: 'wait', reconnecting: 'wait' }[state] || 'off';
+  pill.className = 'conn ' + cls;
+  pill.title = node ? `node ${node}` : '';
   const text = {
     open: 'Connected',
     connecting: 'Connecting…',
     reconnecting: 'Reconnecting…',
-  }[view.conn] || 'Offline';
+  }[state] || 'Offline';
   let t = text;
-  if (view.conn === 'reconnecting') {
-    const s = (view.reconnectAt - Date.now()) / 1000;
+  if (state === 'reconnecting') {
+    const s = (at - Date.now()) / 1000;
     if (s > 0.05) t = `Reconnecting in ${s.toFixed(1)} s`;
   }
   $('conn-text').textContent = t;

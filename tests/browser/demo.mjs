@@ -19,7 +19,7 @@
 // place's rank, ETA and progress as the line moves, then the token when
 // READY, which the protected downstream can claim; leaving ends the place;
 // a reload keeps it; in the provider queue advice a provider goes online
-// from its own view and the lobby counts it, a requester no provider fits
+// from its own view (and again after a reload) and the lobby counts it, a requester no provider fits
 // is told why while it waits, is offered when the provider changes, sees
 // the provider and the score, is offered anew after a decline, sees its
 // session start on an accept, the provider ends it, and an offer withdrawn
@@ -369,7 +369,13 @@ try {
     await p.waitForSelector('#provider-card[data-online="true"]', { timeout: WAIT });
     const title = await providerTitle();
     expect(/^Online in advice — 0 of 2 slots in use$/.test(title), `title: ${title}`);
+    await p.waitForSelector('#conn.on', { timeout: WAIT }); // the provider's own socket
     providerId = await p.evaluate(() => sessionStorage.getItem('mg.puserId'));
+    // A reload keeps the tab, the guest and its form, and goes online again.
+    await p.reload({ waitUntil: 'load' });
+    await p.waitForSelector('#provider-card[data-online="true"]', { state: 'visible', timeout: WAIT });
+    expect(await p.evaluate(() => sessionStorage.getItem('mg.puserId')) === providerId, 'the reload made a new provider');
+    expect((await p.inputValue('#p-languages')) === 'en, fr', 'the reload lost the form');
     const token = await p.evaluate(() => sessionStorage.getItem('mg.ptoken'));
     const pres = await rest('GET', '/v1/presence/providers?queue=advice', token);
     expect(pres.status === 200 && pres.body.online.some((x) => x.userId === providerId && x.capacity === 2
