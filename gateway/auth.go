@@ -163,6 +163,9 @@ func (s *Server) withAuth(h func(w http.ResponseWriter, r *http.Request, p princ
 type guestRequest struct {
 	Name  string   `json:"name"`
 	Skill *float64 `json:"skill"`
+	// Role is "provider" for a guest who gives what a provider queue
+	// offers (the demo's provider view); absent or "player" otherwise.
+	Role string `json:"role"`
 }
 
 type guestResponse struct {
@@ -172,6 +175,8 @@ type guestResponse struct {
 
 // handleGuest mints a token for a new guest. The name is for display only
 // and is not part of the identity; it is validated and otherwise ignored.
+// A guest may ask for the provider role: guests are for demos, where
+// anyone may try either side of a provider queue.
 func (s *Server) handleGuest(w http.ResponseWriter, r *http.Request) {
 	if !s.cfg.Guests {
 		s.writeError(w, r, matcher.Errorf(matcher.CodeNotFound, "guest sign-in is disabled"))
@@ -198,8 +203,17 @@ func (s *Server) handleGuest(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, matcher.Errorf(matcher.CodeBadRequest, "skill must be within 0..%d", guestMaxSkill))
 		return
 	}
+	role := ""
+	switch req.Role {
+	case "", RolePlayer:
+	case RoleProvider:
+		role = RoleProvider
+	default:
+		s.writeError(w, r, matcher.Errorf(matcher.CodeBadRequest, "role must be %q or %q", RolePlayer, RoleProvider))
+		return
+	}
 	id := "guest-" + strings.ReplaceAll(uuid.NewString(), "-", "")[:12]
-	tok, err := SignToken(s.keys.signKey, TokenSpec{Subject: id, Skill: &skill, TTL: s.cfg.TokenTTL, Now: s.cfg.Now(), KeyID: s.keys.signKID})
+	tok, err := SignToken(s.keys.signKey, TokenSpec{Subject: id, Skill: &skill, TTL: s.cfg.TokenTTL, Now: s.cfg.Now(), KeyID: s.keys.signKID, Role: role})
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -8,6 +8,10 @@ const $ = (id) => document.getElementById(id);
 const ORIGIN = location.origin;
 const LOBBY_EVERY_MS = 3000;
 const EXPLAIN_EVERY_MS = 5000;
+// A requester in a provider queue is told why no provider takes it yet:
+// that changes as providers come and go, so it is asked for more often.
+const PROVIDER_EXPLAIN_EVERY_MS = 2000;
+const PROVIDER_ENDED_SHOWN = 4;
 const LOG_MAX = 100;
 const SIM_MAX = 40;
 const SIM_LINGER_MS = 8000;
@@ -48,6 +52,21 @@ const view = {
     asked: new Map(),         // queue → the token it was asked about once its life ran out here
     nodes: new Map(),         // queue → its rendered place
     error: '',
+  },
+  tab: session.get('tab') === 'provider' ? 'provider' : 'play',
+  // The provider side: a guest with the provider role and its own client,
+  // apart from the player's (a page may be both).
+  prov: {
+    /** @type {MatchgateClient|null} */
+    client: null,
+    userId: session.get('puserId'),
+    queue: session.get('pqueue') || '',
+    want: session.get('pwant') === '1', // online was asked for: resumed after a reconnect
+    busy: false,
+    error: '',
+    nodes: new Map(),         // assignment id → its rendered item
+    answering: new Set(),     // assignment ids being accepted, declined or ended
+    reconnectAt: 0,
   },
 };
 
@@ -99,7 +118,7 @@ function signOut(message) {
 function start(token) {
   $('signin').hidden = true;
   $('play').hidden = false;
-  $('me').hidden = false;
+  $('me').hidden = view.tab === 'provider';
   const display = view.name || view.userId;
   $('me-name').textContent = display;
   setAvatar($('me-avatar'), view.userId, display);
@@ -151,6 +170,7 @@ async function refreshLobby() {
   renderQueues();
   renderLobby();
   renderAdmission();
+  renderProviderQueues();
 }
 
 // matchQueues are the queues a player joins to be matched; admission
@@ -177,8 +197,17 @@ function selectQueue(name, region) {
   render();
 }
 
+function isProviderQueue(q) {
+  return !!q && q.kind === 'provider';
+}
+
+function queueNamed(name) {
+  return view.queues.find((x) => x.name === name) || null;
+}
+
 function queueBlurb(q) {
   if (isAdmission(q)) return admissionRateText(q);
+  if (isProviderQueue(q)) return '1:1 with a provider';
   if (q.kind === 'room') return `Rooms of ${q.players}`;
   return q.players === 2 ? '1 vs 1 · by skill' : `${q.players} players · by skill`;
 }
@@ -220,6 +249,7 @@ function renderQueues() {
     const n = totalDepth(q);
     const depth = el('span', 'queue-depth' + (n ? ' busy' : ''), n === 1 ? '1 waiting' : `${n} waiting`);
     label.append(input, title, blurb, depth);
+    if (isProviderQueue(q)) label.append(providersLine(q, 'queue-depth'));
     if (locked) label.classList.add('locked');
     return label;
   });
@@ -237,6 +267,19 @@ function renderQueues() {
   const target = q ? (regions.length > 1 || (regions[0] && regions[0] !== 'global') ? `${q.name} · ${view.region}` : q.name) : '';
   $('sim-add').textContent = target ? `Add to ${target}` : 'Add players';
   $('sim-add').disabled = !q;
+  $('prefs').hidden = !isProviderQueue(q);
+  for (const s of document.querySelectorAll('#prefs select')) s.disabled = locked;
+}
+
+// providersLine is a provider queue's providers as GET /v1/queues counts
+// them: online with a free slot, and busy (every slot held).
+function providersLine(q, cls) {
+  const p = q.providers || {};
+  const online = Number(p.online) || 0;
+  const busy = Number(p.busy) || 0;
+  const span = el('span', `${cls} lobby-providers` + (online + busy ? '' : ' none'), `${online} online · ${busy} busy`);
+  span.title = 'Providers online with a free slot, and busy ones (every slot held)';
+  return span;
 }
 
 // queueStats finds the optional lobby statistics a server may report
@@ -296,6 +339,7 @@ function renderLobby() {
 
     const name = el('td');
     name.append(el('span', 'lobby-name', q.name), el('span', 'lobby-blurb', queueBlurb(q)));
+    if (isProviderQueue(q)) name.append(providersLine(q, 'lobby-blurb'));
     const n = totalDepth(q);
     const waiting = el('td', 'num');
     waiting.append(el('span', 'depth-pill' + (n ? ' busy' : ''), String(n)));
@@ -381,11 +425,13 @@ async function join() {
   showError('');
   view.busy = true;
   render();
-  const fields = { queue: view.queue, region: view.region };
+  const attributes = isProviderQueue(queueNamed(view.queue)) ? requesterPrefs() : undefined;
+  const fields = { queue: view.queue, region: view.region, attributes };
   logFrame('out', { type: 'join', ...fields });
   try {
-    await me.join(view.queue, { region: view.region });
+    await me.join(view.queue, { region: view.region, attributes });
     refreshLobbySoon();
+    if (attributes) refreshExplain();
   } catch (err) {
     if (err instanceof MatchgateError && err.code === 'ALREADY_QUEUED' && err.ticketId) {
       showError('You are already waiting in a queue.');
@@ -440,6 +486,17 @@ async function answer(kind) {
     showError(describe(err));
   }
   render();
+}
+
+// requesterPrefs are what a requester asks of a provider (join's
+// attributes): only what was chosen; "Any" asks nothing.
+function requesterPrefs() {
+  const out = {};
+  for (const [key, id] of [['language', 'pref-language'], ['specialty', 'pref-specialty'], ['sessionType', 'pref-session'], ['minRating', 'pref-rating']]) {
+    const v = $(id).value;
+    if (v) out[key] = v;
+  }
+  return Object.keys(out).length ? out : undefined;
 }
 
 let lobbySoon = 0;
@@ -790,6 +847,360 @@ function positionSummary(p) {
   return p.status;
 }
 
+// ---- the provider's side ("I give advice") -----------------------------------
+
+// The provider view signs in a guest of its own with the provider role and
+// holds it online over its own socket; the assignments it is offered and
+// runs are the client's store, updated by the pushes and the replies.
+
+function providerQueues() {
+  return view.queues.filter(isProviderQueue);
+}
+
+function renderProviderQueues() {
+  const sel = $('p-queue');
+  const names = providerQueues().map((q) => q.name);
+  const prov = view.prov;
+  if (!names.includes(prov.queue) && names.length) prov.queue = names[0];
+  const same = sel.options.length === names.length && [...sel.options].every((o, i) => o.value === names[i]);
+  if (!same) sel.replaceChildren(...names.map((n) => new Option(n, n)));
+  if (prov.queue) sel.value = prov.queue;
+  renderProvider();
+}
+
+// providerForm reads the form: a capacity and the attributes, lists given
+// comma-separated.
+function providerForm() {
+  const list = (id) => $(id).value.split(',').map((x) => x.trim()).filter(Boolean);
+  return {
+    capacity: Math.max(0, Math.min(10, Math.round(Number($('p-capacity').value) || 0))),
+    attributes: {
+      languages: list('p-languages'), specialties: list('p-specialties'), sessionTypes: list('p-sessions'),
+      rating: Math.max(0, Math.min(5, Number($('p-rating').value) || 0)),
+    },
+  };
+}
+
+function saveProviderForm() {
+  session.set('pform', JSON.stringify({
+    capacity: $('p-capacity').value, languages: $('p-languages').value, specialties: $('p-specialties').value,
+    sessions: $('p-sessions').value, rating: $('p-rating').value,
+  }));
+}
+
+function loadProviderForm() {
+  try {
+    const f = JSON.parse(session.get('pform') || 'null');
+    if (!f || typeof f !== 'object') return;
+    for (const [id, k] of [['p-capacity', 'capacity'], ['p-languages', 'languages'], ['p-specialties', 'specialties'], ['p-sessions', 'sessions'], ['p-rating', 'rating']]) {
+      if (typeof f[k] === 'string') $(id).value = f[k];
+    }
+  } catch { /* a form from another version: keep the defaults */ }
+  $('p-rating-out').textContent = $('p-rating').value;
+}
+
+function startProvider(token) {
+  const prov = view.prov;
+  const c = new MatchgateClient({ baseUrl: ORIGIN });
+  prov.client = c;
+  c.on('state', (s) => {
+    if (c !== prov.client) return;
+    prov.reconnectAt = s.state === 'reconnecting' && s.delayMs !== undefined ? Date.now() + s.delayMs : prov.reconnectAt;
+    updateConnText();
+    if (s.state === 'closed' && (s.code === 4401 || s.code === 4403)) {
+      stopProvider(s.code === 4401 ? 'Your provider session expired: go online again.' : 'This account may not give advice right now.');
+      return;
+    }
+    if (s.state === 'open') resumeProvider(c);
+    renderProvider();
+  });
+  c.on('message', (f) => {
+    if (c !== prov.client) return;
+    logFrame('in', f, 'provider');
+    renderProvider();
+  });
+  c.on('providers', () => renderProvider());
+  c.on('assignments', () => renderProvider());
+  const hello = c.connect('/v1/ws', token);
+  hello.catch(() => { /* reported through the state event */ });
+  return hello;
+}
+
+// stopProvider forgets the provider guest (its token expired or it is
+// refused); the form stays filled in.
+function stopProvider(message) {
+  const prov = view.prov;
+  if (prov.client) prov.client.close(1000, 'provider done');
+  prov.client = null;
+  prov.want = false;
+  prov.userId = null;
+  for (const k of ['ptoken', 'puserId', 'pwant']) session.set(k, null);
+  prov.error = message || '';
+  renderProvider();
+}
+
+// resumeProvider puts the provider online again over this socket after a
+// reconnect (or a reload) when it was online, even when hello says it still
+// is: the socket that held it is gone or going, and its close takes the
+// provider offline unless this socket holds it now.
+function resumeProvider(c) {
+  const prov = view.prov;
+  if (!prov.want || !prov.queue) return;
+  const { capacity, attributes } = providerForm();
+  logFrame('out', { type: 'provider.online', queue: prov.queue }, 'provider');
+  c.providerOnline(prov.queue, capacity, attributes).then(refreshLobbySoon, (err) => {
+    prov.error = describe(err);
+    renderProvider();
+  });
+}
+
+async function providerGoOnline(ev) {
+  ev.preventDefault();
+  const prov = view.prov;
+  if (prov.busy) return;
+  prov.queue = $('p-queue').value || prov.queue;
+  if (!prov.queue) {
+    prov.error = 'This server has no provider queue.';
+    renderProvider();
+    return;
+  }
+  prov.error = '';
+  prov.busy = true;
+  renderProvider();
+  try {
+    if (!prov.client) {
+      const res = await MatchgateClient.guest(ORIGIN, { role: 'provider' });
+      session.set('ptoken', res.token);
+      session.set('puserId', res.userId);
+      prov.userId = res.userId;
+      await startProvider(res.token);
+    }
+    const { capacity, attributes } = providerForm();
+    logFrame('out', { type: 'provider.online', queue: prov.queue, capacity }, 'provider');
+    await prov.client.providerOnline(prov.queue, capacity, attributes);
+    prov.want = true;
+    session.set('pwant', '1');
+    session.set('pqueue', prov.queue);
+    saveProviderForm();
+    refreshLobbySoon();
+  } catch (err) {
+    prov.error = err instanceof MatchgateError && err.status === 404 ? 'Guest sign-in is disabled on this server.' : describe(err);
+  } finally {
+    prov.busy = false;
+    renderProvider();
+  }
+}
+
+async function providerCall(label, fn) {
+  const prov = view.prov;
+  if (!prov.client || prov.busy) return;
+  prov.error = '';
+  prov.busy = true;
+  renderProvider();
+  logFrame('out', { type: label, queue: prov.queue }, 'provider');
+  try {
+    await fn(prov.client);
+    refreshLobbySoon();
+  } catch (err) {
+    prov.error = describe(err);
+  } finally {
+    prov.busy = false;
+    renderProvider();
+  }
+}
+
+function providerUpdate() {
+  const { capacity, attributes } = providerForm();
+  providerCall('provider.update', (c) => c.providerUpdate(view.prov.queue, { capacity, attributes }).then(saveProviderForm));
+}
+
+function providerGoOffline() {
+  const prov = view.prov;
+  prov.want = false;
+  session.set('pwant', null);
+  providerCall('provider.offline', (c) => c.providerOffline(prov.queue));
+}
+
+async function answerAssignment(id, kind) {
+  const prov = view.prov;
+  const c = prov.client;
+  if (!c || prov.answering.has(id)) return;
+  prov.error = '';
+  prov.answering.add(id);
+  renderProvider();
+  logFrame('out', { type: 'assignment.' + kind, assignmentId: id }, 'provider');
+  try {
+    if (kind === 'accept') await c.acceptAssignment(id);
+    else if (kind === 'decline') await c.declineAssignment(id);
+    else await c.endAssignment(id);
+    refreshLobbySoon();
+  } catch (err) {
+    prov.error = describe(err);
+  } finally {
+    prov.answering.delete(id);
+    renderProvider();
+  }
+}
+
+// assignmentNode builds an assignment's item once; updateAssignment fills
+// it in on every change and tick, so its buttons are not replaced under a
+// click.
+function assignmentNode(id) {
+  const root = el('li', 'p-item');
+  root.dataset.id = id;
+  const row = el('div', 'p-row');
+  const av = el('span', 'avatar');
+  const who = el('span', 'p-who');
+  const name = el('span', 'player-name p-requester');
+  const parts = el('span', 'p-parts');
+  who.append(name, parts);
+  const score = el('span', 'p-score');
+  const buttons = el('div', 'p-buttons');
+  const accept = el('button', 'primary small p-accept', 'Accept');
+  const decline = el('button', 'danger small p-decline', 'Decline');
+  const end = el('button', 'ghost small p-end', 'End session');
+  for (const [b, kind] of [[accept, 'accept'], [decline, 'decline'], [end, 'end']]) {
+    b.type = 'button';
+    b.addEventListener('click', () => answerAssignment(id, kind));
+  }
+  buttons.append(decline, accept, end);
+  row.append(av, who, score, buttons);
+  const countdown = el('div', 'p-countdown');
+  const meter = el('div', 'meter');
+  const fill = el('div', 'meter-fill');
+  meter.append(fill);
+  root.append(row, countdown, meter);
+  return { root, av, name, parts, score, accept, decline, end, countdown, meter, fill };
+}
+
+const ENDED_TEXT = { DECLINED: 'declined', EXPIRED: 'not answered in time', ENDED: 'ended' };
+
+function updateAssignment(n, a) {
+  const now = Date.now();
+  const answering = view.prov.answering.has(a.id);
+  const who = nameOf(a.requester && a.requester.userId);
+  n.root.dataset.status = a.status;
+  n.root.dataset.requester = (a.requester && a.requester.userId) || '';
+  n.root.className = 'p-item ' + String(a.status).toLowerCase();
+  setAvatar(n.av, a.requester && a.requester.userId, who);
+  n.name.textContent = who;
+  n.score.textContent = `score ${fmtScore(a.score)}`;
+  n.parts.textContent = partsText(a.parts);
+  const by = Date.parse(a.acceptBy);
+  const left = Number.isFinite(by) ? by - now : NaN;
+  const offered = a.status === 'OFFERED';
+  const late = offered && left <= 0;
+  n.accept.hidden = n.decline.hidden = !offered || late;
+  n.accept.disabled = n.decline.disabled = answering;
+  n.end.hidden = a.status !== 'ACCEPTED';
+  n.end.disabled = answering;
+  n.meter.hidden = !offered || !Number.isFinite(left);
+  let text = '';
+  if (offered && Number.isFinite(left)) {
+    text = late ? 'Time is up: the requester goes back to the queue' : `Accept within ${Math.ceil(left / 1000)} s`;
+    const span = Math.max(1, by - (Date.parse(a.offeredAt) || by - 15000));
+    n.fill.style.width = `${Math.max(0, Math.min(100, (left / span) * 100))}%`;
+  } else if (offered) {
+    text = 'Offered';
+  } else if (a.status === 'ACCEPTED') {
+    const since = Date.parse(a.acceptedAt || a.offeredAt);
+    text = Number.isFinite(since) ? `Session running for ${fmtClock(now - since)}` : 'Session running';
+  } else {
+    text = ENDED_TEXT[a.status] || String(a.status).toLowerCase();
+  }
+  n.countdown.textContent = text;
+}
+
+function renderProvider() {
+  const prov = view.prov;
+  const c = prov.client;
+  const pv = c && prov.queue ? c.provider(prov.queue) : null;
+  const online = !!(pv && pv.online);
+  const card = $('provider-card');
+  card.dataset.online = String(online);
+  const queues = providerQueues();
+  $('p-online').hidden = online;
+  $('p-online').disabled = prov.busy || !queues.length;
+  $('p-update').hidden = !online;
+  $('p-offline').hidden = !online;
+  $('p-update').disabled = $('p-offline').disabled = prov.busy;
+  $('p-queue').disabled = online || prov.busy;
+  $('p-error').textContent = prov.error;
+
+  let chip = 'Offline';
+  let title = 'Offline';
+  let sub = queues.length ? 'Fill in what you offer and go online.' : 'This server has no provider queue.';
+  if (c && c.state === 'reconnecting') {
+    chip = 'Reconnecting';
+    title = 'Connection lost — reconnecting…';
+    sub = 'Your running sessions go on; you are put online again once the socket is back.';
+  } else if (online) {
+    // The slots in use are the live assignments: the provider's state is
+    // heard only in replies and hello, the assignments in every push.
+    const used = c.store.liveAssignments(pv.queue).length;
+    chip = used >= pv.capacity ? 'Busy' : 'Online';
+    title = `Online in ${pv.queue} — ${used} of ${pv.capacity} slot${pv.capacity === 1 ? '' : 's'} in use`;
+    const at = pv.attributes || {};
+    sub = [list(at.languages), list(at.specialties), list(at.sessionTypes), `rating ${fmtNumber(at.rating || 0)}`].filter(Boolean).join(' · ');
+  } else if (prov.busy) {
+    chip = 'Going online';
+    title = 'Going online…';
+  } else if (pv) {
+    sub = 'You are offline: nobody is offered to you. Sessions still running go on until you end them.';
+  }
+  $('p-chip').textContent = chip;
+  $('p-title').textContent = title;
+  $('p-sub').textContent = sub;
+  $('p-status').className = 'status ' + (online ? 'online' : 'idle');
+
+  const all = c ? [...c.store.assignments.values()].filter((a) => !prov.queue || a.queue === prov.queue) : [];
+  const byTime = (x, y) => String(x.offeredAt || '').localeCompare(String(y.offeredAt || ''));
+  const offers = all.filter((a) => a.status === 'OFFERED').sort(byTime);
+  const running = all.filter((a) => a.status === 'ACCEPTED').sort(byTime);
+  const ended = all.filter((a) => a.status !== 'OFFERED' && a.status !== 'ACCEPTED')
+    .sort((x, y) => String(y.endedAt || y.offeredAt || '').localeCompare(String(x.endedAt || x.offeredAt || '')))
+    .slice(0, PROVIDER_ENDED_SHOWN);
+  const shown = new Set([...offers, ...running, ...ended].map((a) => a.id));
+  for (const [id, node] of prov.nodes) {
+    if (!shown.has(id)) {
+      node.root.remove();
+      prov.nodes.delete(id);
+    }
+  }
+  for (const [box, items] of [[$('p-offers'), offers], [$('p-running'), running], [$('p-ended'), ended]]) {
+    items.forEach((a, i) => {
+      let node = prov.nodes.get(a.id);
+      if (!node) {
+        node = assignmentNode(a.id);
+        prov.nodes.set(a.id, node);
+      }
+      updateAssignment(node, a);
+      if (box.children[i] !== node.root) box.insertBefore(node.root, box.children[i] || null);
+    });
+  }
+  $('p-offers-none').hidden = offers.length > 0;
+  $('p-running-none').hidden = running.length > 0;
+  $('p-ended-h').hidden = !ended.length;
+}
+
+function list(xs) {
+  return Array.isArray(xs) && xs.length ? xs.join(', ') : '';
+}
+
+function selectTab(tab) {
+  view.tab = tab === 'provider' ? 'provider' : 'play';
+  session.set('tab', view.tab === 'provider' ? 'provider' : null);
+  const provider = view.tab === 'provider';
+  $('play-pane').hidden = provider;
+  $('provider-pane').hidden = !provider;
+  $('tab-play').setAttribute('aria-selected', String(!provider));
+  $('tab-provider').setAttribute('aria-selected', String(provider));
+  // The player's sign-in chip belongs to the player's tab.
+  $('me').hidden = provider || !view.me;
+  updateConnText();
+  renderProvider();
+}
+
 // ---- simulated players -----------------------------------------------------
 
 /** Sim is one simulated player: a guest with its own client and socket. */
@@ -806,7 +1217,7 @@ class Sim {
       const c = new MatchgateClient({ baseUrl: ORIGIN });
       this.client = c;
       c.on('match', (m) => {
-        if (m.state === 'PENDING_ACCEPT' && m.acceptBy && !this.accepted) {
+        if (m.state === 'PENDING_ACCEPT' && m.acceptBy && !m.provider && !this.accepted) {
           this.accepted = true;
           // A person takes a moment to click.
           setTimeout(() => c.accept(m.id).catch(() => {}), 400 + Math.random() * 1600);
@@ -916,7 +1327,7 @@ function render() {
   $('join').hidden = !!waiting;
   $('cancel').hidden = !waiting;
   $('cancel').disabled = view.busy;
-  for (const input of document.querySelectorAll('#queues input, #region')) input.disabled = !!waiting;
+  for (const input of document.querySelectorAll('#queues input, #region, #prefs select')) input.disabled = !!waiting;
   for (const label of document.querySelectorAll('.queue-option')) label.classList.toggle('locked', !!waiting);
 
   // status panel
@@ -929,21 +1340,31 @@ function render() {
     state = t.status;
     const place = `${t.queue}${t.region && t.region !== 'global' ? ' · ' + t.region : ''}`;
     const enq = Date.parse(t.enqueuedAt);
+    const two = isProviderQueue(queueNamed(t.queue)) || !!(m && m.provider);
     switch (t.status) {
       case 'WAITING': {
         const again = m && m.state === 'DISSOLVED';
-        title = again ? 'Back in the queue' : 'Searching for players…';
-        sub = again ? `The last match was dissolved; you kept your place in ${place}.` : `In ${place}. We push the match the moment it forms.`;
+        title = again ? 'Back in the queue' : two ? 'Looking for a provider…' : 'Searching for players…';
+        sub = again ? (two ? `The provider declined or did not answer in time; you kept your place in ${place}.`
+          : `The last match was dissolved; you kept your place in ${place}.`)
+          : two ? `In ${place}. A provider who fits is offered you the moment one is free.` : `In ${place}. We push the match the moment it forms.`;
         facts.push(['Waited', fmtClock(Date.now() - enq), 'waited']);
         if (t.deadline) facts.push(['Gives up in', fmtClock(Date.parse(t.deadline) - Date.now())]);
         if (t.estimated) facts.push(['Skill', `${fmtNumber(t.skill)} (estimated)`]);
-        for (const [k, v] of explainFacts(view.explain.get(t.id))) facts.push([k, v]);
+        const ex = view.explain.get(t.id);
+        if (two) for (const f of providerExplainFacts(t, ex)) facts.push(f);
+        else for (const [k, v] of explainFacts(ex)) facts.push([k, v]);
         break;
       }
       case 'MATCHED':
         title = 'Match found';
         sub = `After ${fmtClock(stampOf(t) - enq)} in ${place}.`;
-        if (m && m.state === 'PENDING_ACCEPT') {
+        if (m && m.provider) {
+          const who = nameOf(m.provider.userId);
+          title = m.state === 'READY' ? `Your session with ${who} started`
+            : m.state === 'PENDING_ACCEPT' ? `Provider found — waiting for ${who} to accept` : title;
+          sub = `${who} fits you with a score of ${fmtScore(m.provider.score)}; found after ${fmtClock(stampOf(t) - enq)} in ${place}.`;
+        } else if (m && m.state === 'PENDING_ACCEPT') {
           title = view.accepted.has(m.id) ? 'Accepted — waiting for the others' : 'Match found — accept it below';
         } else if (m && m.state === 'READY') {
           title = 'Match ready';
@@ -982,6 +1403,10 @@ function renderMatch(m, t) {
   const card = $('match-card');
   if (!m || !t) {
     card.hidden = true;
+    return;
+  }
+  if (m.provider) {
+    renderProviderMatch(m, t);
     return;
   }
   card.hidden = false;
@@ -1036,13 +1461,71 @@ function renderMatch(m, t) {
   ]);
 }
 
+// renderProviderMatch is a requester's match in a provider queue: the
+// provider and its score, and while the provider decides the time it has
+// (only the provider answers: the requester has nothing to click).
+function renderProviderMatch(m, t) {
+  const card = $('match-card');
+  card.hidden = false;
+  card.dataset.state = m.state;
+  card.className = 'card match ' + String(m.state || '').toLowerCase();
+  const pv = m.provider;
+  const who = nameOf(pv.userId);
+  const pending = m.state === 'PENDING_ACCEPT';
+  const dissolved = m.state === 'DISSOLVED';
+  $('match-title').textContent = dissolved ? 'Offer withdrawn' : pending ? 'Provider found' : `Your session with ${who} started`;
+  const badge = $('match-badge');
+  badge.textContent = `score ${fmtScore(pv.score)}`;
+  badge.hidden = false;
+  $('match-sub').textContent = dissolved
+    ? (t.status === 'WAITING' ? 'The provider declined or did not answer in time. You are back in the queue with your original place.' : 'The provider declined or did not answer in time.')
+    : pending ? `Offered to ${who}, who has a moment to accept.` : `${who} accepted: your session is running.`;
+
+  const provLi = document.createElement('li');
+  provLi.className = 'provider-seat';
+  provLi.dataset.userId = pv.userId;
+  const av = el('span', 'avatar');
+  setAvatar(av, pv.userId, who);
+  const name = el('span', 'player-name', who);
+  name.append(el('span', 'tag', 'provider'));
+  const meta = el('span', 'player-meta', [`score ${fmtScore(pv.score)}`, partsText(pv.parts)].filter(Boolean).join(' · '));
+  const text = el('span', 'player-text');
+  text.append(name, meta);
+  provLi.append(av, text);
+  const mine = (m.players || []).filter((p) => p.userId === view.userId).map((p) => {
+    const li = document.createElement('li');
+    li.className = 'mine';
+    const a = el('span', 'avatar');
+    setAvatar(a, p.userId, view.name || p.userId);
+    const w = el('span', 'player-name', view.name || p.userId);
+    w.append(el('span', 'tag', 'you'));
+    const tx = el('span', 'player-text');
+    tx.append(w, el('span', 'player-meta', p.userId));
+    li.append(a, tx);
+    return li;
+  });
+  $('players').replaceChildren(provLi, ...mine);
+
+  $('accept-box').hidden = !(pending && m.acceptBy);
+  $('accept').hidden = true;
+  $('decline').hidden = true;
+  updateCountdown(m);
+  $('server-box').hidden = true;
+  fillFacts($('match-facts'), [
+    ['Provider', pv.userId, 'provider'],
+    ['Score', fmtScore(pv.score), 'score'],
+    ['Match', m.id],
+  ]);
+}
+
 function updateCountdown(m) {
   if (!m || m.state !== 'PENDING_ACCEPT' || !m.acceptBy) return;
   const by = Date.parse(m.acceptBy);
   const created = Date.parse(m.createdAt) || by - 10000;
   const left = Math.max(0, by - Date.now());
   const secs = el('strong', '', `${Math.ceil(left / 1000)} s`);
-  if (view.accepted.has(m.id)) $('accept-text').replaceChildren('Accepted — waiting for the others · ', secs, ' left');
+  if (m.provider) $('accept-text').replaceChildren(`Waiting for ${nameOf(m.provider.userId)} to accept · `, secs, ' left');
+  else if (view.accepted.has(m.id)) $('accept-text').replaceChildren('Accepted — waiting for the others · ', secs, ' left');
   else $('accept-text').replaceChildren('Accept within ', secs);
   $('accept-bar').style.width = `${Math.max(0, Math.min(100, (left / Math.max(1, by - created)) * 100))}%`;
 }
@@ -1090,6 +1573,22 @@ function explainFacts(ex) {
   return out;
 }
 
+// providerExplainFacts is a requester's wait in a provider queue: what it
+// asked for, why no provider takes it yet (explain.noProvider, when
+// explain.missing is "provider"), and which constraints the wait dropped.
+function providerExplainFacts(t, ex) {
+  const a = t.attributes || {};
+  const asked = [a.language, a.specialty, a.sessionType, a.minRating ? `rating ≥ ${a.minRating}` : ''].filter(Boolean).join(' · ');
+  const out = [['Asked for', asked || 'anyone', 'asked']];
+  if (!ex || typeof ex !== 'object') return out;
+  if (ex.noProvider) out.push(['Why no provider yet', String(ex.noProvider), 'noprovider']);
+  else if (ex.missing === 'provider') out.push(['Why no provider yet', 'no provider fits yet', 'noprovider']);
+  const relaxed = Array.isArray(ex.relaxed) ? ex.relaxed : [];
+  out.push(['Relaxed', relaxed.length ? relaxed.map(humanize).join(', ') : 'nothing yet', 'relaxed']);
+  if (Number.isFinite(Number(ex.estimatedWait)) && ex.estimatedWait !== null) out.push(['Estimated wait', fmtSeconds(Number(ex.estimatedWait))]);
+  return out;
+}
+
 function rank(k) {
   if (/window/i.test(k)) return 0;
   if (/estimat/i.test(k)) return 1;
@@ -1120,22 +1619,32 @@ function fillFacts(dl, pairs) {
 
 function setConn(state, s = {}) {
   view.conn = state;
-  const pill = $('conn');
-  const cls = { open: 'on', connecting: 'wait', reconnecting: 'wait' }[state] || 'off';
-  pill.className = 'conn ' + cls;
-  pill.title = s.node ? `node ${s.node}` : '';
+  view.connNode = s.node || (state === 'open' ? view.connNode : '');
   updateConnText();
 }
 
+// shownConn is the connection the indicator shows: the player's, or on
+// the provider tab the provider's own socket.
+function shownConn() {
+  if (view.tab !== 'provider') return { state: view.conn, at: view.reconnectAt, node: view.connNode };
+  const p = view.prov;
+  return { state: p.client ? p.client.state : 'off', at: p.reconnectAt, node: p.client ? p.client.node : '' };
+}
+
 function updateConnText() {
+  const { state, at, node } = shownConn();
+  const pill = $('conn');
+  const cls = { open: 'on', connecting: 'wait', reconnecting: 'wait' }[state] || 'off';
+  pill.className = 'conn ' + cls;
+  pill.title = node ? `node ${node}` : '';
   const text = {
     open: 'Connected',
     connecting: 'Connecting…',
     reconnecting: 'Reconnecting…',
-  }[view.conn] || 'Offline';
+  }[state] || 'Offline';
   let t = text;
-  if (view.conn === 'reconnecting') {
-    const s = (view.reconnectAt - Date.now()) / 1000;
+  if (state === 'reconnecting') {
+    const s = (at - Date.now()) / 1000;
     if (s > 0.05) t = `Reconnecting in ${s.toFixed(1)} s`;
   }
   $('conn-text').textContent = t;
@@ -1143,11 +1652,11 @@ function updateConnText() {
 
 // ---- log -------------------------------------------------------------------
 
-function logFrame(dir, f) {
+function logFrame(dir, f, who) {
   const li = document.createElement('li');
   li.className = dir + (f.type === 'error' ? ' err' : '');
   const time = el('span', 't', new Date().toLocaleTimeString());
-  const ty = el('span', 'ty', (dir === 'out' ? '→ ' : '← ') + f.type);
+  const ty = el('span', 'ty', (dir === 'out' ? '→ ' : '← ') + (who ? who + ' ' : '') + f.type);
   li.append(time, ' ', ty, ' ', summary(f));
   const log = $('log');
   log.prepend(li);
@@ -1169,6 +1678,10 @@ function summary(f) {
   if (f.matchId) parts.push('match ' + short(f.matchId));
   if (f.node) parts.push('node ' + f.node);
   if (f.position) parts.push(positionSummary(f.position));
+  if (f.assignment) parts.push(`assignment ${short(f.assignment.id)} ${f.assignment.status} v${f.assignment.version}`);
+  if (f.assignmentId) parts.push('assignment ' + short(f.assignmentId));
+  if (f.provider && f.type === 'provider') parts.push(`${f.provider.online ? 'online' : 'offline'} ${f.provider.used}/${f.provider.capacity}`);
+  if (Array.isArray(f.providers)) parts.push(`${f.providers.length} provider queue(s)`);
   if (f.token) parts.push('token ' + short(f.token));
   return parts.join(' · ');
 }
@@ -1180,6 +1693,20 @@ function el(tag, cls, text) {
   if (cls) e.className = cls;
   if (text !== undefined) e.textContent = text;
   return e;
+}
+
+function nameOf(userId) {
+  return view.names.get(userId) || userId;
+}
+
+function fmtScore(v) {
+  const n = Number(v);
+  return Number.isFinite(n) ? n.toFixed(2) : '—';
+}
+
+// partsText is a score's parts, the largest first: "specialty 2.00 · load 1.00".
+function partsText(parts) {
+  return Object.entries(parts || {}).sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${fmtScore(v)}`).join(' · ');
 }
 
 function short(id) {
@@ -1263,6 +1790,13 @@ $('cancel').addEventListener('click', cancel);
 $('accept').addEventListener('click', () => answer('accept'));
 $('decline').addEventListener('click', () => answer('decline'));
 $('sim-form').addEventListener('submit', addSims);
+$('tab-play').addEventListener('click', () => selectTab('play'));
+$('tab-provider').addEventListener('click', () => selectTab('provider'));
+$('p-form').addEventListener('submit', providerGoOnline);
+$('p-update').addEventListener('click', providerUpdate);
+$('p-offline').addEventListener('click', providerGoOffline);
+$('p-queue').addEventListener('change', () => { view.prov.queue = $('p-queue').value; renderProvider(); });
+$('p-rating').addEventListener('input', () => { $('p-rating-out').textContent = $('p-rating').value; });
 
 setInterval(() => {
   // clocks: time waited, deadlines, accept countdown, reconnect countdown
@@ -1275,15 +1809,27 @@ setInterval(() => {
   updateConnText();
   updateLobbyAge();
   renderAdmission();
+  if (view.tab === 'provider') renderProvider(); // offer countdowns, session clocks
 }, 250);
 setInterval(refreshLobby, LOBBY_EVERY_MS);
-setInterval(() => { if (waitingTicket()) refreshExplain(); }, EXPLAIN_EVERY_MS);
+setInterval(() => {
+  const t = waitingTicket();
+  if (t && !isProviderQueue(queueNamed(t.queue))) refreshExplain();
+}, EXPLAIN_EVERY_MS);
+setInterval(() => {
+  const t = waitingTicket();
+  if (t && isProviderQueue(queueNamed(t.queue))) refreshExplain();
+}, PROVIDER_EXPLAIN_EVERY_MS);
 
 $('name').value = view.name;
 $('skill').value = String(view.skill);
 $('skill-out').textContent = String(view.skill);
 const token = session.get('token');
 if (token && view.userId) start(token);
+loadProviderForm();
+const ptoken = session.get('ptoken');
+if (ptoken && view.prov.userId) startProvider(ptoken);
+selectTab(view.tab);
 refreshLobby();
 render();
 renderAdmission();

@@ -19,8 +19,10 @@
 //     retryAfterMs);
 //   - events: every server frame is emitted under its type ("hello",
 //     "ticket.update", "match.found", …) and under "message"; the client also
-//     emits "state" (connection state), "ticket" and "match" (the store
-//     changed), and "error" for frames that could not be handled;
+//     emits "state" (connection state), "ticket", "match" and
+//     "assignments" (the store changed), "providers" (a provider's state in
+//     a queue was heard; plural, since "provider" is the reply frame's
+//     type), and "error" for frames that could not be handled;
 //   - reconnects after a lost connection with exponential backoff and full
 //     jitter, and stops on terminal close codes (4401 token expired, 4403);
 //   - a store of tickets and matches that keeps the highest version seen in a
@@ -33,7 +35,14 @@
 //     the admission.position and admission.ready pushes and hello's
 //     admission list (admission()); while a place is WAITING and nothing is
 //     heard of it for its pollAfter, the client asks for it (over the socket,
-//     or over REST while the socket is down).
+//     or over REST while the socket is down);
+//   - provider queues (two-sided matching), for a token whose role is
+//     provider: providerOnline, providerUpdate and providerOffline, and
+//     acceptAssignment, declineAssignment and endAssignment; the provider's
+//     state in each queue (provider()) from the replies and hello's
+//     providers list, and its assignments in the store, newest version of
+//     each, from the replies and the assignment.offered and
+//     assignment.update pushes.
 
 /**
  * @typedef {'WAITING'|'MATCHED'|'CANCELLED'|'EXPIRED'} TicketStatus
@@ -96,6 +105,36 @@
  * @property {string} [token]      READY: the entry token
  * @property {string} [expiresAt]  READY: the end of the token's life
  *
+ * @typedef {object} ProviderAttributes  what a provider offers
+ * @property {string[]} [languages]
+ * @property {string[]} [specialties]   the first is the primary one
+ * @property {string[]} [sessionTypes]
+ * @property {number} rating            0–5
+ *
+ * @typedef {object} Assignment  a requester in one of a provider's slots
+ * @property {string} id                the match's id
+ * @property {string} queue
+ * @property {'OFFERED'|'ACCEPTED'|'DECLINED'|'EXPIRED'|'ENDED'|string} status
+ * @property {{userId: string, ticketId: string}} requester
+ * @property {number} score             the provider's fit, the sum of parts
+ * @property {Object<string,number>} [parts]   weight × term, by term
+ * @property {string} offeredAt
+ * @property {string|null} acceptBy     OFFERED: the end of the accept window
+ * @property {string} [acceptedAt]
+ * @property {string} [endedAt]
+ * @property {string} [endReason]
+ * @property {number} version           grows with every change: keep the highest
+ *
+ * @typedef {object} ProviderView  a provider's state in one provider queue
+ * @property {string} queue
+ * @property {string} userId
+ * @property {boolean} online
+ * @property {number} capacity
+ * @property {number} used              slots its assignments hold
+ * @property {ProviderAttributes} attributes
+ * @property {string} lastSeen
+ * @property {Assignment[]} [assignments]   its live assignments, when listed
+ *
  * @typedef {object} Frame  any server→client frame
  * @property {string} type
  * @property {string} [re]
@@ -138,6 +177,20 @@ export const SERVER_FRAME_TYPES = Object.freeze([
 /** CLIENT_FRAME_TYPES are the commands join, cancel, … ping and enter, … send. */
 export const CLIENT_FRAME_TYPES = Object.freeze([
   'join', 'cancel', 'accept', 'decline', 'status', 'ping', 'enter', 'position', 'leave',
+]);
+/**
+ * PROVIDER_SERVER_FRAME_TYPES are the frames only a provider is sent: the
+ * replies provider and assignment, and the pushes assignment.offered and
+ * assignment.update. They are apart from SERVER_FRAME_TYPES, which is the
+ * players' wire (protocol/testdata/wire.json).
+ */
+export const PROVIDER_SERVER_FRAME_TYPES = Object.freeze([
+  'provider', 'assignment', 'assignment.offered', 'assignment.update',
+]);
+/** PROVIDER_CLIENT_FRAME_TYPES are the commands of a provider (protocol.ProviderClientFrameTypes). */
+export const PROVIDER_CLIENT_FRAME_TYPES = Object.freeze([
+  'provider.online', 'provider.update', 'provider.offline',
+  'assignment.accept', 'assignment.decline', 'assignment.end',
 ]);
 
 /**
@@ -310,9 +363,9 @@ export class Emitter {
 }
 
 /**
- * Store keeps the newest known version of every ticket and match. An
- * object with a lower version than the one held is ignored; a missing
- * version counts as 0.
+ * Store keeps the newest known version of every ticket, match and (for a
+ * provider) assignment. An object with a lower version than the one held
+ * is ignored; a missing version counts as 0.
  */
 export class Store {
   constructor() {
@@ -320,6 +373,8 @@ export class Store {
     this.tickets = new Map();
     /** @type {Map<string, Match>} */
     this.matches = new Map();
+    /** @type {Map<string, Assignment>} */
+    this.assignments = new Map();
   }
 
   /**
@@ -377,6 +432,32 @@ export class Store {
     return put(this.matches, m);
   }
 
+  /**
+   * putAssignment stores a unless an equal or newer version is held.
+   * @param {Assignment|null|undefined} a
+   * @returns {boolean} whether the store changed
+   */
+  putAssignment(a) {
+    return put(this.assignments, a);
+  }
+
+  /** @param {string} id */
+  assignment(id) {
+    return this.assignments.get(id) || null;
+  }
+
+  /**
+   * liveAssignments lists the OFFERED and ACCEPTED assignments, oldest
+   * offer first; queue, when given, keeps that queue's only.
+   * @param {string} [queue]
+   * @returns {Assignment[]}
+   */
+  liveAssignments(queue) {
+    return [...this.assignments.values()]
+      .filter((a) => (a.status === 'OFFERED' || a.status === 'ACCEPTED') && (!queue || a.queue === queue))
+      .sort((x, y) => String(x.offeredAt || '').localeCompare(String(y.offeredAt || '')));
+  }
+
   /** @param {string} id */
   ticket(id) {
     return this.tickets.get(id) || null;
@@ -431,6 +512,7 @@ export class Store {
   clear() {
     this.tickets.clear();
     this.matches.clear();
+    this.assignments.clear();
   }
 }
 
@@ -481,6 +563,8 @@ export class MatchgateClient extends Emitter {
     this.store = new Store();
     /** The user's place in each admission queue, last heard. @type {Map<string, Position>} */
     this.admissions = new Map();
+    /** A provider's state in each provider queue, last heard. @type {Map<string, ProviderView>} */
+    this.providers = new Map();
     /** @type {ConnectionState} */
     this.state = 'idle';
     /** The user id from the last hello. @type {string|null} */
@@ -508,9 +592,10 @@ export class MatchgateClient extends Emitter {
   // ---- REST helpers ---------------------------------------------------
 
   /**
-   * guest signs in as a new guest (servers with guests enabled only).
+   * guest signs in as a new guest (servers with guests enabled only);
+   * role "provider" mints a provider's token.
    * @param {string} baseUrl  e.g. location.origin
-   * @param {{name?: string, skill?: number}} [who]
+   * @param {{name?: string, skill?: number, role?: 'player'|'provider'}} [who]
    * @param {{fetch?: typeof fetch}} [options]
    * @returns {Promise<{token: string, userId: string}>}
    */
@@ -754,6 +839,93 @@ export class MatchgateClient extends Emitter {
     return this.admissions.get(queue) || null;
   }
 
+  // ---- provider queues (a token whose role is provider) ---------------
+
+  /**
+   * providerOnline puts the user online in a provider queue with capacity
+   * slots and what it offers; it resolves with its state there. This
+   * socket holds it online: it goes offline when the socket is gone for
+   * good.
+   * @param {string} queue
+   * @param {number} capacity
+   * @param {ProviderAttributes} [attributes]
+   * @returns {Promise<ProviderView>}
+   */
+  async providerOnline(queue, capacity, attributes) {
+    const f = await this.request('provider.online', { queue, capacity, attributes });
+    return f.provider;
+  }
+
+  /**
+   * providerUpdate changes the capacity or the attributes (what is not
+   * given stays) of a provider online in queue.
+   * @param {string} queue
+   * @param {{capacity?: number, attributes?: ProviderAttributes}} [changes]
+   * @returns {Promise<ProviderView>}
+   */
+  async providerUpdate(queue, changes = {}) {
+    const f = await this.request('provider.update', { queue, capacity: changes.capacity, attributes: changes.attributes });
+    return f.provider;
+  }
+
+  /**
+   * providerOffline takes the user offline in queue; its running
+   * assignments go on, its open offers are withdrawn.
+   * @param {string} queue
+   * @returns {Promise<ProviderView>}
+   */
+  async providerOffline(queue) {
+    const f = await this.request('provider.offline', { queue });
+    return f.provider;
+  }
+
+  /**
+   * provider is the user's state in a provider queue as last heard, or null.
+   * @param {string} queue
+   * @returns {ProviderView|null}
+   */
+  provider(queue) {
+    return this.providers.get(queue) || null;
+  }
+
+  /**
+   * acceptAssignment accepts an OFFERED assignment within its acceptBy; it
+   * resolves with the ACCEPTED assignment.
+   * @param {string} id
+   * @returns {Promise<Assignment>}
+   */
+  acceptAssignment(id) {
+    return this._assignmentCall('assignment.accept', id);
+  }
+
+  /**
+   * declineAssignment declines an OFFERED assignment: the requester goes
+   * back to its place in the queue.
+   * @param {string} id
+   * @returns {Promise<Assignment>}
+   */
+  declineAssignment(id) {
+    return this._assignmentCall('assignment.decline', id);
+  }
+
+  /**
+   * endAssignment ends a running (ACCEPTED) assignment and frees its slot.
+   * @param {string} id
+   * @returns {Promise<Assignment>}
+   */
+  endAssignment(id) {
+    return this._assignmentCall('assignment.end', id);
+  }
+
+  /**
+   * @param {string} type
+   * @param {string} assignmentId
+   */
+  async _assignmentCall(type, assignmentId) {
+    const f = await this.request(type, { assignmentId });
+    return f.assignment;
+  }
+
   /**
    * request sends any command frame with a fresh id and resolves with the
    * reply that carries it in "re" (rejecting with MatchgateError on an
@@ -874,6 +1046,10 @@ export class MatchgateClient extends Emitter {
         for (const t of f.tickets || []) this._putTicket(t);
         for (const m of f.matches || []) this._putMatch(m);
         if (f.type === 'hello' && Array.isArray(f.admission)) this._helloAdmissions(f.admission);
+        if (f.type === 'hello' && Array.isArray(f.providers)) this._helloProviders(f.providers);
+        break;
+      case 'provider':
+        this._putProvider(f.provider);
         break;
       case 'admission.position':
         this._putAdmission(f.queue, f.position, 'push');
@@ -884,6 +1060,7 @@ export class MatchgateClient extends Emitter {
       default:
         if (f.ticket) this._putTicket(f.ticket);
         if (f.match) this._putMatch(f.match);
+        if (f.assignment) this._putAssignment(f.assignment);
     }
 
     if (f.type === 'hello') {
@@ -1014,6 +1191,47 @@ export class MatchgateClient extends Emitter {
     // Nothing replaced the place (a failure, or a stale answer ignored):
     // ask again later.
     if (!this._admissionTimers.has(queue)) this._scheduleAdmissionPoll(queue);
+  }
+
+  /**
+   * _putProvider keeps the provider's state in its queue as last heard
+   * (the replies and hello carry no version: each is the server's state
+   * when sent, and they arrive in order on one socket) and stores the
+   * assignments it lists. Emits "providers" with the view.
+   * @param {any} p
+   */
+  _putProvider(p) {
+    if (!p || typeof p !== 'object' || typeof p.queue !== 'string') return;
+    for (const a of p.assignments || []) this._putAssignment(a);
+    this.providers.set(p.queue, p);
+    this.emit('providers', p);
+  }
+
+  /**
+   * _helloProviders merges hello's providers list: the user's state in
+   * each provider queue. A queue held here that it does not name is one
+   * the user is no longer known in: offline.
+   * @param {any[]} list
+   */
+  _helloProviders(list) {
+    const named = new Set();
+    for (const p of list) {
+      if (!p || typeof p.queue !== 'string') continue;
+      named.add(p.queue);
+      this._putProvider(p);
+    }
+    for (const [queue, p] of [...this.providers]) {
+      if (!named.has(queue) && p.online) this._putProvider({ ...p, online: false, assignments: undefined });
+    }
+  }
+
+  /**
+   * _putAssignment stores a; emits "assignments" with it when the store
+   * changed (plural: "assignment" is the reply frame's type).
+   * @param {any} a
+   */
+  _putAssignment(a) {
+    if (this.store.putAssignment(a)) this.emit('assignments', a);
   }
 
   /** @param {any} m */

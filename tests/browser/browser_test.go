@@ -83,6 +83,7 @@ const demoQueues = `queues:
   - {name: ranked, players: 4, minPlayers: 2, regions: [eu, na], window: {start: 50, step: 25, every: 5s, max: 400}}
   - {name: chat-topic-42, kind: room, players: 3, minPlayers: 2, fallbackAfter: 60s}
   - {name: chat-pairs, kind: room, players: 2}
+  - {name: advice, kind: provider, acceptWindow: 15s, weights: {specialty: 2, rating: 1, load: 1, wait: 1}, relax: [{after: 20s, drop: specialty}, {after: 60s, drop: minRating}], deadline: 3m}
   - {name: launch, kind: admission, rate: 1, tokenTTL: 2m}
 `
 
@@ -92,8 +93,9 @@ const adminToken = "browser-test-admin-token-0123456789abcdef"
 
 // TestDemoInBrowser builds and starts the server, then runs demo.mjs: two
 // pages matched together, a reload mid-wait, the lobby's depth, simulated
-// players, the waiting room of an admission queue, a phone-sized viewport,
-// no console errors. Screenshots are left in test-artifacts/browser/ at the
+// players, the waiting room of an admission queue, a provider and a
+// requester in the provider queue advice, a phone-sized viewport, no
+// console errors. Screenshots are left in test-artifacts/browser/ at the
 // repository root.
 func TestDemoInBrowser(t *testing.T) {
 	if testing.Short() {

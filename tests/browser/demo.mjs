@@ -18,7 +18,13 @@
 // admission queue apart with an Enter action; the waiting room shows the
 // place's rank, ETA and progress as the line moves, then the token when
 // READY, which the protected downstream can claim; leaving ends the place;
-// a reload keeps it; the page fits a phone; no console errors on any page.
+// a reload keeps it; in the provider queue advice a provider goes online
+// from its own view (and again after a reload) and the lobby counts it, a requester no provider fits
+// is told why while it waits, is offered when the provider changes, sees
+// the provider and the score, is offered anew after a decline, sees its
+// session start on an accept, the provider ends it, and an offer withdrawn
+// by the provider going offline puts the requester back to waiting;
+// the page fits a phone; no console errors on any page.
 // Screenshots go to ARTIFACTS.
 
 import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
@@ -339,6 +345,135 @@ try {
     expect(pos.body.position.status === 'NOT_ENTERED', `position after leaving: ${JSON.stringify(pos.body)}`);
     await a.click(`${place} button.adm-dismiss`);
     await a.waitForSelector('#admission-card', { state: 'hidden', timeout: WAIT });
+  });
+
+  // The provider queue advice: one page gives advice, page B asks for it.
+  const p = await openPage('P');
+  const offers = '#p-offers .p-item';
+  let providerId = '';
+  let requesterId = '';
+  const providerTitle = () => p.textContent('#p-title');
+
+  await step('a provider goes online in advice from the form, and the lobby counts it', async () => {
+    await p.waitForSelector('#lobby-body tr[data-queue="advice"][data-kind="provider"]', { timeout: WAIT });
+    await p.click('#tab-provider');
+    await p.waitForSelector('#provider-card', { state: 'visible', timeout: WAIT });
+    expect(!(await p.isVisible('#signin')), 'the provider view still shows the player\'s sign-in');
+    await p.waitForFunction(() => document.getElementById('p-queue').value === 'advice', null, { timeout: WAIT });
+    await p.fill('#p-capacity', '2');
+    await p.fill('#p-languages', 'en, fr');
+    await p.fill('#p-specialties', 'tax, legal');
+    await p.fill('#p-sessions', 'video, chat');
+    await p.$eval('#p-rating', (el) => { el.value = '4.5'; el.dispatchEvent(new Event('input')); });
+    await p.click('#p-online');
+    await p.waitForSelector('#provider-card[data-online="true"]', { timeout: WAIT });
+    const title = await providerTitle();
+    expect(/^Online in advice — 0 of 2 slots in use$/.test(title), `title: ${title}`);
+    await p.waitForSelector('#conn.on', { timeout: WAIT }); // the provider's own socket
+    providerId = await p.evaluate(() => sessionStorage.getItem('mg.puserId'));
+    // A reload keeps the tab, the guest and its form, and goes online again.
+    await p.reload({ waitUntil: 'load' });
+    await p.waitForSelector('#provider-card[data-online="true"]', { state: 'visible', timeout: WAIT });
+    expect(await p.evaluate(() => sessionStorage.getItem('mg.puserId')) === providerId, 'the reload made a new provider');
+    expect((await p.inputValue('#p-languages')) === 'en, fr', 'the reload lost the form');
+    const token = await p.evaluate(() => sessionStorage.getItem('mg.ptoken'));
+    const pres = await rest('GET', '/v1/presence/providers?queue=advice', token);
+    expect(pres.status === 200 && pres.body.online.some((x) => x.userId === providerId && x.capacity === 2
+      && x.attributes.languages.join() === 'en,fr' && x.attributes.rating === 4.5), `presence: ${JSON.stringify(pres.body)}`);
+    await b.waitForFunction(() => /^1 online · 0 busy$/.test(document.querySelector('#lobby-body tr[data-queue="advice"] .lobby-providers')?.textContent || ''),
+      null, { timeout: WAIT });
+    await shot(p, '11-provider-online.png');
+  });
+
+  await step('a requester no provider fits is told why while waiting; the provider changes and is offered it', async () => {
+    requesterId = await userId(b);
+    await pickQueue(b, 'advice');
+    expect(await b.isVisible('#prefs'), 'joining advice does not ask what the requester needs');
+    await b.selectOption('#pref-language', 'de');
+    await b.selectOption('#pref-specialty', 'tax');
+    await b.selectOption('#pref-session', 'video');
+    await b.selectOption('#pref-rating', '4');
+    await join(b);
+    // Nobody speaks German: the explanation, polled over REST, says so.
+    await b.waitForFunction(() => /without language de/.test(document.getElementById('fact-noprovider')?.textContent || ''), null, { timeout: WAIT });
+    const relaxed = await b.textContent('#fact-relaxed');
+    expect(relaxed === 'nothing yet', `relaxed after a few seconds: ${relaxed}`);
+    const asked = await b.textContent('#fact-asked');
+    expect(asked === 'de · tax · video · rating ≥ 4', `asked for: ${asked}`);
+    await shot(b, '12-requester-waiting.png');
+    await p.fill('#p-languages', 'en, fr, de');
+    await p.click('#p-update');
+    const offer = `${offers}[data-status="OFFERED"][data-requester="${requesterId}"]`;
+    await p.waitForSelector(offer, { timeout: WAIT });
+    const seen = await p.$eval(offer, (e) => ({
+      score: e.querySelector('.p-score').textContent, parts: e.querySelector('.p-parts').textContent,
+      countdown: e.querySelector('.p-countdown').textContent, who: e.querySelector('.p-requester').textContent,
+    }));
+    expect(/^score \d+\.\d\d$/.test(seen.score), `score: ${seen.score}`);
+    expect(/specialty 2\.00/.test(seen.parts) && /rating 0\.90/.test(seen.parts), `parts: ${seen.parts}`);
+    expect(/^Accept within (1[0-5]|[1-9]) s$/.test(seen.countdown), `countdown: ${seen.countdown}`);
+    expect(seen.who.includes(requesterId) || seen.who === 'Alan', `requester shown: ${seen.who}`);
+    // The requester sees the provider and the score while it decides.
+    await b.waitForSelector('#match-card[data-state="PENDING_ACCEPT"]', { timeout: WAIT });
+    expect((await b.textContent('#fact-provider')) === providerId, 'the requester does not see the provider');
+    expect((await b.textContent('#fact-score')) === seen.score.replace('score ', ''), 'the requester sees another score');
+    expect(!(await b.isVisible('#accept')), 'the requester is asked to accept its own provider');
+    await shot(p, '13-provider-offer.png');
+  });
+
+  await step('the provider declines: the requester goes back to its place and is offered anew', async () => {
+    const offer = `${offers}[data-status="OFFERED"][data-requester="${requesterId}"]`;
+    const first = await p.$eval(offer, (e) => e.dataset.id);
+    await p.click(`${offer} button.p-decline`);
+    await p.waitForSelector(`#p-ended .p-item[data-id="${first}"][data-status="DECLINED"]`, { timeout: WAIT });
+    // Back in its place, it is still the best fit of the only provider:
+    // offered again at once, under a new match.
+    await p.waitForFunction(([sel, id]) => [...document.querySelectorAll(sel)].some((e) => e.dataset.id !== id), [offer, first], { timeout: WAIT });
+    await b.waitForFunction((id) => {
+      const card = document.getElementById('match-card');
+      return card.dataset.state === 'PENDING_ACCEPT' && !card.textContent.includes(id);
+    }, first, { timeout: WAIT });
+  });
+
+  await step('the provider accepts: the requester sees its session start; the provider ends it', async () => {
+    const offer = `${offers}[data-status="OFFERED"][data-requester="${requesterId}"]`;
+    await p.click(`${offer} button.p-accept`);
+    await p.waitForSelector(`#p-running .p-item[data-status="ACCEPTED"][data-requester="${requesterId}"]`, { timeout: WAIT });
+    await b.waitForSelector('#match-card[data-state="READY"]', { timeout: WAIT });
+    const started = await b.textContent('#status-title');
+    expect(started === `Your session with ${providerId} started`, `requester: ${started}`);
+    await p.waitForFunction(() => /1 of 2 slots in use/.test(document.getElementById('p-title').textContent), null, { timeout: WAIT });
+    await shot(b, '14-requester-session.png');
+    await shot(p, '15-provider-session.png');
+    await p.click(`#p-running .p-item[data-requester="${requesterId}"] button.p-end`);
+    await p.waitForSelector(`#p-ended .p-item[data-status="ENDED"][data-requester="${requesterId}"]`, { timeout: WAIT });
+    await p.waitForFunction(() => /0 of 2 slots in use/.test(document.getElementById('p-title').textContent), null, { timeout: WAIT });
+    expect(!(await p.$('#p-running .p-item')), 'an ended session is still listed as running');
+  });
+
+  await step('an offer withdrawn when the provider goes offline puts the requester back to waiting', async () => {
+    await b.click('#join');
+    await b.waitForSelector('#match-card[data-state="PENDING_ACCEPT"]', { timeout: WAIT });
+    await p.waitForSelector(`${offers}[data-status="OFFERED"][data-requester="${requesterId}"]`, { timeout: WAIT });
+    await p.click('#p-offline');
+    await p.waitForSelector('#provider-card[data-online="false"]', { timeout: WAIT });
+    await b.waitForSelector('#status[data-state="WAITING"]', { timeout: WAIT });
+    const title = await b.textContent('#status-title');
+    expect(title === 'Back in the queue', `requester after the offer was withdrawn: ${title}`);
+    await b.waitForFunction(() => /no provider online/.test(document.getElementById('fact-noprovider')?.textContent || ''), null, { timeout: WAIT });
+    await b.waitForFunction(() => /^0 online · 0 busy$/.test(document.querySelector('#lobby-body tr[data-queue="advice"] .lobby-providers')?.textContent || ''),
+      null, { timeout: WAIT });
+    await shot(b, '16-requester-back-waiting.png');
+    await b.click('#cancel');
+    await b.waitForSelector('#status[data-state="CANCELLED"]', { timeout: WAIT });
+  });
+
+  await step('the provider view fits a phone', async () => {
+    await p.setViewportSize({ width: 390, height: 844 });
+    await p.waitForTimeout(200);
+    const overflow = await p.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    expect(overflow <= 0, `the provider view is ${overflow}px wider than a phone`);
+    await shot(p, '17-provider-phone.png', { fullPage: true });
   });
 
   await step('the page fits a phone', async () => {
