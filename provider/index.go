@@ -2,6 +2,8 @@ package provider
 
 import (
 	"math/bits"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -166,6 +168,16 @@ func newIndex(p Policy, ps []Provider, rs []Requester, now time.Time, tier int) 
 				}
 			}
 			shared[k] = set
+		}
+		if len(r.Refused) > 0 {
+			// Its own set: the providers that refused it are out.
+			own := slices.Clone(set)
+			for _, u := range r.Refused {
+				if j, ok := slices.BinarySearchFunc(ps, u, func(p Provider, u string) int { return strings.Compare(p.UserID, u) }); ok {
+					own[j/64] &^= 1 << (j % 64)
+				}
+			}
+			set = own
 		}
 		ri := reqIndex{feasible: set}
 		if want := r.Prefs.Specialty; want != "" {

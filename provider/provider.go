@@ -59,6 +59,9 @@ type Requester struct {
 	Prefs    Preferences
 	Enqueued time.Time
 	Deadline time.Time
+	// Refused are the providers that declined an offer of this requester
+	// or let one expire: never offered it again, whatever the relax.
+	Refused []string
 }
 
 // Wait is how long r has waited at now.
@@ -154,4 +157,9 @@ type Record interface {
 	// Get returns one assignment; Live the provider's non-final ones.
 	Get(ctx context.Context, id string) (Assignment, error)
 	Live(ctx context.Context, queue, providerID string) ([]Assignment, error)
+	// Refused returns, for each of ticketIDs that has any, the providers
+	// that declined an offer of it or let one expire, in queue: a
+	// requester back in the line goes to the next best provider, not to
+	// the one that refused it.
+	Refused(ctx context.Context, queue string, ticketIDs []string) (map[string][]string, error)
 }

@@ -21,6 +21,7 @@ type Scored struct {
 const (
 	whyOffline    = "offline"
 	whyAtCapacity = "at capacity"
+	whyRefused    = "refused"
 )
 
 // Score scores provider pr for requester r at now under p, shed to tier.
@@ -49,6 +50,9 @@ func feasible(p Policy, pr Provider, r Requester, now time.Time) string {
 			return whyOffline
 		}
 		return whyAtCapacity
+	}
+	if slices.Contains(r.Refused, pr.UserID) {
+		return whyRefused
 	}
 	var dropped [len(constraints)]bool
 	wait := r.Wait(now)
@@ -139,7 +143,7 @@ func unit(v float64) float64 {
 // first reason each cannot take r: "no provider online", or "3 online: 2
 // without language fr, 1 at capacity". It is "" when one can take r.
 func Explain(p Policy, providers []Provider, r Requester, now time.Time) string {
-	reasons := [...]string{whyAtCapacity, ConstraintLanguage, ConstraintSessionType, ConstraintMinRating, ConstraintSpecialty}
+	reasons := [...]string{whyAtCapacity, whyRefused, ConstraintLanguage, ConstraintSessionType, ConstraintMinRating, ConstraintSpecialty}
 	var counts [len(reasons)]int
 	online := 0
 	for _, pr := range providers {
@@ -156,7 +160,7 @@ func Explain(p Policy, providers []Provider, r Requester, now time.Time) string 
 	if online == 0 {
 		return "no provider online"
 	}
-	order := []int{0, 1, 2, 3, 4}
+	order := []int{0, 1, 2, 3, 4, 5}
 	// The most common reason first; ties keep the order of reasons.
 	slices.SortStableFunc(order, func(a, b int) int { return counts[b] - counts[a] })
 	var b strings.Builder
@@ -172,6 +176,8 @@ func Explain(p Policy, providers []Provider, r Requester, now time.Time) string 
 		switch reasons[i] {
 		case whyAtCapacity:
 			b.WriteString("at capacity")
+		case whyRefused:
+			b.WriteString("refused an offer of this requester")
 		case ConstraintLanguage:
 			b.WriteString("without language " + r.Prefs.Language)
 		case ConstraintSessionType:

@@ -109,24 +109,30 @@ func exerciseProviders(t *testing.T, base string) {
 	if next.Requester.UserID != "req-2" {
 		t.Fatalf("the freed slot went to %+v", next)
 	}
-	// A decline puts req-2 back in place; the provider, alone, is offered it again.
+	// A decline puts req-2 back in place, and never to ana again: a second
+	// provider comes and is offered it.
 	pro.send(map[string]any{"type": "assignment.decline", "id": "4", "assignmentId": next.ID})
 	pro.expect("assignment", 5*time.Second)
 	req[1].expect("match.dissolved", 5*time.Second)
-	if again := decode[assignmentFrame](t, pro.expect("assignment.offered", 5*time.Second)).Assignment; again.Requester.UserID != "req-2" || again.ID == next.ID {
-		t.Fatalf("after the decline: %+v", again)
+	bo := dial(t, base, mint(t, "pro-bo", "provider"))
+	bo.expect("hello", 5*time.Second)
+	bo.send(map[string]any{"type": "provider.online", "id": "1", "queue": "advice", "capacity": 1,
+		"attributes": map[string]any{"languages": []string{"en"}, "specialties": []string{"law", "tax"}, "rating": 3}})
+	bo.expect("provider", 5*time.Second)
+	if again := decode[assignmentFrame](t, bo.expect("assignment.offered", 5*time.Second)).Assignment; again.Requester.UserID != "req-2" {
+		t.Fatalf("bo was offered %+v", again)
 	}
 
-	// Going offline withdraws the open offer: req-2 waits again, told why.
-	pro.send(map[string]any{"type": "provider.offline", "id": "5", "queue": "advice"})
-	pro.expect("provider", 5*time.Second)
+	// Going offline withdraws the open offer: req-2 waits again.
+	bo.send(map[string]any{"type": "provider.offline", "id": "5", "queue": "advice"})
+	bo.expect("provider", 5*time.Second)
 	req[1].expect("match.dissolved", 5*time.Second)
 	code, body = call(t, http.MethodGet, base+"/v1/queues", req[1].g.Token, "")
 	qs, _ := body["queues"].([]any)
 	if code != 200 || len(qs) != 1 {
 		t.Fatalf("queues: %d %v", code, body)
 	}
-	if p, _ := qs[0].(map[string]any)["providers"].(map[string]any); p["offline"] != 1.0 || p["online"] != 0.0 {
+	if p, _ := qs[0].(map[string]any)["providers"].(map[string]any); p["offline"] != 1.0 || p["online"] != 1.0 {
 		t.Fatalf("queue's providers: %v", qs[0])
 	}
 }

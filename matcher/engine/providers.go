@@ -126,8 +126,16 @@ func (p *pass) assign(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("count the requesters of %s: %w", p.e.part, err)
 	}
+	ids := make([]string, len(reqs))
+	for i, r := range reqs {
+		ids[i] = r.TicketID
+	}
+	refused, err := d.Assignments.Refused(ctx, q.Name, ids)
+	if err != nil {
+		return fmt.Errorf("read the refusals of %s: %w", q.Name, err)
+	}
 	chosen := p.e.plan.Choose(q, plan.Round{Anchors: reqs, Now: p.now, Providers: providers, Prefs: prefs,
-		Waiting: int(waiting), Used: func(id string) bool { return p.used[id] }})
+		Waiting: int(waiting), Refused: refused, Used: func(id string) bool { return p.used[id] }})
 	d.Metrics.shedTier(q.Name, p.e.cfg.Region, chosen.Tier)
 	for _, g := range chosen.Groups {
 		for _, e := range g.Entries {

@@ -156,7 +156,7 @@ func TestProviderAcceptWindow(t *testing.T) {
 		}
 	})
 
-	t.Run("declined: the requester keeps the place, the slot is freed", func(t *testing.T) {
+	t.Run("declined: the requester keeps the place, the slot is freed, the next provider is offered it", func(t *testing.T) {
 		h := newProviderHarness(t, q)
 		h.online("ana", 1, en(4))
 		tk := h.request("u1", nil)
@@ -175,10 +175,19 @@ func TestProviderAcceptWindow(t *testing.T) {
 		if h.held("ana") != 0 {
 			t.Fatal("the declined slot is still held")
 		}
-		// The next pass offers the requester again (to ana, the only one).
+		// Never to ana again: it waits, told why, until another provider
+		// comes.
 		h.tick()
-		if again := h.ticket(tk.ID); again.Status != matcher.StatusMatched || again.MatchID == id {
-			t.Fatalf("after the next pass the ticket is %+v", again)
+		if again := h.ticket(tk.ID); again.Status != matcher.StatusWaiting {
+			t.Fatalf("after the next pass the ticket is %+v: offered again to the provider that declined it", again)
+		}
+		if v, err := h.svc.Ticket(ctx, "u1", tk.ID); err != nil || v.Explain.NoProvider != "1 online: 1 refused an offer of this requester" {
+			t.Fatalf("explain = %+v, %v", v.Explain, err)
+		}
+		h.online("bo", 1, en(3))
+		h.tick()
+		if again := h.ticket(tk.ID); again.Status != matcher.StatusMatched || h.match(again.MatchID).Provider.UserID != "bo" {
+			t.Fatalf("after bo came the ticket is %+v", again)
 		}
 	})
 

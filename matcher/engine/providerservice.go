@@ -309,6 +309,11 @@ func (s *Service) explainProvider(ctx context.Context, q *matcher.QueueConfig, t
 	if err != nil {
 		return fmt.Errorf("read the providers of %s: %w", q.Name, err)
 	}
+	refused, err := s.cfg.Assignments.Refused(ctx, q.Name, []string{t.ID})
+	if err != nil {
+		return fmt.Errorf("read the refusals of %s: %w", t.ID, err)
+	}
+	r.Refused = refused[t.ID]
 	x.NoProvider = provider.Explain(pol, ps, r, now)
 	return nil
 }

@@ -62,8 +62,10 @@ type Round struct {
 	// live pool holds them, and the requesters' preferences by ticket id.
 	Providers []provider.Provider
 	Prefs     map[string]provider.Preferences
-	// Waiting is the length of the line, for the shed tier.
+	// Waiting is the length of the line, for the shed tier; Refused the
+	// providers that refused each requester, by ticket id.
 	Waiting int
+	Refused map[string][]string
 }
 
 // A Group is a match a planner chose.

@@ -49,7 +49,9 @@ func (providerPlanner) Choose(q *matcher.QueueConfig, r Round) Plan {
 			continue
 		}
 		byTicket[a.TicketID] = a
-		reqs = append(reqs, RequesterOf(q, a, r.Prefs[a.TicketID]))
+		req := RequesterOf(q, a, r.Prefs[a.TicketID])
+		req.Refused = r.Refused[a.TicketID]
+		reqs = append(reqs, req)
 	}
 	pol := q.Policy()
 	tier := provider.TierFor(pol, max(r.Waiting, len(reqs)))

@@ -24,7 +24,11 @@ type Memory struct {
 	ticket  map[string]string
 	live    map[slot]map[string]struct{}
 	offered map[string]map[string]struct{}
+	refused map[refusal][]string // the providers that refused each ticket
 }
+
+// refusal names a ticket's refusals in one queue.
+type refusal struct{ queue, ticket string }
 
 // slot names a provider's slots in one queue.
 type slot struct{ queue, provider string }
@@ -36,7 +40,36 @@ func NewMemory() *Memory {
 		ticket:  make(map[string]string),
 		live:    make(map[slot]map[string]struct{}),
 		offered: make(map[string]map[string]struct{}),
+		refused: make(map[refusal][]string),
 	}
+}
+
+// refuse notes that a's provider refused its ticket.
+func (m *Memory) refuse(a *provider.Assignment) {
+	k := refusal{a.Queue, a.TicketID}
+	if !slices.Contains(m.refused[k], a.Provider) {
+		m.refused[k] = append(m.refused[k], a.Provider)
+	}
+}
+
+// Refused implements provider.Record.
+func (m *Memory) Refused(ctx context.Context, queue string, ticketIDs []string) (map[string][]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("refused providers in %s: %w", queue, err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := map[string][]string{}
+	for _, t := range ticketIDs {
+		id, err := canonicalID("refused: ticket", t)
+		if err != nil {
+			continue // names no ticket
+		}
+		if ps := m.refused[refusal{queue, id}]; len(ps) > 0 {
+			out[t] = slices.Sorted(slices.Values(ps))
+		}
+	}
+	return out, nil
 }
 
 var _ provider.Record = (*Memory)(nil)
@@ -158,6 +191,7 @@ func (m *Memory) Decline(ctx context.Context, id string, now time.Time) (provide
 	return m.change(ctx, "decline", id, now, is(provider.StatusOffered), is(provider.StatusDeclined),
 		func(a *provider.Assignment, now time.Time) {
 			a.Status, a.EndedAt, a.EndReason = provider.StatusDeclined, now, reasonDeclined
+			m.refuse(a)
 		})
 }
 
@@ -200,6 +234,7 @@ func (m *Memory) Expire(ctx context.Context, queue string, now time.Time, limit 
 	for _, a := range due[:min(limit, len(due))] {
 		m.unindex(a)
 		a.Status, a.EndedAt, a.EndReason = provider.StatusExpired, now, reasonExpired
+		m.refuse(a)
 		a.Version++
 		res = append(res, out(a))
 	}

@@ -265,3 +265,38 @@ func (r *Postgres) Live(ctx context.Context, queue, providerID string) ([]provid
 	}
 	return as, nil
 }
+
+// Refused implements provider.Record, by the index of refused offers
+// (migration 0015).
+func (r *Postgres) Refused(ctx context.Context, queue string, ticketIDs []string) (map[string][]string, error) {
+	ids := make([]string, 0, len(ticketIDs))
+	asked := make(map[string]string, len(ticketIDs)) // canonical → as asked
+	for _, t := range ticketIDs {
+		if id, err := canonicalID("refused: ticket", t); err == nil {
+			ids = append(ids, id)
+			asked[id] = t
+		}
+	}
+	out := map[string][]string{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := r.pool.Query(ctx, `SELECT DISTINCT ticket_id::text, provider FROM assignments
+		WHERE ticket_id = ANY ($1::uuid[]) AND queue = $2 AND status IN ('DECLINED', 'EXPIRED')
+		ORDER BY 1, 2`, ids, queue)
+	if err != nil {
+		return nil, fmt.Errorf("refused providers in %s: %w", queue, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var t, p string
+		if err := rows.Scan(&t, &p); err != nil {
+			return nil, fmt.Errorf("refused providers in %s: %w", queue, err)
+		}
+		out[asked[t]] = append(out[asked[t]], p)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("refused providers in %s: %w", queue, err)
+	}
+	return out, nil
+}

@@ -21,8 +21,9 @@
 // a reload keeps it; in the provider queue advice a provider goes online
 // from its own view (and again after a reload) and the lobby counts it, a requester no provider fits
 // is told why while it waits, is offered when the provider changes, sees
-// the provider and the score, is offered anew after a decline, sees its
-// session start on an accept, the provider ends it, and an offer withdrawn
+// the provider and the score, sees its session start on an accept, the
+// provider ends it; a decline puts a requester back in its place and never
+// to the same provider again, and an offer withdrawn
 // by the provider going offline puts the requester back to waiting;
 // the page fits a phone; no console errors on any page.
 // Screenshots go to ARTIFACTS.
@@ -421,20 +422,6 @@ try {
     await shot(p, '13-provider-offer.png');
   });
 
-  await step('the provider declines: the requester goes back to its place and is offered anew', async () => {
-    const offer = `${offers}[data-status="OFFERED"][data-requester="${requesterId}"]`;
-    const first = await p.$eval(offer, (e) => e.dataset.id);
-    await p.click(`${offer} button.p-decline`);
-    await p.waitForSelector(`#p-ended .p-item[data-id="${first}"][data-status="DECLINED"]`, { timeout: WAIT });
-    // Back in its place, it is still the best fit of the only provider:
-    // offered again at once, under a new match.
-    await p.waitForFunction(([sel, id]) => [...document.querySelectorAll(sel)].some((e) => e.dataset.id !== id), [offer, first], { timeout: WAIT });
-    await b.waitForFunction((id) => {
-      const card = document.getElementById('match-card');
-      return card.dataset.state === 'PENDING_ACCEPT' && !card.textContent.includes(id);
-    }, first, { timeout: WAIT });
-  });
-
   await step('the provider accepts: the requester sees its session start; the provider ends it', async () => {
     const offer = `${offers}[data-status="OFFERED"][data-requester="${requesterId}"]`;
     await p.click(`${offer} button.p-accept`);
@@ -451,8 +438,24 @@ try {
     expect(!(await p.$('#p-running .p-item')), 'an ended session is still listed as running');
   });
 
-  await step('an offer withdrawn when the provider goes offline puts the requester back to waiting', async () => {
+  await step('the provider declines: the requester goes back to its place, not to that provider again', async () => {
     await b.click('#join');
+    const offer = `${offers}[data-status="OFFERED"][data-requester="${requesterId}"]`;
+    await p.waitForSelector(offer, { timeout: WAIT });
+    const first = await p.$eval(offer, (e) => e.dataset.id);
+    await p.click(`${offer} button.p-decline`);
+    await p.waitForSelector(`#p-ended .p-item[data-id="${first}"][data-status="DECLINED"]`, { timeout: WAIT });
+    await b.waitForSelector('#status[data-state="WAITING"]', { timeout: WAIT });
+    // The only provider refused it: it waits, told so, and is not offered
+    // to the same provider again.
+    await b.waitForFunction(() => /refused an offer of this requester/.test(document.getElementById('fact-noprovider')?.textContent || ''), null, { timeout: WAIT });
+    expect(!(await p.$(offer)), 'the requester was offered again to the provider that declined it');
+    await b.click('#cancel');
+    await b.waitForSelector('#status[data-state="CANCELLED"]', { timeout: WAIT });
+  });
+
+  await step('an offer withdrawn when the provider goes offline puts the requester back to waiting', async () => {
+    await b.click('#join'); // a new ticket: no provider has refused it
     await b.waitForSelector('#match-card[data-state="PENDING_ACCEPT"]', { timeout: WAIT });
     await p.waitForSelector(`${offers}[data-status="OFFERED"][data-requester="${requesterId}"]`, { timeout: WAIT });
     await p.click('#p-offline');
