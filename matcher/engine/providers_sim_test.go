@@ -54,13 +54,16 @@ type simResult struct {
 	totalScore, totalFull  float64
 	waits                  []time.Duration // join to match, virtual
 	tickCPU, poolCPU       []time.Duration // real time per Tick, and in the pool's calls of it
+	snapCPU                []time.Duration // real time per Tick in the provider snapshot
 	maxLine, endLine       int
 	tierTicks              []int // passes at each shed tier
-	leftFeasible           int   // checked passes that left a feasible pair
-	checked                int
-	compared               int // passes compared
-	batchFewer, batchLower int // passes where Batch seated fewer, or as many at a lower total
-	slotLeak, recordLeak   int // slots held (live pool) or live assignments (record) beyond the sessions running
+	checked                int   // passes checked after the fact
+	leftFeasible           int   // checked passes that left a feasible pair among the requesters they read
+	leftInLine             int   // checked passes after which a feasible pair was left anywhere in the line
+	idleSlots              int   // free slots after the checked passes, summed
+	compared               int   // passes compared
+	batchFewer, batchLower int   // passes where Batch seated fewer, or as many at a lower total
+	slotLeak, recordLeak   int   // slots held (live pool) or live assignments (record) beyond the sessions running
 	running                int
 	ended                  int
 	matchIDsBySeq          []string // served requesters in order of service, for determinism
@@ -237,6 +240,33 @@ func (p *timedPool) Requeue(ctx context.Context, partition string, entries []mat
 	return p.Memory.Requeue(ctx, partition, entries, ttl, lost, timeout)
 }
 
+// timedSnapshot is the memory live pool, timing its snapshots: a pass
+// reads every provider of the queue.
+type timedSnapshot struct {
+	*providerpool.Memory
+	mu sync.Mutex
+	d  time.Duration
+}
+
+func (l *timedSnapshot) Snapshot(ctx context.Context, queue string, now time.Time) ([]provider.Provider, error) {
+	start := time.Now()
+	defer func() {
+		d := time.Since(start)
+		l.mu.Lock()
+		l.d += d
+		l.mu.Unlock()
+	}()
+	return l.Memory.Snapshot(ctx, queue, now)
+}
+
+func (l *timedSnapshot) take() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	d := l.d
+	l.d = 0
+	return d
+}
+
 // matchSink is the Notifier: it keeps the matches committed passes found.
 type matchSink struct {
 	mu      sync.Mutex
@@ -314,7 +344,8 @@ func runSim(t testing.TB, cfg simConfig) *simResult {
 	clock := &simClock{now: start}
 	mem := &timedPool{Memory: pool.NewMemory(clock.Now, 30*time.Second)}
 	led := ledger.NewMemoryAt(clock.Now)
-	live := providerpool.NewMemory(providerpool.WithClock(clock.Now))
+	timedLive := &timedSnapshot{Memory: providerpool.NewMemory(providerpool.WithClock(clock.Now))}
+	live := timedLive
 	rec := record.NewMemory()
 	sink := &matchSink{seen: map[string]bool{}}
 	deps := engine.Deps{Pool: mem, Ledger: led, Notifier: sink, Now: clock.Now, Providers: live, Assignments: rec,
@@ -405,7 +436,19 @@ func runSim(t testing.TB, cfg simConfig) *simResult {
 				res.batchLower++
 			}
 		}
+		var read map[string]bool // the requesters this pass reads, when it is checked
+		if cfg.check > 0 && (len(res.tickCPU)+1)%cfg.check == 0 && line > 0 {
+			es, err := mem.Memory.Oldest(ctx, part, provider.BatchMax)
+			if err != nil {
+				t.Fatal(err)
+			}
+			read = make(map[string]bool, len(es))
+			for _, e := range es {
+				read[e.TicketID] = true
+			}
+		}
 		mem.take()
+		timedLive.take()
 		began := time.Now()
 		if _, err := eng.Tick(ctx); err != nil {
 			res.unexpectedTickFailures++
@@ -413,6 +456,7 @@ func runSim(t testing.TB, cfg simConfig) *simResult {
 		}
 		res.tickCPU = append(res.tickCPU, time.Since(began))
 		res.poolCPU = append(res.poolCPU, mem.take())
+		res.snapCPU = append(res.snapCPU, timedLive.take())
 
 		ms := sink.take()
 		// Passes decide before they commit; the sink sees a pass's matches in
@@ -454,11 +498,16 @@ func runSim(t testing.TB, cfg simConfig) *simResult {
 		}
 		res.maxLine = max(res.maxLine, int(line))
 		res.endLine = int(line)
-		if cfg.check > 0 && len(res.tickCPU)%cfg.check == 0 && line > 0 {
+		if read != nil {
 			res.checked++
-			if leftFeasible(t, ctx, mem.Memory, live, pol, part, prefsOf, now, int(line)) {
+			inRead, inLine, idle := leftFeasible(t, ctx, mem.Memory, live, pol, part, prefsOf, read, now)
+			if inRead {
 				res.leftFeasible++
 			}
+			if inLine {
+				res.leftInLine++
+			}
+			res.idleSlots += idle
 		}
 	}
 	res.running = len(ends)
@@ -522,14 +571,37 @@ func batchVsGreedy(t testing.TB, ctx context.Context, mem *pool.Memory, live pro
 	return len(b), sb, len(g), sg
 }
 
-// leftFeasible tells whether, after a pass, a feasible pair is left between
-// the oldest requesters the pass reads and the providers with a free slot:
-// nothing changed since, so a pass that assigns all it can leaves none.
+// leftFeasible tells whether, after a pass, a feasible pair is left
+// between the providers with a free slot and the requesters the pass read
+// (inRead: nothing changed since, so a pass that assigns all it can leaves
+// none), or anyone in the line (inLine: the pass reads only the oldest
+// provider.BatchMax, so younger requesters wait for slots the oldest
+// cannot use); idle is the free slots.
 func leftFeasible(t testing.TB, ctx context.Context, mem *pool.Memory, live provider.Live, pol provider.Policy, part string,
-	prefs map[string]provider.Preferences, now time.Time, line int) bool {
+	prefs map[string]provider.Preferences, read map[string]bool, now time.Time) (inRead, inLine bool, idle int) {
 	t.Helper()
-	rs, ps := oldestRequesters(t, ctx, mem, live, part, prefs, now)
-	return len(provider.Greedy(pol, ps, rs, now, provider.TierFor(pol, line))) > 0
+	es, err := mem.Members(ctx, part)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := live.Snapshot(ctx, simQueue, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range ps {
+		idle += p.Free()
+	}
+	var all, seen []provider.Requester
+	for _, e := range es {
+		r := provider.Requester{TicketID: e.TicketID, UserID: e.UserID, Queue: simQueue, Prefs: prefs[e.TicketID], Enqueued: e.Enqueue, Deadline: e.Deadline}
+		all = append(all, r)
+		if read[e.TicketID] {
+			seen = append(seen, r)
+		}
+	}
+	inRead = len(provider.Greedy(pol, ps, seen, now, 0)) > 0
+	inLine = inRead || len(provider.Greedy(pol, ps, all, now, 0)) > 0
+	return inRead, inLine, idle
 }
 
 func pct(ds []time.Duration, p float64) time.Duration {
@@ -598,8 +670,8 @@ func TestProviderBatchNotWorseThanGreedy(t *testing.T) {
 			t.Errorf("%s: of %d passes compared, Batch seated fewer than Greedy in %d and as many at a lower total in %d",
 				c.assign, r.compared, r.batchFewer, r.batchLower)
 		}
-		t.Logf("%s: joined %d served %d total score %.3f, line at end %d, %d passes compared",
-			c.assign, r.joined, r.served, r.totalScore, r.endLine, r.compared)
+		t.Logf("%s: joined %d served %d total score %.3f, line at end %d, %d passes compared, %d of %d left a feasible pair in the line",
+			c.assign, r.joined, r.served, r.totalScore, r.endLine, r.compared, r.leftInLine, r.checked)
 		return r
 	}
 	bc, gc := base, base
@@ -659,8 +731,8 @@ func TestProviderSideBySide(t *testing.T) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n%d providers, %.1f sessions/s capacity (mean session %v), %v virtual, pass every 100 ms, seed %d\n\n",
 		providers, capacity, mean, dur, seed)
-	b.WriteString("| assign | shed | load | joined | served | mean score | mean score (full policy) | wait p50 | wait p99 | line max | tier max (passes per tier) | pass p50 | pass p99 | pool p50 | left feasible | leak (slots/record) |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| assign | shed | load | joined | served | mean score | mean score (full policy) | wait p50 | wait p99 | line max | tier max (passes per tier) | pass p50 | pass p99 | pool p50 | snapshot p50 | left feasible (read/line of checked) | idle slots (mean, checked) | leak (slots/record) |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, load := range []float64{1, 3, 10} {
 		for _, shed := range []bool{true, false} {
 			for _, assign := range []string{matcher.AssignBatch, matcher.AssignGreedy} {
@@ -675,13 +747,13 @@ func TestProviderSideBySide(t *testing.T) {
 				if shed {
 					shedName = "on"
 				}
-				fmt.Fprintf(&b, "| %s | %s | %.0f× | %d | %d | %.3f | %.3f | %v | %v | %d | %d (%s) | %v | %v | %v | %d/%d | %d/%d |\n",
+				fmt.Fprintf(&b, "| %s | %s | %.0f× | %d | %d | %.3f | %.3f | %v | %v | %d | %d (%s) | %v | %v | %v | %v | %d/%d of %d | %.0f | %d/%d |\n",
 					assign, shedName, load, r.joined, r.served, r.meanScore(), r.meanFull(),
 					pct(r.waits, 0.5).Round(100*time.Millisecond), pct(r.waits, 0.99).Round(100*time.Millisecond),
 					r.maxLine, maxTier(r.tierTicks), strings.Join(tiers, "/"),
 					pct(r.tickCPU, 0.5).Round(10*time.Microsecond), pct(r.tickCPU, 0.99).Round(10*time.Microsecond),
-					pct(r.poolCPU, 0.5).Round(10*time.Microsecond),
-					r.leftFeasible, r.checked, r.slotLeak, r.recordLeak)
+					pct(r.poolCPU, 0.5).Round(10*time.Microsecond), pct(r.snapCPU, 0.5).Round(10*time.Microsecond),
+					r.leftFeasible, r.leftInLine, r.checked, float64(r.idleSlots)/float64(max(r.checked, 1)), r.slotLeak, r.recordLeak)
 				fmt.Printf("provider sim: %s shed %s load %.0f× done in %v\n", assign, shedName, load, time.Since(began).Round(time.Second))
 				if r.unexpectedTickFailures > 0 {
 					t.Errorf("%s shed %s load %.0f×: %d passes failed", assign, shedName, load, r.unexpectedTickFailures)
