@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sync"
 	"time"
 
@@ -40,9 +41,10 @@ type prefsCache struct {
 const prefsReads = 16
 
 // of returns the preferences of es, reading those it does not hold from
-// the record, and forgets the tickets es no longer holds. A ticket the
-// record does not know is left out (the pass restores it).
-func (c *prefsCache) of(ctx context.Context, l matcher.Ledger, es []matcher.Entry) (map[string]provider.Preferences, error) {
+// the record; with forget (a pass's first read) it forgets the tickets es
+// does not hold. A ticket the record does not know is left out (the pass
+// restores it).
+func (c *prefsCache) of(ctx context.Context, l matcher.Ledger, es []matcher.Entry, forget bool) (map[string]provider.Preferences, error) {
 	out := make(map[string]provider.Preferences, len(es))
 	var missing []string
 	c.mu.Lock()
@@ -88,63 +90,98 @@ func (c *prefsCache) of(ctx context.Context, l matcher.Ledger, es []matcher.Entr
 		return nil, err
 	}
 	c.mu.Lock()
-	c.m = out // only the tickets still waiting at the head
+	if forget || c.m == nil {
+		c.m = make(map[string]provider.Preferences, len(out))
+	}
+	maps.Copy(c.m, out) // the tickets read this pass, still waiting
 	c.mu.Unlock()
 	return out, nil
 }
 
-// assign is the choose step of a provider queue's pass.
+// assign is the choose step of a provider queue's pass. It reads on past
+// the oldest provider.BatchMax while slots are left and the line is
+// longer, up to assignRounds reads: a line whose head nobody online can
+// serve must not leave free slots idle for the requesters behind it.
 func (p *pass) assign(ctx context.Context) error {
 	q, d := p.e.q, p.e.cfg
 	if d.Providers == nil || d.Assignments == nil {
 		return nil // a server without a provider pool forms nothing here
-	}
-	var reqs []matcher.Entry
-	for _, a := range p.oldest {
-		if bare, err := p.restoreBare(ctx, a); err != nil {
-			return err
-		} else if !bare && !p.used[a.TicketID] {
-			reqs = append(reqs, a)
-		}
-	}
-	if len(reqs) == 0 {
-		return nil
-	}
-	prefs, err := p.e.prefs.of(ctx, d.Ledger, reqs)
-	if err != nil {
-		return err
 	}
 	providers, err := d.Providers.Snapshot(ctx, q.Name, p.now)
 	if err != nil {
 		return fmt.Errorf("read the providers of %s: %w", q.Name, err)
 	}
 	p.capacity = make(map[string]int, len(providers))
-	for _, pr := range providers {
+	at := make(map[string]int, len(providers))
+	for i, pr := range providers {
 		p.capacity[pr.UserID] = pr.Capacity
+		at[pr.UserID] = i
 	}
 	waiting, err := d.Pool.Size(ctx, p.e.part)
 	if err != nil {
 		return fmt.Errorf("count the requesters of %s: %w", p.e.part, err)
 	}
-	ids := make([]string, len(reqs))
-	for i, r := range reqs {
-		ids[i] = r.TicketID
-	}
-	refused, err := d.Assignments.Refused(ctx, q.Name, ids)
-	if err != nil {
-		return fmt.Errorf("read the refusals of %s: %w", q.Name, err)
-	}
-	chosen := p.e.plan.Choose(q, plan.Round{Anchors: reqs, Now: p.now, Providers: providers, Prefs: prefs,
-		Waiting: int(waiting), Refused: refused, Used: func(id string) bool { return p.used[id] }})
-	d.Metrics.shedTier(q.Name, p.e.cfg.Region, chosen.Tier)
-	for _, g := range chosen.Groups {
-		for _, e := range g.Entries {
-			p.used[e.TicketID] = true
+	seen := map[string]bool{}
+	head := p.oldest
+	for round := 1; ; round++ {
+		var reqs []matcher.Entry
+		for _, a := range head {
+			if seen[a.TicketID] {
+				continue
+			}
+			seen[a.TicketID] = true
+			if bare, err := p.restoreBare(ctx, a); err != nil {
+				return err
+			} else if !bare && !p.used[a.TicketID] {
+				reqs = append(reqs, a)
+			}
+		}
+		if len(reqs) == 0 {
+			return nil
+		}
+		prefs, err := p.e.prefs.of(ctx, d.Ledger, reqs, round == 1)
+		if err != nil {
+			return err
+		}
+		ids := make([]string, len(reqs))
+		for i, r := range reqs {
+			ids[i] = r.TicketID
+		}
+		refused, err := d.Assignments.Refused(ctx, q.Name, ids)
+		if err != nil {
+			return fmt.Errorf("read the refusals of %s: %w", q.Name, err)
+		}
+		chosen := p.e.plan.Choose(q, plan.Round{Anchors: reqs, Now: p.now, Providers: providers, Prefs: prefs,
+			Waiting: int(waiting), Refused: refused, Used: func(id string) bool { return p.used[id] }})
+		if round == 1 {
+			d.Metrics.shedTier(q.Name, p.e.cfg.Region, chosen.Tier)
+		}
+		for _, g := range chosen.Groups {
+			for _, e := range g.Entries {
+				p.used[e.TicketID] = true
+			}
+			// The next round sees the slots this one took.
+			providers[at[g.Provider.UserID]].Used++
+		}
+		if _, err := p.formMany(ctx, chosen.Groups, 0); err != nil {
+			return err
+		}
+		free := 0
+		for _, pr := range providers {
+			free += pr.Free()
+		}
+		read := round * provider.BatchMax
+		if free == 0 || len(head) < read || round == assignRounds {
+			return nil
+		}
+		if head, err = p.read(ctx, plan.Read{Kind: plan.ReadOldest, N: read + provider.BatchMax}); err != nil {
+			return fmt.Errorf("read on past the oldest %d: %w", read, err)
 		}
 	}
-	_, err = p.formMany(ctx, chosen.Groups, 0)
-	return err
 }
+
+// assignRounds bounds the reads of one provider pass: 2,048 requesters.
+const assignRounds = 4
 
 // slotsInFlight bounds the slots one pass takes at once (a Redis script
 // and a record transaction each).

@@ -327,3 +327,24 @@ func TestProviderConstraintsRelaxWithTheWait(t *testing.T) {
 		t.Fatalf("parts %v: the load term is shed at tier 1", m.Provider.Parts)
 	}
 }
+
+// A head of the line nobody online can serve leaves no slot idle for the
+// requesters behind it: the pass reads on past the oldest 512.
+func TestProviderPassReadsOnPastAnUnservableHead(t *testing.T) {
+	h := newProviderHarness(t, matcher.QueueConfig{Name: "advice"})
+	h.online("ana", 100, en(4))
+	for i := range 600 {
+		lang := "xx"
+		if i >= 550 {
+			lang = "en"
+		}
+		h.request(fmt.Sprintf("u%d", i), map[string]string{"language": lang})
+		h.advance(time.Millisecond)
+	}
+	if res := h.tick(); res.Matches != 50 {
+		t.Fatalf("one pass formed %d matches, want the 50 that ana can serve behind 550 she cannot", res.Matches)
+	}
+	if h.held("ana") != 50 {
+		t.Fatalf("ana holds %d", h.held("ana"))
+	}
+}
