@@ -134,6 +134,19 @@ var (
 	ErrTicketAssigned = errors.New("provider: ticket already assigned")
 )
 
+// OfferRequest is one offer of OfferMany: a, within capacity.
+type OfferRequest struct {
+	Assignment Assignment
+	Capacity   int
+}
+
+// OfferResult is what became of one offer of OfferMany: the stored
+// assignment, or Offer's error.
+type OfferResult struct {
+	Assignment Assignment
+	Err        error
+}
+
 // Record is the durable record of assignments, behind every claim of the
 // live pool: Offer refuses a second live assignment of one ticket and a
 // provider past its capacity, whatever the pool believed, as the tickets'
@@ -144,6 +157,11 @@ type Record interface {
 	// fewer than capacity live ones; else ErrTicketAssigned or
 	// ErrOverCapacity. A repeat of the same a.ID returns the stored one.
 	Offer(ctx context.Context, a Assignment, capacity int) (Assignment, error)
+	// OfferMany is Offer for many at once, each decided as Offer decides
+	// it, in order: results[i] answers offers[i]. An error for the whole
+	// (the record unreachable) is returned alone; nothing is then known of
+	// the offers, which a retry of the same ids settles.
+	OfferMany(ctx context.Context, offers []OfferRequest) ([]OfferResult, error)
 	// Accept moves an OFFERED assignment to ACCEPTED at now if now is
 	// before its AcceptBy; ErrConflict otherwise (a repeat on an ACCEPTED
 	// one returns it unchanged).

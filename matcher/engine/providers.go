@@ -183,16 +183,16 @@ func (p *pass) assign(ctx context.Context) error {
 // assignRounds bounds the reads of one provider pass: 2,048 requesters.
 const assignRounds = 4
 
-// slotsInFlight bounds the slots one pass takes at once (a Redis script
-// and a record transaction each).
+// slotsInFlight bounds the live pool's holds one pass sends at once.
 const slotsInFlight = 16
 
 // stageSlots takes each claimed group's slot, in place of a server: the
-// live pool's Hold, then the record's Offer. A group without one goes
-// back to the pool with its place, and the slot, if held, is freed.
+// live pool's Hold, then the record's Offer, all of the pass's in one
+// transaction (OfferMany). A group without one goes back to the pool with
+// its place, and the slot, if held, is freed.
 func (p *pass) stageSlots(ctx context.Context, st []staged) {
 	q, d := p.e.q, p.e.cfg
-	ok := make([]bool, len(st))
+	held := make([]bool, len(st))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, slotsInFlight)
 	for i := range st {
@@ -200,39 +200,61 @@ func (p *pass) stageSlots(ctx context.Context, st []staged) {
 		wg.Go(func() {
 			defer func() { <-sem }()
 			m := st[i].m
-			seat := m.Provider
-			held, err := d.Providers.Hold(ctx, q.Name, seat.UserID, m.ID, p.now)
-			if err != nil || !held {
+			ok, err := d.Providers.Hold(ctx, q.Name, m.Provider.UserID, m.ID, p.now)
+			if err != nil {
+				p.e.log.Warn("hold a provider's slot", "match", m.ID, "provider", m.Provider.UserID, "err", err)
+			}
+			if !ok || err != nil {
 				d.Metrics.slot(q.Name, "full")
-				if err != nil {
-					p.e.log.Warn("hold a provider's slot", "match", m.ID, "provider", seat.UserID, "err", err)
-				}
-				return
 			}
-			if _, err := d.Assignments.Offer(ctx, assignmentOf(m), p.capacity[seat.UserID]); err != nil {
-				if errors.Is(err, provider.ErrOverCapacity) || errors.Is(err, provider.ErrTicketAssigned) {
-					d.Metrics.slot(q.Name, "refused")
-				} else {
-					p.e.log.Warn("record an assignment", "match", m.ID, "provider", seat.UserID, "err", err)
-				}
-				cctx, cancel := p.e.cleanupContext(ctx)
-				defer cancel()
-				if err := d.Providers.Release(cctx, q.Name, seat.UserID, m.ID); err != nil {
-					p.e.log.Warn("free a provider's slot", "match", m.ID, "provider", seat.UserID, "err", err)
-				}
-				return
-			}
-			d.Metrics.slot(q.Name, "taken")
-			ok[i] = true
+			held[i] = ok && err == nil
 		})
 	}
 	wg.Wait()
+	var reqs []provider.OfferRequest
+	var at []int
 	for i, s := range st {
-		if ok[i] {
-			p.staged = append(p.staged, s)
-		} else {
-			p.requeue(ctx, s.m.ID, s.group)
+		if held[i] {
+			reqs = append(reqs, provider.OfferRequest{Assignment: assignmentOf(s.m), Capacity: p.capacity[s.m.Provider.UserID]})
+			at = append(at, i)
 		}
+	}
+	offered := make([]bool, len(st))
+	if len(reqs) > 0 {
+		res, err := d.Assignments.OfferMany(ctx, reqs)
+		if err != nil {
+			p.e.log.Warn("record the pass's assignments", "offers", len(reqs), "err", err)
+		}
+		for k, i := range at {
+			switch {
+			case err != nil:
+			case res[k].Err == nil:
+				offered[i] = true
+				d.Metrics.slot(q.Name, "taken")
+			case errors.Is(res[k].Err, provider.ErrOverCapacity), errors.Is(res[k].Err, provider.ErrTicketAssigned):
+				d.Metrics.slot(q.Name, "refused")
+			default:
+				p.e.log.Warn("record an assignment", "match", st[i].m.ID, "err", res[k].Err)
+			}
+		}
+	}
+	cctx, cancel := p.e.cleanupContext(ctx)
+	defer cancel()
+	for i, s := range st {
+		if offered[i] {
+			p.staged = append(p.staged, s)
+			continue
+		}
+		if held[i] {
+			// An offer whose outcome is unknown (the record failed as a
+			// whole) may stand: it expires by its window, or, assigned at
+			// once, holds a slot in the record until the provider's next
+			// online syncs the live pool from it.
+			if err := d.Providers.Release(cctx, q.Name, s.m.Provider.UserID, s.m.ID); err != nil {
+				p.e.log.Warn("free a provider's slot", "match", s.m.ID, "provider", s.m.Provider.UserID, "err", err)
+			}
+		}
+		p.requeue(ctx, s.m.ID, s.group)
 	}
 }
 

@@ -282,3 +282,15 @@ func (m *Memory) Live(ctx context.Context, queue, providerID string) ([]provider
 func byOffer(a, b provider.Assignment) int {
 	return cmp.Or(a.OfferedAt.Compare(b.OfferedAt), cmp.Compare(a.ID, b.ID))
 }
+
+// OfferMany implements provider.Record, one Offer after the other.
+func (m *Memory) OfferMany(ctx context.Context, offers []provider.OfferRequest) ([]provider.OfferResult, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("offer %d: %w", len(offers), err)
+	}
+	out := make([]provider.OfferResult, len(offers))
+	for i, o := range offers {
+		out[i].Assignment, out[i].Err = m.Offer(ctx, o.Assignment, o.Capacity)
+	}
+	return out, nil
+}

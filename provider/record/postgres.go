@@ -1,10 +1,12 @@
 package record
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -297,6 +299,115 @@ func (r *Postgres) Refused(ctx context.Context, queue string, ticketIDs []string
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("refused providers in %s: %w", queue, err)
+	}
+	return out, nil
+}
+
+// OfferMany implements provider.Record in one transaction and one round
+// trip for the offers that can be taken: the advisory locks of the
+// offers' providers, taken in (queue, provider) order so that two batches
+// never wait on each other in a cycle, then per offer an insert that
+// counts the provider's live assignments under that lock and gives way to
+// the one-live-per-ticket index and to a repeat of its id (ON CONFLICT DO
+// NOTHING). Only an offer that inserted nothing is read back, to answer
+// it as Offer would: a repeat, ErrTicketAssigned or ErrOverCapacity.
+func (r *Postgres) OfferMany(ctx context.Context, offers []provider.OfferRequest) ([]provider.OfferResult, error) {
+	out := make([]provider.OfferResult, len(offers))
+	checked := make([]provider.Assignment, len(offers))
+	parts := make([]string, len(offers))
+	var order []int
+	for i, o := range offers {
+		a, err := checkOffer(o.Assignment, o.Capacity)
+		if err != nil {
+			out[i].Err = err
+			continue
+		}
+		p := []byte(`{}`)
+		if a.Parts != nil {
+			if p, err = json.Marshal(a.Parts); err != nil {
+				out[i].Err = fmt.Errorf("offer %s: parts: %w", a.ID, err)
+				continue
+			}
+		}
+		checked[i], parts[i] = a, string(p)
+		order = append(order, i)
+	}
+	if len(order) == 0 {
+		return out, nil
+	}
+	slices.SortStableFunc(order, func(x, y int) int {
+		return cmp.Or(cmp.Compare(checked[x].Queue, checked[y].Queue), cmp.Compare(checked[x].Provider, checked[y].Provider))
+	})
+	err := pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		locked := map[[2]string]bool{}
+		for _, i := range order {
+			a := checked[i]
+			if k := [2]string{a.Queue, a.Provider}; !locked[k] {
+				locked[k] = true
+				b.Queue(`SELECT pg_advisory_xact_lock($1, hashtext(current_schema() || '/' || $2 || '/' || $3))`,
+					offerLockClass, a.Queue, a.Provider)
+			}
+			b.Queue(`INSERT INTO assignments (id, queue, ticket_id, requester, provider,
+					status, score, parts, offered_at, accept_by, accepted_at, version)
+				SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12
+				 WHERE (SELECT count(*) FROM assignments WHERE queue = $2 AND provider = $5 AND `+live+`) < $13
+				ON CONFLICT DO NOTHING
+				RETURNING `+columns,
+				a.ID, a.Queue, a.TicketID, a.Requester, a.Provider, a.Status, a.Score, parts[i],
+				a.OfferedAt, pgtime.OrNull(a.AcceptBy), pgtime.OrNull(a.AcceptedAt), a.Version, offers[i].Capacity)
+		}
+		res := tx.SendBatch(ctx, b)
+		var missed []int
+		locked = map[[2]string]bool{}
+		for _, i := range order {
+			a := checked[i]
+			if k := [2]string{a.Queue, a.Provider}; !locked[k] {
+				locked[k] = true
+				if _, err := res.Exec(); err != nil {
+					res.Close()
+					return err
+				}
+			}
+			stored, err := scan(res.QueryRow())
+			switch {
+			case errors.Is(err, pgx.ErrNoRows):
+				missed = append(missed, i)
+			case err != nil:
+				res.Close()
+				return err
+			default:
+				out[i].Assignment = stored
+			}
+		}
+		if err := res.Close(); err != nil {
+			return err
+		}
+		// Why each offer inserted nothing, in the same transaction.
+		for _, i := range missed {
+			a := checked[i]
+			stored, err := get(ctx, tx, a.ID)
+			if err == nil {
+				out[i].Assignment, out[i].Err = repeat(stored, a)
+				continue
+			}
+			if !errors.Is(err, pgx.ErrNoRows) {
+				return err
+			}
+			var ticketHeld bool
+			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM assignments WHERE ticket_id = $1 AND `+live+`)`, a.TicketID).Scan(&ticketHeld); err != nil {
+				return err
+			}
+			if ticketHeld {
+				out[i].Err = fmt.Errorf("offer %s of ticket %s: %w", a.ID, a.TicketID, provider.ErrTicketAssigned)
+			} else {
+				out[i].Err = fmt.Errorf("offer %s to %s in %s: at its capacity of %d: %w", a.ID, a.Provider, a.Queue, offers[i].Capacity, provider.ErrOverCapacity)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("offer %d: %w", len(order), err)
 	}
 	return out, nil
 }
