@@ -156,6 +156,14 @@ func (p *pass) assign(ctx context.Context) error {
 		if round == 1 {
 			d.Metrics.shedTier(q.Name, p.e.cfg.Region, chosen.Tier)
 		}
+		// A pass's commit carries at most passSeats: a larger one kept the
+		// offers it formed first waiting for it, their windows running.
+		// The oldest picks stay; the rest are the next pass's, at once.
+		full := false
+		if room := passSeats - p.seats(); len(chosen.Groups) >= room {
+			chosen.Groups, full = chosen.Groups[:max(room, 0)], true
+			p.e.Wake()
+		}
 		for _, g := range chosen.Groups {
 			for _, e := range g.Entries {
 				p.used[e.TicketID] = true
@@ -165,6 +173,9 @@ func (p *pass) assign(ctx context.Context) error {
 		}
 		if _, err := p.formMany(ctx, chosen.Groups, 0); err != nil {
 			return err
+		}
+		if full {
+			return nil
 		}
 		free := 0
 		for _, pr := range providers {
@@ -211,6 +222,14 @@ func (p *pass) stageSlots(ctx context.Context, st []staged) {
 		})
 	}
 	wg.Wait()
+	if q.AcceptWindow > 0 {
+		// The window runs from now, the slot taken, not from the pass's
+		// start: the provider's time to answer is not spent by the pass.
+		by := p.e.cfg.Now().UTC().Truncate(time.Microsecond).Add(q.AcceptWindow)
+		for i := range st {
+			st[i].m.AcceptBy = &by
+		}
+	}
 	var reqs []provider.OfferRequest
 	var at []int
 	for i, s := range st {
