@@ -244,6 +244,11 @@ type Config struct {
 	// CommandTimeout bounds each Matchmaker call made for a frame or a
 	// request. Default: 10s.
 	CommandTimeout time.Duration
+	// ProviderGrace is how long a provider's closed socket keeps it online:
+	// a reconnect within it (to any gateway) keeps its offers; past it,
+	// the provider goes offline and its open offers go to others at once.
+	// Default: 3s.
+	ProviderGrace time.Duration
 	// ShutdownTimeout bounds Run's drain: sockets still open when it ends
 	// are dropped, and http.Server.Shutdown gets the same budget.
 	// Default: 10s.
@@ -319,6 +324,7 @@ const (
 	DefaultWriteTimeout    = 5 * time.Second
 	DefaultCommandTimeout  = 10 * time.Second
 	DefaultShutdownTimeout = 10 * time.Second
+	DefaultProviderGrace   = 3 * time.Second
 	DefaultMaxBodyBytes    = 4096
 	DefaultMaxConnections  = 200_000
 	DefaultMaxSocketsUser  = 8
@@ -398,6 +404,7 @@ func (c Config) withDefaults() (Config, error) {
 		{"WriteTimeout", &c.WriteTimeout, DefaultWriteTimeout},
 		{"CommandTimeout", &c.CommandTimeout, DefaultCommandTimeout},
 		{"ShutdownTimeout", &c.ShutdownTimeout, DefaultShutdownTimeout},
+		{"ProviderGrace", &c.ProviderGrace, DefaultProviderGrace},
 	}
 	for _, d := range durations {
 		switch {

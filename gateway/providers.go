@@ -29,9 +29,9 @@ import (
 // Presence is the socket, with a grace: each socket refreshes the
 // providers it put online every ProviderTTL()/3 (Server.refreshProviders,
 // one goroutine per Server), and when it closes its providers go offline
-// at once, guarded by its own session id: a provider who reconnected
-// elsewhere, and went online there, is held by that session and stays
-// online. A gateway that dies says nothing: its providers stay online
+// once Config.ProviderGrace has passed, guarded by its own session id: a
+// provider who reconnected meanwhile, here or elsewhere, and went online
+// again, is held by that session and stays online, its offers with it. A gateway that dies says nothing: its providers stay online
 // until their TTL runs out unrefreshed, which is the grace of a crash.
 // A drain (close 1001) takes nobody offline: the clients reconnect to
 // another gateway within the TTL.
@@ -142,8 +142,8 @@ func (s *session) providerHello(ctx context.Context) []protocol.ProviderView {
 }
 
 // providersClosed ends a provider's socket: it leaves the refresh and,
-// unless the server is draining, takes its providers offline, guarded by
-// its session id.
+// unless the server is draining, takes its providers offline once the
+// grace has passed, guarded by its session id.
 func (s *session) providersClosed() {
 	if s.prov == nil {
 		return
@@ -155,15 +155,28 @@ func (s *session) providersClosed() {
 	if srv.isDraining() {
 		return // they reconnect elsewhere within the TTL
 	}
-	for _, q := range s.prov.queues() {
-		ctx, cancel := context.WithTimeout(context.Background(), srv.cfg.CommandTimeout)
-		_, err := srv.cfg.Providers.ProviderOffline(ctx, q, s.p.UserID, s.providerSession())
-		cancel()
-		if err != nil {
-			// The TTL takes the provider offline once refreshes stop.
-			srv.log.Warn("provider offline at close", slog.String("user", s.p.UserID), slog.String("queue", q), slog.Any("error", err))
+	user, session, queues := s.p.UserID, s.providerSession(), s.prov.queues()
+	srv.tasks.Go(func() {
+		t := time.NewTimer(srv.cfg.ProviderGrace)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-srv.roomCtx.Done():
+			return // shutting down: the TTL is their grace
 		}
-	}
+		if srv.isDraining() {
+			return
+		}
+		for _, q := range queues {
+			ctx, cancel := context.WithTimeout(srv.baseCtx, srv.cfg.CommandTimeout)
+			_, err := srv.cfg.Providers.ProviderOffline(ctx, q, user, session)
+			cancel()
+			if err != nil {
+				// The TTL takes the provider offline once refreshes stop.
+				srv.log.Warn("provider offline after its socket closed", slog.String("user", user), slog.String("queue", q), slog.Any("error", err))
+			}
+		}
+	})
 }
 
 // refreshProviders keeps the providers of every open socket online: every

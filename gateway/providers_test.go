@@ -414,19 +414,25 @@ func TestProviderHelloFailureIsNotFatal(t *testing.T) {
 	}
 }
 
-// A socket's close takes its providers offline with its own session id;
-// one that reconnected elsewhere meanwhile stays online.
+// A socket's close takes its providers offline with its own session id
+// once the grace has passed, not before; one that reconnected elsewhere
+// meanwhile stays online.
 func TestProviderCloseGoesOffline(t *testing.T) {
 	prov := newFakeProviders(time.Hour)
-	env := startServer(t, Config{Providers: prov})
+	const grace = 300 * time.Millisecond
+	env := startServer(t, Config{Providers: prov, ProviderGrace: grace})
 	c1 := dial(t, env.wsURL(), providerToken(t, "pro"))
 	readProviderFrame(t, c1)
 	send(t, c1, `{"type":"provider.online","id":"1","queue":"advice","capacity":1}`)
 	send(t, c1, `{"type":"provider.online","id":"2","queue":"tutoring","capacity":1}`)
 	s1 := prov.callsOf("online")[0].session
 
+	closed := time.Now()
 	_ = c1.Close(websocket.StatusNormalClosure, "")
 	eventually(t, 5*time.Second, "offline at close", func() bool { return len(prov.callsOf("offline")) == 2 })
+	if waited := time.Since(closed); waited < grace {
+		t.Fatalf("offline %v after the close, within the grace of %v", waited, grace)
+	}
 	off := prov.callsOf("offline")
 	if off[0].session != s1 || off[1].session != s1 || off[0].user != "pro" || off[0].queue != "advice" || off[1].queue != "tutoring" {
 		t.Fatalf("offline calls: %+v", off)
@@ -533,7 +539,7 @@ func TestProviderRefreshLoop(t *testing.T) {
 // names exactly the one user of the one socket it is for.
 func TestProviderRefreshRace(t *testing.T) {
 	prov := newFakeProviders(time.Hour)
-	env := newRESTEnv(t, Config{Providers: prov})
+	env := newRESTEnv(t, Config{Providers: prov, ProviderGrace: time.Millisecond})
 	srv := env.srv
 	const sockets, rounds = 8, 2000
 	var wg sync.WaitGroup
@@ -578,8 +584,10 @@ func TestProviderRefreshRace(t *testing.T) {
 			t.Fatalf("refresh %+v", r)
 		}
 	}
-	// Every close took offline what the socket held at its end: tutoring
-	// in every other round, never advice (forgotten before).
+	// Every close took offline, once its grace passed, what the socket
+	// held at its end: tutoring in every other round, never advice
+	// (forgotten before).
+	srv.tasks.Wait()
 	off := prov.callsOf("offline")
 	if len(off) != sockets*rounds/2 {
 		t.Fatalf("%d offline calls, want %d", len(off), sockets*rounds/2)

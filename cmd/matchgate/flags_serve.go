@@ -17,7 +17,7 @@ import (
 type serveFlags struct {
 	addr, redisURL, postgresURL, roles, config, node, secret, guests, origins, logFormat, logLevel, prefix string
 	migrate                                                                                                bool
-	shutdownTimeout, leaseTTL                                                                              time.Duration
+	shutdownTimeout, leaseTTL, providerGrace                                                               time.Duration
 	clockSkew                                                                                              time.Duration
 	fleet, allocatorURL, skillURL                                                                          string
 	sec                                                                                                    securityFlags
@@ -44,6 +44,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	prefix := fs.String("redis-prefix", "mg", "prefix of every Redis key and channel")
 	migrate := fs.Bool("migrate", true, "apply PostgreSQL migrations at start")
 	shutdown := fs.Duration("shutdown-timeout", 10*time.Second, "how long a graceful shutdown may take")
+	providerGrace := fs.Duration("provider-grace", 3*time.Second, "how long a provider's closed socket keeps it online: a reconnect within it keeps its offers")
 	leaseTTL := fs.Duration("lease-ttl", 4*time.Second, "partition lease TTL: a dead matcher's partitions are taken over within about this long")
 	fleet := fs.String("fleet", "", "static game-server fleet: comma-separated [region=]host:port (no region: any region); empty with no --allocator-url: the demo fleet "+allocator.DemoFleet)
 	allocatorURL := fs.String("allocator-url", "", "base URL of an HTTP fleet manager (docs/ALLOCATOR.md); replaces --fleet")
@@ -56,7 +57,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	f = serveFlags{
 		addr: *addr, redisURL: *redisURL, postgresURL: *pgURL, roles: *roles, config: *config,
 		node: *node, secret: *secret, guests: *guests, origins: *origins, logFormat: *logFormat,
-		logLevel: *logLevel, prefix: *prefix, migrate: *migrate, shutdownTimeout: *shutdown, leaseTTL: *leaseTTL,
+		logLevel: *logLevel, prefix: *prefix, migrate: *migrate, shutdownTimeout: *shutdown, leaseTTL: *leaseTTL, providerGrace: *providerGrace,
 		fleet: *fleet, allocatorURL: *allocatorURL, skillURL: *skillURL, clockSkew: *clockSkew,
 	}
 	sf, err := sec()

@@ -92,7 +92,7 @@ func gatewayRole(ctx context.Context, d *deps) (*gateway.Server, []task, error) 
 		Providers:  d.svc,
 		Matchmaker: d.svc, Subscriber: hub, Presence: d.tracker, Ready: func(context.Context) error { return d.health.Err() }, Logger: d.log,
 		Registerer: d.reg, Gatherer: d.reg, Node: d.node, Secret: d.secret, Guests: d.guests,
-		AllowedOrigins: origins, ShutdownTimeout: d.f.shutdownTimeout, Now: d.clk.Now,
+		AllowedOrigins: origins, ShutdownTimeout: d.f.shutdownTimeout, ProviderGrace: d.f.providerGrace, Now: d.clk.Now,
 	}))
 	if err != nil {
 		return nil, nil, err
