@@ -49,6 +49,10 @@ type Ticket struct {
 	CancelReason string            `json:"cancelReason,omitempty"`
 	UpdatedAt    time.Time         `json:"updatedAt"`
 	Version      int64             `json:"version"`
+	// Relaxed is set only on the ticket of a provider queue's push when
+	// the wait drops a constraint: the constraints dropped so far. The
+	// record never holds it.
+	Relaxed []string `json:"-"`
 }
 
 // Partition names the (queue, region) a ticket waits in. A sharded queue

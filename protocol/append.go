@@ -50,6 +50,16 @@ func (w WireTicket) AppendJSON(b []byte) []byte {
 	b = w.UpdatedAt.appendJSON(b)
 	b = append(b, `,"version":`...)
 	b = strconv.AppendInt(b, w.Version, 10)
+	if len(w.Relaxed) > 0 {
+		b = append(b, `,"relaxed":[`...)
+		for i, c := range w.Relaxed {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = AppendJSONString(b, c)
+		}
+		b = append(b, ']')
+	}
 	return append(b, '}')
 }
 

@@ -102,6 +102,12 @@ func genTicket(r *rand.Rand) WireTicket {
 			w.Attributes[genString(r)] = genString(r)
 		}
 	}
+	if n := r.IntN(5) - 1; n >= 0 {
+		w.Relaxed = make([]string, n) // none is omitted, as nil is
+		for i := range w.Relaxed {
+			w.Relaxed[i] = genString(r)
+		}
+	}
 	return w
 }
 

@@ -68,6 +68,10 @@ type WireTicket struct {
 	CancelReason *string              `json:"cancelReason"`
 	UpdatedAt    wireTime             `json:"updatedAt"`
 	Version      int64                `json:"version"`
+	// Relaxed lists, in a provider queue's ticket.update pushed when the
+	// wait drops a constraint, the constraints dropped so far; the ticket
+	// itself is unchanged (same version).
+	Relaxed []string `json:"relaxed,omitempty"`
 }
 
 // TicketOf is t in its wire shape.
@@ -77,7 +81,7 @@ func TicketOf(t matcher.Ticket) WireTicket {
 		Skill: t.Skill, Estimated: t.Estimated, Attributes: t.Attributes,
 		EnqueuedAt: wireTime(t.EnqueuedAt), Deadline: wireTime(t.Deadline),
 		MatchID: nullString(t.MatchID), CancelReason: nullString(t.CancelReason),
-		UpdatedAt: wireTime(t.UpdatedAt), Version: t.Version,
+		UpdatedAt: wireTime(t.UpdatedAt), Version: t.Version, Relaxed: t.Relaxed,
 	}
 }
 

@@ -34,6 +34,53 @@ import (
 type prefsCache struct {
 	mu sync.Mutex
 	m  map[string]provider.Preferences
+	// told is how many of the queue's relax entries each requester was
+	// last told of (a ticket.update when its wait drops one).
+	told map[string]int
+}
+
+// relaxedNow returns the tickets of es whose wait at now has dropped more
+// constraints than they were told of, with those constraints, and notes
+// them told; a requester first seen already past a relax is told at once.
+func (c *prefsCache) relaxedNow(q *matcher.QueueConfig, es []matcher.Entry, now time.Time) map[string][]string {
+	if len(q.Relax) == 0 {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.told == nil {
+		c.told = map[string]int{}
+	}
+	var out map[string][]string
+	for _, e := range es {
+		n := 0
+		for _, r := range q.Relax {
+			if now.Sub(e.Enqueue) >= r.After {
+				n++
+			}
+		}
+		if n > c.told[e.TicketID] {
+			if out == nil {
+				out = map[string][]string{}
+			}
+			for _, r := range q.Relax[:n] {
+				out[e.TicketID] = append(out[e.TicketID], r.Drop)
+			}
+		}
+		c.told[e.TicketID] = n
+	}
+	return out
+}
+
+// forgetTold drops the told counts of tickets not in keep.
+func (c *prefsCache) forgetTold(keep map[string]bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id := range c.told {
+		if !keep[id] {
+			delete(c.told, id)
+		}
+	}
 }
 
 // prefsReads bounds the record reads one pass makes at once for the
@@ -122,6 +169,11 @@ func (p *pass) assign(ctx context.Context) error {
 		return fmt.Errorf("count the requesters of %s: %w", p.e.part, err)
 	}
 	seen := map[string]bool{}
+	relaxed := map[string][]string{}
+	defer func() {
+		p.e.prefs.forgetTold(seen)
+		p.tellRelaxed(ctx, relaxed)
+	}()
 	head := p.oldest
 	for round := 1; ; round++ {
 		var reqs []matcher.Entry
@@ -139,6 +191,7 @@ func (p *pass) assign(ctx context.Context) error {
 		if len(reqs) == 0 {
 			return nil
 		}
+		maps.Copy(relaxed, p.e.prefs.relaxedNow(q, reqs, p.now))
 		prefs, err := p.e.prefs.of(ctx, d.Ledger, reqs, round == 1)
 		if err != nil {
 			return err
@@ -188,6 +241,32 @@ func (p *pass) assign(ctx context.Context) error {
 		if head, err = p.read(ctx, plan.Read{Kind: plan.ReadOldest, N: read + provider.BatchMax}); err != nil {
 			return fmt.Errorf("read on past the oldest %d: %w", read, err)
 		}
+	}
+}
+
+// tellRelaxed pushes each requester whose wait dropped a constraint this
+// pass a ticket.update naming the constraints dropped so far, unless it
+// was matched by the pass: advisory (not in the outbox), as the ticket
+// itself is unchanged; GET /v1/tickets/{id} says the same in explain.
+func (p *pass) tellRelaxed(ctx context.Context, relaxed map[string][]string) {
+	n := p.e.cfg.Notifier
+	if n == nil || len(relaxed) == 0 {
+		return
+	}
+	var events []matcher.Event
+	for id, drops := range relaxed {
+		if p.used[id] {
+			continue // matched (or resolved) this pass: the match says more
+		}
+		t, err := p.e.cfg.Ledger.Ticket(ctx, id)
+		if err != nil || t.Status != matcher.StatusWaiting {
+			continue
+		}
+		t.Relaxed = drops
+		events = append(events, matcher.TicketUpdatedEvent(t))
+	}
+	if len(events) > 0 {
+		n.Deliver(ctx, events)
 	}
 }
 

@@ -348,3 +348,48 @@ func TestProviderPassReadsOnPastAnUnservableHead(t *testing.T) {
 		t.Fatalf("ana holds %d", h.held("ana"))
 	}
 }
+
+// A requester still waiting when its wait drops a constraint is pushed a
+// ticket.update naming the constraints dropped; one matched by that pass
+// is pushed the match instead.
+func TestProviderRelaxIsPushed(t *testing.T) {
+	h := newProviderHarness(t, matcher.QueueConfig{Name: "advice",
+		ProviderRules: matcher.ProviderRules{Relax: []provider.Relax{
+			{After: 10 * time.Second, Drop: provider.ConstraintSpecialty}, {After: 30 * time.Second, Drop: provider.ConstraintLanguage}}}})
+	h.online("cy", 1, provider.Attributes{Languages: []string{"fr"}, Rating: 4})
+	tk := h.request("u1", map[string]string{"language": "en", "specialty": "tax"})
+	relaxPushes := func() [][]string {
+		h.pushed.mu.Lock()
+		defer h.pushed.mu.Unlock()
+		var out [][]string
+		for _, e := range h.pushed.events {
+			if e.Kind == matcher.EventTicketUpdated && e.Ticket.ID == tk.ID && e.Ticket.Relaxed != nil {
+				out = append(out, e.Ticket.Relaxed)
+			}
+		}
+		return out
+	}
+	h.tick()
+	if got := relaxPushes(); len(got) != 0 {
+		t.Fatalf("pushed %v before any relax", got)
+	}
+	h.advance(11 * time.Second)
+	h.online("cy", 1, provider.Attributes{Languages: []string{"fr"}, Rating: 4})
+	h.tick()
+	h.tick() // told once
+	if got := relaxPushes(); len(got) != 1 || len(got[0]) != 1 || got[0][0] != provider.ConstraintSpecialty {
+		t.Fatalf("relax pushes %v, want one naming specialty", got)
+	}
+	if st := h.ticket(tk.ID); st.Status != matcher.StatusWaiting || st.Version != tk.Version {
+		t.Fatalf("the relax changed the ticket: %+v", st)
+	}
+	h.advance(20 * time.Second)
+	h.online("cy", 1, provider.Attributes{Languages: []string{"fr"}, Rating: 4})
+	h.tick()
+	if got := relaxPushes(); len(got) != 1 {
+		t.Fatalf("relax pushes %v: the pass that matched it pushed a relax too", got)
+	}
+	if m := h.match(h.ticket(tk.ID).MatchID); m.Provider.UserID != "cy" {
+		t.Fatalf("matched %+v", m)
+	}
+}
