@@ -301,10 +301,13 @@ func (p *pass) stageSlots(ctx context.Context, st []staged) {
 		})
 	}
 	wg.Wait()
+	// The offer is made now, the slots taken, not at the pass's start: the
+	// provider's time to answer is not spent by the pass, and the record
+	// never shows an offer begun before the end of the session whose slot
+	// it took.
+	offeredAt := p.e.cfg.Now().UTC().Truncate(time.Microsecond)
 	if q.AcceptWindow > 0 {
-		// The window runs from now, the slot taken, not from the pass's
-		// start: the provider's time to answer is not spent by the pass.
-		by := p.e.cfg.Now().UTC().Truncate(time.Microsecond).Add(q.AcceptWindow)
+		by := offeredAt.Add(q.AcceptWindow)
 		for i := range st {
 			st[i].m.AcceptBy = &by
 		}
@@ -313,7 +316,7 @@ func (p *pass) stageSlots(ctx context.Context, st []staged) {
 	var at []int
 	for i, s := range st {
 		if held[i] {
-			reqs = append(reqs, provider.OfferRequest{Assignment: assignmentOf(s.m), Capacity: p.capacity[s.m.Provider.UserID]})
+			reqs = append(reqs, provider.OfferRequest{Assignment: assignmentOf(s.m, offeredAt), Capacity: p.capacity[s.m.Provider.UserID]})
 			at = append(at, i)
 		}
 	}
@@ -356,11 +359,12 @@ func (p *pass) stageSlots(ctx context.Context, st []staged) {
 	}
 }
 
-// assignmentOf is the record's assignment of a provider queue's match.
-func assignmentOf(m matcher.Match) provider.Assignment {
+// assignmentOf is the record's assignment of a provider queue's match,
+// offered at offeredAt.
+func assignmentOf(m matcher.Match, offeredAt time.Time) provider.Assignment {
 	a := provider.Assignment{
 		ID: m.ID, Queue: m.Queue, Provider: m.Provider.UserID, Score: m.Provider.Score, Parts: m.Provider.Parts,
-		OfferedAt: m.CreatedAt,
+		OfferedAt: offeredAt,
 	}
 	if len(m.Players) > 0 {
 		a.TicketID, a.Requester = m.Players[0].TicketID, m.Players[0].UserID
