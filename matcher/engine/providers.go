@@ -154,20 +154,11 @@ func (p *pass) assign(ctx context.Context) error {
 	if d.Providers == nil || d.Assignments == nil {
 		return nil // a server without a provider pool forms nothing here
 	}
-	providers, err := d.Providers.Snapshot(ctx, q.Name, p.now)
-	if err != nil {
-		return fmt.Errorf("read the providers of %s: %w", q.Name, err)
-	}
-	p.capacity = make(map[string]int, len(providers))
-	at := make(map[string]int, len(providers))
-	for i, pr := range providers {
-		p.capacity[pr.UserID] = pr.Capacity
-		at[pr.UserID] = i
-	}
-	waiting, err := d.Pool.Size(ctx, p.e.part)
-	if err != nil {
-		return fmt.Errorf("count the requesters of %s: %w", p.e.part, err)
-	}
+	var (
+		providers []provider.Provider
+		at        map[string]int
+		waiting   int64
+	)
 	seen := map[string]bool{}
 	relaxed := map[string][]string{}
 	defer func() {
@@ -189,20 +180,50 @@ func (p *pass) assign(ctx context.Context) error {
 			}
 		}
 		if len(reqs) == 0 {
-			return nil
+			return nil // nobody waits: the providers are not read
 		}
 		maps.Copy(relaxed, p.e.prefs.relaxedNow(q, reqs, p.now))
-		prefs, err := p.e.prefs.of(ctx, d.Ledger, reqs, round == 1)
-		if err != nil {
-			return err
-		}
 		ids := make([]string, len(reqs))
 		for i, r := range reqs {
 			ids[i] = r.TicketID
 		}
-		refused, err := d.Assignments.Refused(ctx, q.Name, ids)
-		if err != nil {
-			return fmt.Errorf("read the refusals of %s: %w", q.Name, err)
+		// The reads of a round are independent: in parallel, so that a
+		// pass waits for the slowest rather than their sum.
+		var (
+			wg      sync.WaitGroup
+			prefs   map[string]provider.Preferences
+			refused map[string][]string
+			errs    [4]error
+		)
+		if round == 1 {
+			wg.Go(func() {
+				if providers, errs[0] = d.Providers.Snapshot(ctx, q.Name, p.now); errs[0] != nil {
+					errs[0] = fmt.Errorf("read the providers of %s: %w", q.Name, errs[0])
+				}
+			})
+			wg.Go(func() {
+				if waiting, errs[1] = d.Pool.Size(ctx, p.e.part); errs[1] != nil {
+					errs[1] = fmt.Errorf("count the requesters of %s: %w", p.e.part, errs[1])
+				}
+			})
+		}
+		wg.Go(func() { prefs, errs[2] = p.e.prefs.of(ctx, d.Ledger, reqs, round == 1) })
+		wg.Go(func() {
+			if refused, errs[3] = d.Assignments.Refused(ctx, q.Name, ids); errs[3] != nil {
+				errs[3] = fmt.Errorf("read the refusals of %s: %w", q.Name, errs[3])
+			}
+		})
+		wg.Wait()
+		if err := errors.Join(errs[:]...); err != nil {
+			return err
+		}
+		if round == 1 {
+			p.capacity = make(map[string]int, len(providers))
+			at = make(map[string]int, len(providers))
+			for i, pr := range providers {
+				p.capacity[pr.UserID] = pr.Capacity
+				at[pr.UserID] = i
+			}
 		}
 		chosen := p.e.plan.Choose(q, plan.Round{Anchors: reqs, Now: p.now, Providers: providers, Prefs: prefs,
 			Waiting: int(waiting), Refused: refused, Used: func(id string) bool { return p.used[id] }})
@@ -238,6 +259,7 @@ func (p *pass) assign(ctx context.Context) error {
 		if free == 0 || len(head) < read || round == assignRounds {
 			return nil
 		}
+		var err error
 		if head, err = p.read(ctx, plan.Read{Kind: plan.ReadOldest, N: read + provider.BatchMax}); err != nil {
 			return fmt.Errorf("read on past the oldest %d: %w", read, err)
 		}
