@@ -393,3 +393,25 @@ func TestProviderRelaxIsPushed(t *testing.T) {
 		t.Fatalf("matched %+v", m)
 	}
 }
+
+// An assignment recorded by a pass that died before its commit (no match
+// in the record) holds no slot once its provider comes online again.
+func TestProviderOrphanedAssignmentIsEnded(t *testing.T) {
+	ctx := context.Background()
+	h := newProviderHarness(t, matcher.QueueConfig{Name: "advice"})
+	tk := h.request("u1", nil)
+	orphan := provider.Assignment{ID: "0a0a0000-0000-4000-8000-000000000001", Queue: "advice", TicketID: tk.ID,
+		Requester: "u1", Provider: "ana", Score: 1, OfferedAt: h.clock()}
+	if _, err := h.rec.Offer(ctx, orphan, 1); err != nil {
+		t.Fatal(err)
+	}
+	h.online("ana", 1, en(4))
+	if h.held("ana") != 1 {
+		t.Fatalf("a fresh assignment without its match yet holds %d slots, want 1 (its commit may be under way)", h.held("ana"))
+	}
+	h.advance(2 * time.Minute)
+	h.online("ana", 1, en(4))
+	if a, _ := h.rec.Get(ctx, orphan.ID); a.Status != provider.StatusEnded || h.held("ana") != 0 {
+		t.Fatalf("the orphan is %s and ana holds %d slots", a.Status, h.held("ana"))
+	}
+}

@@ -50,9 +50,12 @@ func (s *Service) ProviderOnline(ctx context.Context, queue, userID, session str
 	if err != nil {
 		return provider.Provider{}, matcher.Unavailable(fmt.Errorf("read the assignments of %s: %w", userID, err))
 	}
-	held := make([]string, len(live))
-	for i, a := range live {
-		held[i] = a.ID
+	held := make([]string, 0, len(live))
+	for _, a := range live {
+		if s.orphaned(ctx, a, now) {
+			continue
+		}
+		held = append(held, a.ID)
 	}
 	if err := s.cfg.Providers.Sync(ctx, q.Name, userID, held); err != nil {
 		return provider.Provider{}, matcher.Unavailable(err)
@@ -63,6 +66,35 @@ func (s *Service) ProviderOnline(ctx context.Context, queue, userID, session str
 	}
 	s.wakeQueue(q)
 	return p, nil
+}
+
+// orphanAge is how old an assignment without its match must be to be
+// judged orphaned: far past any pass's commit.
+const orphanAge = time.Minute
+
+// orphaned ends a live assignment whose match the record does not hold
+// (its pass died between the offer and the commit), reporting whether it
+// did: assigned at once, such an assignment would hold its slot for good.
+// An offer of the kind expires by its window anyway.
+func (s *Service) orphaned(ctx context.Context, a provider.Assignment, now time.Time) bool {
+	if now.Sub(a.OfferedAt) < orphanAge {
+		return false
+	}
+	if _, err := s.cfg.Ledger.Match(ctx, a.ID); !errors.Is(err, matcher.ErrNotFound) {
+		return false
+	}
+	var err error
+	if a.Status == provider.StatusOffered {
+		_, err = s.cfg.Assignments.Decline(ctx, a.ID, now)
+	} else {
+		_, err = s.cfg.Assignments.End(ctx, a.ID, "not committed", now)
+	}
+	if err != nil {
+		s.log.Warn("end an orphaned assignment", "assignment", a.ID, "err", err)
+		return false
+	}
+	s.log.Info("ended an assignment whose match was never committed", "assignment", a.ID, "provider", a.Provider)
+	return true
 }
 
 // ProviderUpdate changes an online provider's capacity (capacity < 0
