@@ -34,13 +34,14 @@ func (s *Server) adminRoutes(r *mux.Router) {
 	r.HandleFunc("/v1/admin/bans/{user}", a("unban", s.handleUnban)).Methods(http.MethodDelete)
 	r.HandleFunc("/v1/admin/users/{user}/disconnect", a("disconnect", s.handleDisconnect)).Methods(http.MethodPost)
 	r.HandleFunc("/v1/admin/nodes/{node}/drain", a("drain", s.handleDrain)).Methods(http.MethodPost)
+	r.HandleFunc("/v1/admin/assignments/{id}/end", a("end_assignment", s.handleOperatorEnd)).Methods(http.MethodPost)
 	r.HandleFunc("/v1/admin/queues", a("list_queues", s.handleListQueues)).Methods(http.MethodGet)
 	r.HandleFunc("/v1/admin/queues/{queue}", a("put_queue", s.handlePutQueue)).Methods(http.MethodPut)
 	r.HandleFunc("/v1/admin/queues/{queue}", a("retire_queue", s.handleRetireQueue)).Methods(http.MethodDelete)
 }
 
 // adminActions are the values of the admin metric's action label.
-var adminActions = []string{"list_bans", "ban", "unban", "disconnect", "drain", "list_queues", "put_queue", "retire_queue"}
+var adminActions = []string{"list_bans", "ban", "unban", "disconnect", "drain", "list_queues", "put_queue", "retire_queue", "end_assignment"}
 
 // withAdmin checks the admin token (in constant time), runs h, answers its
 // error, and writes an audit line for every change.

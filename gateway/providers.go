@@ -46,6 +46,8 @@ type Providers interface {
 	ProviderStates(ctx context.Context, userID string) ([]provider.State, error) // for hello
 	ProviderPresence(ctx context.Context, queue string) (provider.Presence, error)
 	EndAssignment(ctx context.Context, userID, assignmentID string) (provider.Assignment, error)
+	// OperatorEnd ends an assignment whoever its provider (the admin API).
+	OperatorEnd(ctx context.Context, assignmentID string) (provider.Assignment, error)
 }
 
 var (
@@ -734,4 +736,24 @@ func (s *Server) handleProviderPresence(w http.ResponseWriter, r *http.Request, 
 		return
 	}
 	writeJSON(w, http.StatusOK, protocol.PresenceOf(pr))
+}
+
+// handleOperatorEnd: POST /v1/admin/assignments/{id}/end → 200
+// {"assignment"}: an operator ends an offer or a running session.
+func (s *Server) handleOperatorEnd(w http.ResponseWriter, r *http.Request) error {
+	if s.cfg.Providers == nil {
+		return matcher.Errorf(matcher.CodeNotFound, "this server serves no provider queue")
+	}
+	id := mux.Vars(r)["id"]
+	if err := checkAssignmentID(id); err != nil {
+		return err
+	}
+	ctx, cancel := s.adminCtx(r)
+	defer cancel()
+	a, err := s.cfg.Providers.OperatorEnd(ctx, id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, protocol.AssignmentBody{Assignment: protocol.AssignmentOf(a)})
+	return nil
 }

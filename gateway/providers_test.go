@@ -150,6 +150,12 @@ func (f *fakeProviders) ProviderPresence(ctx context.Context, queue string) (pro
 	return pr, nil
 }
 
+func (f *fakeProviders) OperatorEnd(ctx context.Context, assignmentID string) (provider.Assignment, error) {
+	f.record(providerCall{op: "operator_end", queue: assignmentID})
+	return provider.Assignment{ID: assignmentID, Queue: "advice", Provider: "pro", Requester: "req", TicketID: "t1",
+		Status: provider.StatusEnded, EndReason: "operator", EndedAt: time.Unix(1e9, 0), Version: 4}, nil
+}
+
 func (f *fakeProviders) EndAssignment(ctx context.Context, userID, assignmentID string) (provider.Assignment, error) {
 	f.record(providerCall{op: "end", user: userID, queue: assignmentID})
 	if assignmentID == "gone" {

@@ -146,3 +146,34 @@ func TestProvidersRedisPostgres(t *testing.T) {
 	prefix := redistest.Prefix(t)
 	exerciseProviders(t, providerServer(t, "--redis-url", redistest.URL(), "--postgres-url", pgURL(t), "--redis-prefix", prefix))
 }
+
+// An operator ends a running session through the admin API: the slot is
+// freed and the assignment ENDED by the operator.
+func TestProviderOperatorEndsASession(t *testing.T) {
+	base := providerServer(t, "--admin-token", admissionAdmin)
+	pro := dial(t, base, mint(t, "pro-ana", "provider"))
+	pro.expect("hello", 5*time.Second)
+	pro.send(map[string]any{"type": "provider.online", "id": "1", "queue": "advice", "capacity": 1,
+		"attributes": map[string]any{"languages": []string{"en"}, "specialties": []string{"tax"}, "rating": 4}})
+	pro.expect("provider", 5*time.Second)
+	req := dial(t, base, mint(t, "req-1", ""))
+	req.expect("hello", 5*time.Second)
+	req.send(map[string]any{"type": "join", "id": "j", "queue": "advice", "attributes": map[string]string{"language": "en"}})
+	offer := decode[assignmentFrame](t, pro.expect("assignment.offered", 5*time.Second)).Assignment
+	pro.send(map[string]any{"type": "assignment.accept", "id": "2", "assignmentId": offer.ID})
+	pro.expect("assignment", 5*time.Second)
+	req.expect("match.ready", 5*time.Second)
+
+	if code, _ := call(t, http.MethodPost, base+"/v1/admin/assignments/"+offer.ID+"/end", req.g.Token, ""); code != http.StatusUnauthorized {
+		t.Fatalf("a player's token ended an assignment: %d", code)
+	}
+	code, body := call(t, http.MethodPost, base+"/v1/admin/assignments/"+offer.ID+"/end", admissionAdmin, "")
+	a, _ := body["assignment"].(map[string]any)
+	if code != 200 || a["status"] != "ENDED" || a["endReason"] != "operator" {
+		t.Fatalf("operator end: %d %v", code, body)
+	}
+	code, body = call(t, http.MethodGet, base+"/v1/presence/providers?queue=advice", req.g.Token, "")
+	if code != 200 || body["used"] != 0.0 {
+		t.Fatalf("presence after the operator's end: %d %v", code, body)
+	}
+}

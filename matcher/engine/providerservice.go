@@ -234,6 +234,36 @@ func (s *Service) ProviderPresence(ctx context.Context, queue string) (provider.
 // EndAssignment ends a running (READY) assignment of the provider userID:
 // the session is over and the slot takes the next requester.
 func (s *Service) EndAssignment(ctx context.Context, userID, matchID string) (provider.Assignment, error) {
+	return s.endAssignment(ctx, userID, matchID, "ended")
+}
+
+// OperatorEnd ends an assignment for an operator, whoever its provider:
+// an open offer is declined (its requester goes back in place), a running
+// session ended with reason operator.
+func (s *Service) OperatorEnd(ctx context.Context, matchID string) (provider.Assignment, error) {
+	m, err := s.cfg.Ledger.Match(ctx, matchID)
+	switch {
+	case errors.Is(err, matcher.ErrNotFound):
+		return provider.Assignment{}, matcher.Errorf(matcher.CodeNotFound, "no assignment %s", matchID)
+	case err != nil:
+		return provider.Assignment{}, matcher.Unavailable(fmt.Errorf("read match %s: %w", matchID, err))
+	case m.Provider == nil:
+		return provider.Assignment{}, matcher.Errorf(matcher.CodeNotFound, "match %s is no assignment", matchID)
+	case m.State == matcher.MatchPendingAccept:
+		if _, err := s.Decline(ctx, m.Provider.UserID, m.ID); err != nil {
+			return provider.Assignment{}, err
+		}
+	case m.State == matcher.MatchReady:
+		return s.endAssignment(ctx, m.Provider.UserID, m.ID, "operator")
+	}
+	a, err := s.cfg.Assignments.Get(ctx, m.ID)
+	if err != nil {
+		return provider.Assignment{}, matcher.Unavailable(fmt.Errorf("read assignment %s: %w", m.ID, err))
+	}
+	return a, nil
+}
+
+func (s *Service) endAssignment(ctx context.Context, userID, matchID, reason string) (provider.Assignment, error) {
 	m, err := s.cfg.Ledger.Match(ctx, matchID)
 	switch {
 	case errors.Is(err, matcher.ErrNotFound):
@@ -247,7 +277,7 @@ func (s *Service) EndAssignment(ctx context.Context, userID, matchID string) (pr
 			Message: fmt.Sprintf("assignment %s is %s: accept or decline it first", m.ID, m.State)}
 	}
 	now := s.cfg.Now()
-	a, err := s.cfg.Assignments.End(ctx, m.ID, "ended", now)
+	a, err := s.cfg.Assignments.End(ctx, m.ID, reason, now)
 	switch {
 	case errors.Is(err, provider.ErrNotFound), errors.Is(err, provider.ErrConflict):
 		// Already ended (a repeat), or the record lost the accept: read
