@@ -14,7 +14,7 @@ import (
 	"github.com/matchgate/matchgate/provider"
 )
 
-// Provider queues (ARCHITECTURE.md §10). A requester joins as a player
+// Provider queues (ARCHITECTURE.md §6). A requester joins as a player
 // does and waits in the pool; each pass of its partition reads the oldest
 // provider.BatchMax, the providers the live pool holds (Deps.Providers),
 // and lets the provider planner choose. A chosen pair becomes a match of
