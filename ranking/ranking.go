@@ -9,6 +9,10 @@
 // the hour bucket of its instant, whatever the weights. Weights are
 // versioned; a new version re-scores every retained period from the
 // metrics, so the past can be ranked under new weights.
+//
+// Equal scores rank by Ahead: the item that reached the score first, then
+// the smaller id. Periods are UTC (period.go); a board's buckets are kept
+// for its Retention, twice its longest window.
 package ranking
 
 import (

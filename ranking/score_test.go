@@ -143,3 +143,28 @@ func TestScorerValueAllocatesNothing(t *testing.T) {
 		t.Fatalf("Value allocates %v", n)
 	}
 }
+
+// One Scorer serves goroutines at once (run with -race): every goroutine
+// gets the bits a lone call gets.
+func TestScorerConcurrent(t *testing.T) {
+	s := NewScorer(products().Metrics)
+	m := ItemMetrics{Metrics: map[string]float64{"views": 7, "likes": 2, "sales": 1234}}
+	want := s.Value(m, 0.5)
+	errs := make(chan string, 8)
+	for range 8 {
+		go func() {
+			for range 2000 {
+				if v, _ := s.Score(m, 0.5); v != want || s.Value(m, 0.5) != want {
+					errs <- "differs"
+					return
+				}
+			}
+			errs <- ""
+		}()
+	}
+	for range 8 {
+		if e := <-errs; e != "" {
+			t.Fatal(e)
+		}
+	}
+}
