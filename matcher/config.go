@@ -14,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/matchgate/matchgate/provider"
+	"github.com/matchgate/matchgate/ranking"
 )
 
 // Queue kinds.
@@ -270,10 +271,12 @@ type Sharding struct {
 	OverflowAfter time.Duration `yaml:"overflowAfter"`
 }
 
-// Config is the queue file: global defaults and the queues.
+// Config is the queue file: global defaults, the queues and the ranking
+// boards (package ranking).
 type Config struct {
-	Defaults QueueConfig   `yaml:"defaults"`
-	Queues   []QueueConfig `yaml:"queues"`
+	Defaults QueueConfig     `yaml:"defaults"`
+	Queues   []QueueConfig   `yaml:"queues"`
+	Rankings []ranking.Board `yaml:"rankings"`
 }
 
 // namePattern is what ValidName accepts, as error messages state it.
@@ -343,7 +346,13 @@ func (c *Config) Normalize() error {
 		}
 		seen[q.Name] = true
 	}
-	return c.checkAdmission()
+	if err := c.checkAdmission(); err != nil {
+		return err
+	}
+	if err := ranking.NormalizeBoards(c.Rankings); err != nil {
+		return fmt.Errorf("queue config: %w", err)
+	}
+	return nil
 }
 
 // checkAdmission refuses a queue whose admission names no admission queue

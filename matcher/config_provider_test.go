@@ -67,3 +67,38 @@ func TestProviderQueueRefusals(t *testing.T) {
 		}
 	}
 }
+
+func TestRankingBoardsFromTheFile(t *testing.T) {
+	c, err := ParseConfig([]byte(`
+queues:
+  - name: duel
+rankings:
+  - name: trending
+    source: matchmaking
+    metrics: {joins: {weight: 1}, matches: {weight: 3}, cancels: {weight: -1}}
+    windows: [hour, day, week]
+    top: 100
+    carry: {top: 100, fraction: 0.1}
+    refresh: 1m
+  - name: products
+    source: events
+    metrics: {views: {weight: 1}, likes: {weight: 3}, sales: {weight: 5, transform: log1p}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Rankings) != 2 || c.Rankings[0].Carry.Fraction != 0.1 || c.Rankings[1].Metrics["sales"].Transform != "log1p" ||
+		c.Rankings[1].Top != 100 || len(c.Rankings[1].Windows) != 3 || c.Rankings[1].Refresh != time.Minute {
+		t.Fatalf("rankings = %+v", c.Rankings)
+	}
+	for _, bad := range []string{
+		"rankings: [{name: x, source: nowhere, metrics: {a: {weight: 1}}}]",
+		"rankings: [{name: x, source: events, metrics: {a: {weight: 1, transform: sqrt}}}]",
+		"rankings: [{name: x, source: events, metrics: {a: {weight: 1}}}, {name: x, source: events, metrics: {a: {weight: 1}}}]",
+		"rankings: [{name: x, source: events, metrics: {a: {weight: 1}}, typo: 1}]",
+	} {
+		if _, err := ParseConfig([]byte("queues: [{name: duel}]\n" + bad + "\n")); err == nil {
+			t.Errorf("%s: accepted", bad)
+		}
+	}
+}
