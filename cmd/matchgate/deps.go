@@ -98,6 +98,11 @@ func newDeps(ctx context.Context, f serveFlags, stderr io.Writer) (_ *deps, err 
 	if err != nil {
 		return nil, err
 	}
+	if len(queues.Rankings) > 0 {
+		// Validated with the queue file, so a board written today is
+		// right, but not served by this version (ARCHITECTURE.md §10).
+		log.Warn("the queue file's rankings are validated but not served yet", "boards", len(queues.Rankings))
+	}
 	if d.guests, err = f.parseGuests(); err != nil {
 		return nil, err
 	}
