@@ -20,11 +20,14 @@ CREATE INDEX ranking_events_at ON ranking_events USING brin (at);
 -- metric in the hour (UTC) of its instant. Policy-free: no weight is ever
 -- stored here, so new weights re-score the past from these rows. first_at
 -- is the earliest instant of the item's events in the bucket, a tie's
--- order.
+-- order. Items and metrics sort in byte order (COLLATE "C"), whatever the
+-- database's collation: Scan hands items in that order, and the primary
+-- key then yields a span's rows already grouped and sorted, streamed
+-- without a sort of a million items.
 CREATE TABLE ranking_buckets (
     board    text NOT NULL,
-    item     text NOT NULL,
-    metric   text NOT NULL,
+    item     text COLLATE "C" NOT NULL,
+    metric   text COLLATE "C" NOT NULL,
     hour     timestamptz NOT NULL CHECK (date_trunc('hour', hour, 'UTC') = hour),
     value    double precision NOT NULL CHECK (value >= 0),
     first_at timestamptz NOT NULL CHECK (first_at >= hour AND first_at < hour + interval '1 hour'),
