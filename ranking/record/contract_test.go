@@ -303,8 +303,19 @@ func testRecord(t *testing.T, newRecord func(t *testing.T) ranking.Record) {
 			t.Fatal(err)
 		}
 		equal(t, "other board", got, ranking.Weights{Version: 1, At: us(t0), Metrics: map[string]ranking.Metric{}})
-		if _, err := r.SetWeights(ctx, "c", ranking.Weights{}); err == nil {
-			t.Fatal("weights without a time were set")
+		for name, w := range map[string]ranking.Weights{
+			"no time":         {},
+			"a NUL in by":     {By: "a\x00", At: t0},
+			"a bad metric":    {At: t0, Metrics: map[string]ranking.Metric{"\xff": {Weight: 1}}},
+			"an empty metric": {At: t0, Metrics: map[string]ranking.Metric{"": {Weight: 1}}},
+			"an infinite one": {At: t0, Metrics: map[string]ranking.Metric{"joins": {Weight: math.Inf(-1)}}},
+		} {
+			if _, err := r.SetWeights(ctx, "c", w); err == nil {
+				t.Errorf("%s: weights were set", name)
+			}
+		}
+		if w, _, _ := r.Weights(ctx, "c"); w.Version != 1 {
+			t.Fatalf("refused weights took a version: %+v", w)
 		}
 	})
 
@@ -406,12 +417,17 @@ func testRecord(t *testing.T, newRecord func(t *testing.T) ranking.Record) {
 		r := newRecord(t)
 		ok := ev("ok", "q", "joins", 1, t0)
 		for name, e := range map[string]ranking.Event{
-			"no id":     ev("", "q", "joins", 1, t0),
-			"no item":   ev("x", "", "joins", 1, t0),
-			"no metric": ev("x", "q", "", 1, t0),
-			"no time":   ev("x", "q", "joins", 1, time.Time{}),
-			"negative":  ev("x", "q", "joins", -1, t0),
-			"NaN":       ev("x", "q", "joins", nan(), t0),
+			"no id":      ev("", "q", "joins", 1, t0),
+			"no item":    ev("x", "", "joins", 1, t0),
+			"no metric":  ev("x", "q", "", 1, t0),
+			"no time":    ev("x", "q", "joins", 1, time.Time{}),
+			"negative":   ev("x", "q", "joins", -1, t0),
+			"NaN":        ev("x", "q", "joins", nan(), t0),
+			"infinite":   ev("x", "q", "joins", math.Inf(1), t0),
+			"NUL":        ev("x\x00", "q", "joins", 1, t0),
+			"not UTF-8":  ev("x", "q\xff", "joins", 1, t0),
+			"year 0":     ev("x", "q", "joins", 1, time.Date(0, 12, 31, 23, 0, 0, 0, time.UTC)),
+			"year 10000": ev("x", "q", "joins", 1, time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)),
 		} {
 			if _, _, err := r.Ingest(context.Background(), "b", []ranking.Event{ok, e}); !errors.Is(err, ranking.ErrInvalidEvent) {
 				t.Errorf("%s: Ingest = %v, want ErrInvalidEvent", name, err)
