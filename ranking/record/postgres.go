@@ -73,7 +73,8 @@ const sumSQL = `SELECT item, metric, sum(value), min(first_at) FROM ranking_buck
 // Scan implements ranking.Record. Rows stream from the server; an item is
 // handed to fn once its last metric is read. The query is planned for each
 // call (not a cached generic plan): an hour of a large board is best read
-// by hour and sorted, a week by the primary key, already in order.
+// by hour and sorted, a week by the primary key, already in order. fn runs
+// while the scan holds one of the pool's connections.
 func (r *Postgres) Scan(ctx context.Context, board string, from, to time.Time, fn func(ranking.ItemMetrics) error) error {
 	rows, err := r.pool.Query(ctx, sumSQL+` GROUP BY item, metric ORDER BY item, metric`,
 		pgx.QueryExecModeCacheDescribe, board, pgtime.Stamp(from), pgtime.Stamp(to))
