@@ -21,11 +21,12 @@ const (
 // CheckEvent validates e for b at now; its errors wrap ErrInvalidEvent.
 // The id and the item are 1 to 128 bytes of UTF-8 without control
 // characters (they end up in JSON, logs and Redis members); the metric is
-// one of b's; the value a finite number ≥ 0 (metrics only grow: a
+// one of b's; the value a number from 0 to MaxValue (metrics only grow: a
 // withdrawal is a metric of its own with a negative weight); the instant
 // set, at most MaxFuture ahead of now and not older than b's retention,
 // whose buckets may already be pruned.
 func (b *Board) CheckEvent(e Event, now time.Time) error {
+	// (MaxValue keeps a bucket's sum of a billion events finite.)
 	if err := b.checkEvent(e, now); err != nil {
 		return fmt.Errorf("%w: %s", ErrInvalidEvent, err)
 	}
@@ -42,8 +43,8 @@ func (b *Board) checkEvent(e Event, now time.Time) error {
 	if _, ok := b.Metrics[e.Metric]; !ok {
 		return fmt.Errorf("event %q: board %q counts no metric %q", e.ID, b.Name, e.Metric)
 	}
-	if math.IsNaN(e.Value) || math.IsInf(e.Value, 0) || e.Value < 0 {
-		return fmt.Errorf("event %q: value %v must be a finite number ≥ 0", e.ID, e.Value)
+	if math.IsNaN(e.Value) || math.IsInf(e.Value, 0) || e.Value < 0 || e.Value > MaxValue {
+		return fmt.Errorf("event %q: value %v must be a number from 0 to %g", e.ID, e.Value, MaxValue)
 	}
 	switch {
 	case e.At.IsZero():
@@ -72,3 +73,7 @@ func checkText(what, s string, max int) error {
 	}
 	return nil
 }
+
+// MaxValue bounds one event's value: a bucket summing even a billion of
+// them stays a finite float64, so no sum of the record overflows.
+const MaxValue = 1e15
