@@ -180,7 +180,10 @@ func (p *pass) assign(ctx context.Context) error {
 			}
 		}
 		if len(reqs) == 0 {
-			return nil // nobody waits: the providers are not read
+			if round == 1 {
+				d.Metrics.shedTier(q.Name, p.e.cfg.Region, 0) // nobody waits: nothing shed
+			}
+			return nil // and the providers are not read
 		}
 		maps.Copy(relaxed, p.e.prefs.relaxedNow(q, reqs, p.now))
 		ids := make([]string, len(reqs))
