@@ -13,6 +13,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/matchgate/matchgate/internal/names"
 	"github.com/matchgate/matchgate/provider"
 	"github.com/matchgate/matchgate/ranking"
 )
@@ -280,26 +281,12 @@ type Config struct {
 }
 
 // namePattern is what ValidName accepts, as error messages state it.
-const namePattern = `^[a-z0-9][a-z0-9_-]{0,47}$`
+const namePattern = names.Pattern
 
 // ValidName reports whether s may be a queue or region name: lower-case
 // letters, digits, '-' and '_', at most 48 characters. Names end up inside
-// Redis keys and metric labels, so nothing else is let through. A loop, not
-// namePattern's regexp: every join checks its queue and region.
-func ValidName(s string) bool {
-	if s == "" || len(s) > 48 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case 'a' <= c && c <= 'z', '0' <= c && c <= '9':
-		case (c == '-' || c == '_') && i > 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
+// Redis keys and metric labels, so nothing else is let through.
+func ValidName(s string) bool { return names.Valid(s) }
 
 func decodeStrict(n *yaml.Node, v any) error {
 	// yaml.v3 nodes have no KnownFields switch; re-encode and decode strictly.

@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/matchgate/matchgate/internal/names"
 )
 
 // MatchmakingMetrics are the metrics a matchmaking board may weigh: what
@@ -35,20 +37,7 @@ func (w Window) Valid() bool { return slices.Contains(Windows, w) }
 // ValidBoardName reports whether s may name a board: the rule of queue
 // names (^[a-z0-9][a-z0-9_-]{0,47}$), since a name ends up in Redis keys,
 // URLs and metric labels.
-func ValidBoardName(s string) bool {
-	if s == "" || len(s) > 48 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case 'a' <= c && c <= 'z', '0' <= c && c <= '9':
-		case (c == '-' || c == '_') && i > 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
+func ValidBoardName(s string) bool { return names.Valid(s) }
 
 // ValidMetricName reports whether s may name a metric:
 // ^[a-z][a-z0-9_]{0,31}$.
