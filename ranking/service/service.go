@@ -89,6 +89,8 @@ type Service struct {
 	knownMu sync.Mutex
 	known   map[string]int64
 
+	cache viewCache // the views decoded last (read)
+
 	refreshMu sync.Mutex // one Tick at a time
 	state     map[string]*boardState
 	// refreshes counts the boards' refreshes done under a lease (tests).

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -593,4 +594,61 @@ func TestPostgresRecord(t *testing.T) {
 		}
 		sameRanked(t, "item y", got, want[2])
 	})
+}
+
+// TestCarryChain: with weeks ranked (14 days' retention) a day's carry
+// holds the day before's, which held the one before.
+func TestCarryChain(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+		b := ranking.Board{Name: "b1", Source: ranking.SourceEvents, Metrics: map[string]ranking.Metric{"a": {Weight: 1}},
+			Top: 5, Carry: ranking.Carry{Top: 1, Fraction: 0.5}}
+		if err := b.Normalize(); err != nil {
+			t.Fatal(err)
+		}
+		f := newFixture(t, rdb, prefix, record.NewMemory(), b)
+		f.ingest(t, "b1", ev("a", "a", 8, now0.Add(-48*time.Hour)), ev("b", "a", 3, now0.Add(-48*time.Hour)))
+		v := f.top(t, "b1", ranking.WindowDay, "", 0)
+		// a: 8 on D-2, 4 carried into D-1, 2 into today; b is outside the
+		// carry's Top 1.
+		if len(v.Items) != 1 || v.Items[0].Item != "a" || v.Items[0].Score != 2 || v.Items[0].Parts[ranking.PartCarry] != 2 {
+			t.Errorf("today %+v, want a alone at 2", v.Items)
+		}
+	})
+}
+
+// BenchmarkTop is a served read (the view in Redis) on real Redis, with
+// its p99 besides ns/op.
+func BenchmarkTop(b *testing.B) {
+	rdb := redistest.Real(b)
+	prefix := redistest.Prefix(b)
+	bd := board("bench", 100, ab)
+	clk := newClock(now0)
+	s, err := New(Config{Boards: []ranking.Board{bd}, Record: record.NewMemory(), Redis: rdb, Prefix: prefix, Now: clk.now})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	var es []ranking.Event
+	for i := range 1000 {
+		es = append(es, ev(fmt.Sprintf("item-%04d", i), []string{"a", "b"}[i%2], float64(i%97), now0.Add(-time.Duration(i)*time.Second)))
+	}
+	if _, _, err := s.Ingest(ctx, "bench", es); err != nil {
+		b.Fatal(err)
+	}
+	if err := s.Tick(ctx); err != nil {
+		b.Fatal(err)
+	}
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for b.Loop() {
+		t0 := time.Now()
+		v, err := s.Top(ctx, "bench", "day", "", 0)
+		lat = append(lat, time.Since(t0))
+		if err != nil || len(v.Items) != 100 {
+			b.Fatal(len(v.Items), err)
+		}
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
 }

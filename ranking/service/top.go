@@ -4,11 +4,12 @@ import (
 	"context"
 	_ "embed"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"math"
+	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -26,7 +27,8 @@ var (
 var Scripts = map[string]*redis.Script{"ranking_put": putScript}
 
 // View is one served ranking: a board's Top N of one window's period under
-// one weights version, as of RefreshedAt.
+// one weights version, as of RefreshedAt. The items' Metrics and Parts maps
+// may be shared with other reads: read them, do not change them.
 type View struct {
 	Board          string
 	Window         ranking.Window
@@ -185,22 +187,74 @@ func (s *Service) view(ctx context.Context, b ranking.Board, p ranking.Period, n
 	return v, err
 }
 
-// read is the stored view of p; ok false when there is none.
+// read is the stored view of p; ok false when there is none. It fetches
+// the whole hash in one round trip, and decodes the view only when its
+// version and digest differ from the copy decoded before: a refresh that
+// changed nothing costs no decoding, which is most of a read's time.
 func (s *Service) read(ctx context.Context, b ranking.Board, p ranking.Period) (View, bool, error) {
-	raw, err := s.cfg.Redis.HGet(ctx, s.topKey(b.Name, p), "view").Bytes()
-	if errors.Is(err, redis.Nil) {
-		return View{}, false, nil
-	}
+	key := s.topKey(b.Name, p)
+	vals, err := s.cfg.Redis.HMGet(ctx, key, "v", "sum", "at", "view").Result()
 	if err != nil {
 		return View{}, false, fmt.Errorf("top of %s %s: read: %w", b.Name, p, err)
 	}
+	version, _ := vals[0].(string)
+	sum, _ := vals[1].(string)
+	at, _ := vals[2].(string)
+	raw, _ := vals[3].(string)
+	if raw == "" {
+		return View{}, false, nil
+	}
+	ns, _ := strconv.ParseInt(at, 10, 64)
+	if v, ok := s.cache.get(key, version, sum); ok {
+		v.RefreshedAt = time.Unix(0, ns).UTC()
+		return v, true, nil
+	}
 	var w wireView
-	if err := json.Unmarshal(raw, &w); err != nil {
+	if err := json.Unmarshal([]byte(raw), &w); err != nil {
 		// A view this code cannot read is rebuilt, not served.
 		s.log.Warn("ranking view unreadable, rebuilt", "board", b.Name, "period", p.String(), "err", err)
 		return View{}, false, nil
 	}
-	return fromWire(w), true, nil
+	v := fromWire(w)
+	s.cache.put(key, version, sum, v)
+	return v, true, nil
+}
+
+// viewCache holds the views decoded last, by key, with the version and
+// digest they were decoded for. Bounded: past maxCached keys it starts
+// again empty (the keys in use are boards × windows × retained periods).
+type viewCache struct {
+	mu sync.Mutex
+	m  map[string]cachedView
+}
+
+type cachedView struct {
+	version, sum string
+	v            View
+}
+
+const maxCached = 4096
+
+func (c *viewCache) get(key, version, sum string) (View, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[key]
+	if !ok || e.version != version || e.sum != sum {
+		return View{}, false
+	}
+	v := e.v
+	v.Items = slices.Clone(v.Items) // a caller's truncation or sort stays its own
+	return v, true
+}
+
+func (c *viewCache) put(key, version, sum string, v View) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= maxCached {
+		c.m = make(map[string]cachedView)
+	}
+	v.Items = slices.Clone(v.Items)
+	c.m[key] = cachedView{version, sum, v}
 }
 
 // refresh computes p's Top N from the record and stores it; rebuild marks
@@ -232,7 +286,7 @@ func (s *Service) refresh(ctx context.Context, b ranking.Board, p ranking.Period
 		flag = "1"
 	}
 	n, err := putScript.Run(ctx, s.cfg.Redis, []string{s.topKey(b.Name, p)},
-		w.Version, itemsDigest(wire.Items), raw, ttl.Milliseconds()+1, flag).Int()
+		w.Version, itemsDigest(wire.Items), raw, ttl.Milliseconds()+1, flag, now.UnixNano()).Int()
 	if err != nil {
 		return View{}, false, fmt.Errorf("top of %s %s: store: %w", b.Name, p, err)
 	}

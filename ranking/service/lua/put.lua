@@ -7,13 +7,15 @@
 -- (a recompute after a weights change wins over a refresh that read the
 -- weights before it).
 --
--- KEYS[1]  top HASH: v (weights version), sum (digest of the items), view (JSON)
+-- KEYS[1]  top HASH: v (weights version), sum (digest of the items), at (the
+--          refresh's instant, unix ns), view (JSON)
 -- ARGV[1]  weights version of the new view
 -- ARGV[2]  digest of its items: equal digests, equal Top N
 -- ARGV[3]  the view, JSON
 -- ARGV[4]  the key's expiry, ms: past the period's end and the retention
 -- ARGV[5]  "1" for a read's rebuild (write only over an older version),
 --          "0" for a refresh
+-- ARGV[6]  the refresh's instant, unix ns
 --
 -- Returns 0 when the stored view was kept, 1 when written with the same
 -- items and version, 2 when written with other items or another version.
@@ -33,6 +35,6 @@ local res = 2
 if ov == nv and old[2] == ARGV[2] then
   res = 1
 end
-redis.call('HSET', KEYS[1], 'v', ARGV[1], 'sum', ARGV[2], 'view', ARGV[3])
+redis.call('HSET', KEYS[1], 'v', ARGV[1], 'sum', ARGV[2], 'at', ARGV[6], 'view', ARGV[3])
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 return res
