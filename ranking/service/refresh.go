@@ -11,6 +11,9 @@ import (
 	"github.com/matchgate/matchgate/ranking"
 )
 
+// errLeaseLost: a refresh's fencing token is no longer the lease's.
+var errLeaseLost = errors.New("ranking: refresh lease lost")
+
 // boardState is one board's refresh, as this process runs it.
 type boardState struct {
 	token   int64     // the lease's fencing token; 0 when not held
@@ -158,7 +161,12 @@ func (s *Service) refreshBoard(ctx context.Context, b ranking.Board, st *boardSt
 		}
 		ok := true
 		for _, p := range ps {
-			if err := s.refreshPeriod(ctx, b, p, now); err != nil {
+			if err := s.refreshPeriod(ctx, b, p, now, st.token); err != nil {
+				if errors.Is(err, errLeaseLost) {
+					s.log.Warn("ranking lease taken over", "board", b.Name, "token", st.token)
+					st.token = 0
+					return nil
+				}
 				errs = append(errs, err)
 				ok = false
 			}
@@ -186,8 +194,8 @@ type announcement struct {
 }
 
 // refreshPeriod recomputes and stores p's Top N, and announces a change.
-func (s *Service) refreshPeriod(ctx context.Context, b ranking.Board, p ranking.Period, now time.Time) error {
-	v, changed, err := s.refresh(ctx, b, p, now, false)
+func (s *Service) refreshPeriod(ctx context.Context, b ranking.Board, p ranking.Period, now time.Time, token int64) error {
+	v, changed, err := s.refresh(ctx, b, p, now, false, token)
 	if err != nil {
 		return err
 	}
@@ -218,7 +226,7 @@ func (s *Service) RefreshAll(ctx context.Context, board string) error {
 			if err := ctx.Err(); err != nil {
 				return fmt.Errorf("recompute %s: %w", board, err)
 			}
-			if err := s.refreshPeriod(ctx, b, p, now); err != nil {
+			if err := s.refreshPeriod(ctx, b, p, now, 0); err != nil {
 				errs = append(errs, err)
 			}
 		}

@@ -652,3 +652,38 @@ func BenchmarkTop(b *testing.B) {
 	slices.Sort(lat)
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
 }
+
+// TestFencedRefresh: a refresher whose lease was taken over writes nothing.
+func TestFencedRefresh(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+		ctx := context.Background()
+		rec := record.NewMemory()
+		b := board("b1", 3, ab)
+		f := newFixture(t, rdb, prefix, rec, b)
+		s2, err := New(Config{Boards: []ranking.Board{b}, Record: rec, Redis: rdb, Prefix: prefix, Now: f.clk.now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.ingest(t, "b1", ev("x", "a", 1, now0))
+		f.tick(t)
+		old := f.s.state["b1"].token
+		if old == 0 {
+			t.Fatal("first refresher holds no lease")
+		}
+		f.clk.add(leaseTTL(b) + time.Second) // its lease expires unrenewed
+		if err := s2.Tick(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if s2.refreshes.Load() != 1 {
+			t.Fatal("no takeover")
+		}
+		f.ingest(t, "b1", ev("y", "b", 5, f.clk.now()))
+		hour := ranking.PeriodOf(ranking.WindowHour, f.clk.now())
+		if err := f.s.refreshPeriod(ctx, b, hour, f.clk.now(), old); !errors.Is(err, errLeaseLost) {
+			t.Errorf("stale token's refresh: %v, want errLeaseLost", err)
+		}
+		if v := f.top(t, "b1", ranking.WindowHour, "", 0); fmt.Sprint(order(v)) != "[x]" {
+			t.Errorf("the stale refresh wrote %v", order(v))
+		}
+	})
+}

@@ -183,7 +183,7 @@ func (s *Service) view(ctx context.Context, b ranking.Board, p ranking.Period, n
 	if ok && v.WeightsVersion >= s.knownVersion(b.Name) {
 		return v, nil
 	}
-	v, _, err = s.refresh(ctx, b, p, now, true)
+	v, _, err = s.refresh(ctx, b, p, now, true, 0)
 	return v, err
 }
 
@@ -258,9 +258,11 @@ func (c *viewCache) put(key, version, sum string, v View) {
 }
 
 // refresh computes p's Top N from the record and stores it; rebuild marks
-// a read's rebuild, which never replaces a view of its version (put.lua).
-// changed reports a stored Top N that differs from the one before.
-func (s *Service) refresh(ctx context.Context, b ranking.Board, p ranking.Period, now time.Time, rebuild bool) (v View, changed bool, err error) {
+// a read's rebuild, which never replaces a view of its version (put.lua);
+// token is the lease's fencing token of a refresh under it, else 0.
+// changed reports a stored Top N that differs from the one before; a
+// token no longer the lease's is errLeaseLost, nothing written.
+func (s *Service) refresh(ctx context.Context, b ranking.Board, p ranking.Period, now time.Time, rebuild bool, token int64) (v View, changed bool, err error) {
 	w, err := s.weights(ctx, b)
 	if err != nil {
 		return View{}, false, err
@@ -285,10 +287,13 @@ func (s *Service) refresh(ctx context.Context, b ranking.Board, p ranking.Period
 	if rebuild {
 		flag = "1"
 	}
-	n, err := putScript.Run(ctx, s.cfg.Redis, []string{s.topKey(b.Name, p)},
-		w.Version, itemsDigest(wire.Items), raw, ttl.Milliseconds()+1, flag, now.UnixNano()).Int()
+	n, err := putScript.Run(ctx, s.cfg.Redis, []string{s.topKey(b.Name, p), s.leaseKeys(b.Name).Lease},
+		w.Version, itemsDigest(wire.Items), raw, ttl.Milliseconds()+1, flag, now.UnixNano(), token).Int()
 	if err != nil {
 		return View{}, false, fmt.Errorf("top of %s %s: store: %w", b.Name, p, err)
+	}
+	if n == -1 {
+		return View{}, false, fmt.Errorf("top of %s %s: %w", b.Name, p, errLeaseLost)
 	}
 	return v, n == 2, nil
 }
