@@ -91,6 +91,9 @@ type Service struct {
 
 	cache viewCache // the views decoded last (read)
 
+	flightMu sync.Mutex
+	flights  map[string]*flight // rebuilds in progress, by key
+
 	refreshMu sync.Mutex // one Tick at a time
 	state     map[string]*boardState
 	// refreshes counts the boards' refreshes done under a lease (tests).
@@ -120,7 +123,8 @@ func New(cfg Config) (*Service, error) {
 		cfg.Owner = "ranking-" + hex.EncodeToString(b[:])
 	}
 	cfg.Tick = cmp.Or(cfg.Tick, ranking.MinRefresh)
-	s := &Service{cfg: cfg, log: cfg.Logger, known: map[string]int64{}, state: map[string]*boardState{}}
+	s := &Service{cfg: cfg, log: cfg.Logger, known: map[string]int64{}, state: map[string]*boardState{},
+		flights: map[string]*flight{}}
 	if err := s.SetBoards(cfg.Boards); err != nil {
 		return nil, err
 	}

@@ -687,3 +687,67 @@ func TestFencedRefresh(t *testing.T) {
 		}
 	})
 }
+
+// gatedRecord counts the record's scans, and holds each until let go.
+type gatedRecord struct {
+	ranking.Record
+	scans atomic.Int64
+	gate  chan struct{}
+}
+
+func (g *gatedRecord) Scan(ctx context.Context, board string, from, to time.Time, fn func(ranking.ItemMetrics) error) error {
+	g.scans.Add(1)
+	<-g.gate
+	return g.Record.Scan(ctx, board, from, to, fn)
+}
+
+// TestWipedKeyOneScan: concurrent reads of a wiped key rebuild it once
+// in a process, and all answer the same Top N.
+func TestWipedKeyOneScan(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+		ctx := context.Background()
+		rec := &gatedRecord{Record: record.NewMemory(), gate: make(chan struct{})}
+		b := ranking.Board{Name: "b1", Source: ranking.SourceEvents, Metrics: ab, Windows: []ranking.Window{ranking.WindowHour}, Top: 3}
+		if err := b.Normalize(); err != nil {
+			t.Fatal(err)
+		}
+		f := newFixture(t, rdb, prefix, rec, b)
+		f.ingest(t, "b1", ev("x", "a", 1, now0), ev("y", "b", 1, now0))
+		key := f.s.topKey("b1", ranking.PeriodOf(ranking.WindowHour, now0))
+		const rounds, readers = 50, 16
+		for i := range rounds {
+			_ = rdb.Del(ctx, key).Err()
+			rec.scans.Store(0)
+			var wg sync.WaitGroup
+			for range readers {
+				wg.Go(func() {
+					v, err := f.s.Top(ctx, "b1", "hour", "", 0)
+					if err != nil || fmt.Sprint(order(v)) != "[y x]" {
+						t.Errorf("read %v %v", order(v), err)
+					}
+				})
+			}
+			// Every read but the rebuilding one waits on it, then the
+			// scan goes on.
+			for {
+				f.s.flightMu.Lock()
+				fl := f.s.flights[key]
+				n := 0
+				if fl != nil {
+					n = fl.waiters
+				}
+				f.s.flightMu.Unlock()
+				if n == readers-1 {
+					break
+				}
+				time.Sleep(100 * time.Microsecond)
+			}
+			close(rec.gate)
+			wg.Wait()
+			rec.gate = make(chan struct{})
+			if n := rec.scans.Load(); n != 1 {
+				t.Fatalf("round %d: %d scans for %d concurrent reads of a wiped key", i, n, readers)
+			}
+		}
+	})
+}

@@ -183,8 +183,47 @@ func (s *Service) view(ctx context.Context, b ranking.Board, p ranking.Period, n
 	if ok && v.WeightsVersion >= s.knownVersion(b.Name) {
 		return v, nil
 	}
-	v, _, err = s.refresh(ctx, b, p, now, true, 0)
-	return v, err
+	return s.rebuild(ctx, b, p, now)
+}
+
+// flight is one rebuild in progress; the reads that miss the same key
+// meanwhile wait for it instead of scanning the record too, so a wiped key
+// read thousands of times a second costs one scan per process.
+type flight struct {
+	done    chan struct{}
+	waiters int // under flightMu (tests)
+	v       View
+	err     error
+}
+
+// rebuild computes and stores p's view once for the concurrent reads that
+// missed it. The waiters share the first one's outcome, its error too.
+func (s *Service) rebuild(ctx context.Context, b ranking.Board, p ranking.Period, now time.Time) (View, error) {
+	key := s.topKey(b.Name, p)
+	s.flightMu.Lock()
+	if f, ok := s.flights[key]; ok {
+		f.waiters++
+		s.flightMu.Unlock()
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			return View{}, fmt.Errorf("top of %s %s: %w", b.Name, p, ctx.Err())
+		}
+		v := f.v
+		v.Items = slices.Clone(v.Items)
+		return v, f.err
+	}
+	f := &flight{done: make(chan struct{})}
+	s.flights[key] = f
+	s.flightMu.Unlock()
+	f.v, _, f.err = s.refresh(ctx, b, p, now, true, 0)
+	s.flightMu.Lock()
+	delete(s.flights, key)
+	s.flightMu.Unlock()
+	close(f.done)
+	v := f.v
+	v.Items = slices.Clone(v.Items)
+	return v, f.err
 }
 
 // read is the stored view of p; ok false when there is none. It fetches
