@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -31,6 +32,9 @@ import (
 	"github.com/matchgate/matchgate/provider"
 	providerpool "github.com/matchgate/matchgate/provider/pool"
 	providerrecord "github.com/matchgate/matchgate/provider/record"
+	"github.com/matchgate/matchgate/ranking"
+	rankingrecord "github.com/matchgate/matchgate/ranking/record"
+	rankingservice "github.com/matchgate/matchgate/ranking/service"
 	"github.com/matchgate/matchgate/skill"
 )
 
@@ -64,6 +68,8 @@ type deps struct {
 	svc       *engine.Service
 	// core are the dependencies the Service and the Runner share.
 	core engine.Deps
+	// rankings serves the queue file's ranking boards.
+	rankings *rankingservice.Service
 	// The admission queues' Service, record and line.
 	adm       *admission.Service
 	admRecord admission.Record
@@ -98,10 +104,11 @@ func newDeps(ctx context.Context, f serveFlags, stderr io.Writer) (_ *deps, err 
 	if err != nil {
 		return nil, err
 	}
-	if len(queues.Rankings) > 0 {
-		// Validated with the queue file, so a board written today is
-		// right, but not served by this version (ARCHITECTURE.md §10).
-		log.Warn("the queue file's rankings are validated but not served yet", "boards", len(queues.Rankings))
+	for _, b := range queues.Rankings {
+		if b.Source == ranking.SourceMatchmaking {
+			// Served, but nothing feeds it yet (ARCHITECTURE.md §10).
+			log.Warn("a ranking board of source matchmaking is served but not fed yet", "board", b.Name)
+		}
 	}
 	if d.guests, err = f.parseGuests(); err != nil {
 		return nil, err
@@ -199,7 +206,28 @@ func newDeps(ctx context.Context, f serveFlags, stderr io.Writer) (_ *deps, err 
 	if err := d.openAdmission(); err != nil {
 		return nil, err
 	}
+	if err := d.openRankings(); err != nil {
+		return nil, err
+	}
 	return d, nil
+}
+
+// openRankings builds the rankings Service on the record (PostgreSQL beside
+// the matchmaking record, or memory) and Redis. It is built whether or not
+// a board is configured, so the routes answer NOT_FOUND for an unknown one
+// rather than not at all.
+func (d *deps) openRankings() error {
+	var rec ranking.Record = rankingrecord.NewMemory()
+	if d.pg != nil {
+		rec = rankingrecord.NewPostgres(d.pg)
+	}
+	svc, err := rankingservice.New(rankingservice.Config{Boards: d.queues.Rankings, Record: rec, Redis: d.rdb,
+		Prefix: d.f.prefix, Now: d.clk.Now, Logger: d.log, Owner: d.node + "-" + rand.Text()[:8]})
+	if err != nil {
+		return fmt.Errorf("rankings: %w", err)
+	}
+	d.rankings = svc
+	return nil
 }
 
 // assignments is the record of the provider queues' assignments: in
@@ -315,6 +343,9 @@ func (d *deps) applyQueues(c matcher.Config) {
 	d.svc.SetQueues(c)
 	d.tracker.SetTTL(presenceTTL(c))
 	d.applyAdmission(c)
+	if err := d.rankings.SetBoards(c.Rankings); err != nil {
+		d.log.Error("apply ranking boards", "err", err)
+	}
 	if d.runner != nil {
 		if err := d.runner.SetQueues(c); err != nil {
 			d.log.Error("apply queue configuration to the matcher", "err", err)

@@ -60,7 +60,9 @@ func matcherRole(d *deps) ([]task, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append([]task{{"matcher", r.Run}}, admitters...), nil
+	// The rankings' refresh runs with the matchers: a lease per board
+	// keeps it to one process at a time.
+	return append([]task{{"matcher", r.Run}, {"rankings", d.rankings.Run}}, admitters...), nil
 }
 
 // relayRole publishes what the outbox still holds.
