@@ -38,10 +38,11 @@ func (s *Server) adminRoutes(r *mux.Router) {
 	r.HandleFunc("/v1/admin/queues", a("list_queues", s.handleListQueues)).Methods(http.MethodGet)
 	r.HandleFunc("/v1/admin/queues/{queue}", a("put_queue", s.handlePutQueue)).Methods(http.MethodPut)
 	r.HandleFunc("/v1/admin/queues/{queue}", a("retire_queue", s.handleRetireQueue)).Methods(http.MethodDelete)
+	r.HandleFunc("/v1/admin/rankings/{board}/weights", a("ranking_weights", s.handleSetRankingWeights)).Methods(http.MethodPut)
 }
 
 // adminActions are the values of the admin metric's action label.
-var adminActions = []string{"list_bans", "ban", "unban", "disconnect", "drain", "list_queues", "put_queue", "retire_queue", "end_assignment"}
+var adminActions = []string{"list_bans", "ban", "unban", "disconnect", "drain", "list_queues", "put_queue", "retire_queue", "end_assignment", "ranking_weights"}
 
 // withAdmin checks the admin token (in constant time), runs h, answers its
 // error, and writes an audit line for every change.

@@ -301,6 +301,11 @@ type Config struct {
 	// routes take an admin token (the service credential). Default: none,
 	// and every admission route and frame answers NOT_FOUND.
 	Admissions Admissions
+	// Rankings serves the ranking boards under /v1/rankings/ (posting
+	// events takes an admin token, the service credential) and the admin
+	// route of their weights. Default: none, and every ranking route
+	// answers NOT_FOUND.
+	Rankings Rankings
 	// Providers serves the provider queues' providers: the provider
 	// frames, /v1/providers/, /v1/assignments/ and /v1/presence/providers,
 	// and a provider's hello. Default: none, and every provider route and

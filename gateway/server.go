@@ -182,6 +182,7 @@ func (s *Server) routes() *mux.Router {
 	r.HandleFunc("/v1/matches/{id}/decline", s.withAuth(s.handleDecline)).Methods(http.MethodPost)
 	r.HandleFunc("/v1/auth/guest", s.handleGuest).Methods(http.MethodPost)
 	s.admissionRoutes(r)
+	s.rankingRoutes(r)
 	s.providerRoutes(r)
 	s.adminRoutes(r)
 	r.HandleFunc(openAPIRoute, s.handleOpenAPI).Methods(http.MethodGet, http.MethodHead)
