@@ -92,6 +92,7 @@ func gatewayRole(ctx context.Context, d *deps) (*gateway.Server, []task, error) 
 	gw, err := gateway.New(d.sec.gateway(gateway.Config{
 		Admissions: adm,
 		Providers:  d.svc,
+		Rankings:   d.rankings,
 		Matchmaker: d.svc, Subscriber: hub, Presence: d.tracker, Ready: func(context.Context) error { return d.health.Err() }, Logger: d.log,
 		Registerer: d.reg, Gatherer: d.reg, Node: d.node, Secret: d.secret, Guests: d.guests,
 		AllowedOrigins: origins, ShutdownTimeout: d.f.shutdownTimeout, ProviderGrace: d.f.providerGrace, Now: d.clk.Now,
