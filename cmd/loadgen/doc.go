@@ -44,6 +44,16 @@
 //     and to admission.ready; enter latencies; and the queue's waiting,
 //     measured rate and ETA error at the end. One process: more sockets than
 //     --per-process take several loadgens.
+//   - providers: --providers sockets with provider tokens (minted with
+//     --secret) go online in --provider-queue with a capacity of 1–3 and
+//     mixed attributes, accept every offer at once and end each session
+//     after an exponential time of mean --session; --sockets requesters join
+//     once each at --join-rate with mixed preferences. --drop-fraction of
+//     the providers drop their socket once mid-run and reconnect a second
+//     later, answering from the hello the offers pushed meanwhile. Reports
+//     join→match.found and a freed slot→its next offer, and checks from the
+//     clients and the presence endpoint that no provider held more than its
+//     capacity and no requester was held by two. One process.
 //
 // # Scale
 //

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -205,5 +206,47 @@ func TestRefusesRemoteTargets(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "not a loopback address") {
 		t.Fatalf("stderr: %s", stderr.String())
+	}
+}
+
+// TestProvidersMode drives a provider queue whose constraints relax at
+// once (every requester can be served) with 20 providers and 60
+// requesters, some providers dropping their sockets and answering on
+// reconnect the offers pushed meanwhile, and expects every requester
+// served, the figures reported, no violation, and the JSON written.
+func TestProvidersMode(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "queues.yaml")
+	if err := os.WriteFile(cfg, []byte(`queues:
+  - name: advice
+    kind: provider
+    acceptWindow: 3s
+    relax: [{after: 0s, drop: language}, {after: 0s, drop: sessionType}, {after: 0s, drop: minRating}, {after: 0s, drop: specialty}]
+    tick: 100ms
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base, _ := startServer(t, "--config", cfg)
+	path := filepath.Join(t.TempDir(), "providers.json")
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"--mode", "providers", "--url", base, "--secret", e2eSecret,
+		"--providers", "20", "--sockets", "60", "--join-rate", "60", "--session", "200ms", "--drop-fraction", "0.3",
+		"--duration", "5s", "--drain", "5s", "--connect-rate", "500", "--json", path}, &stdout, &stderr)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout.String(), stderr.String())
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep providersReport
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Joins != 60 || rep.Matched != 60 || rep.JoinToFound.Count != 60 || rep.Ends == 0 || rep.Drops == 0 ||
+		rep.OverCapacity != 0 || rep.DoubleAssigned != 0 || rep.PresenceOver != 0 || len(rep.Errors) != 0 {
+		t.Fatalf("report %+v\n%s", rep, stdout.String())
+	}
+	if !strings.Contains(stdout.String(), "join → match.found") {
+		t.Errorf("no figures printed:\n%s", stdout.String())
 	}
 }

@@ -126,13 +126,7 @@ func runProviders(ctx context.Context, cfg Config, stdout, stderr io.Writer) int
 
 // pace sleeps until the n-th event of a rate-paced stream falls due.
 func pace(ctx context.Context, start time.Time, n int, rate float64) {
-	due := start.Add(time.Duration(float64(n) / rate * float64(time.Second)))
-	if wait := time.Until(due); wait > 0 {
-		select {
-		case <-ctx.Done():
-		case <-time.After(wait):
-		}
-	}
+	sleepCtx(ctx, time.Until(start.Add(time.Duration(float64(n)/rate*float64(time.Second)))))
 }
 
 // waitOrDone waits for wg, at most d.
@@ -217,12 +211,19 @@ func (r *providersRun) connectProvider(ctx context.Context, p *providerSocket, r
 		c.CloseNow()
 		return fmt.Errorf("hello: %v %s", err, hello.Type)
 	}
+	// The hello lists what the provider holds: the running sessions, and
+	// the offers pushed while its socket was down, answered now.
+	var offered []string
 	p.mu.Lock()
 	p.conn = c
 	for _, v := range hello.Providers {
 		for _, a := range v.Assignments {
-			if v.Queue == r.cfg.ProviderQueue && a.Status == "ACCEPTED" {
-				p.live[a.ID] = a.Requester.TicketID
+			if v.Queue != r.cfg.ProviderQueue {
+				continue
+			}
+			p.live[a.ID] = a.Requester.TicketID
+			if a.Status == "OFFERED" {
+				offered = append(offered, a.ID)
 			}
 		}
 	}
@@ -231,6 +232,12 @@ func (r *providersRun) connectProvider(ctx context.Context, p *providerSocket, r
 		"capacity": p.capacity, "attributes": p.attrs}); err != nil {
 		c.CloseNow()
 		return err
+	}
+	for _, id := range offered {
+		if err := writeJSON(ctx, c, map[string]any{"type": protocol.FrameAssignmentAccept, "id": "a", "assignmentId": id}); err != nil {
+			c.CloseNow()
+			return err
+		}
 	}
 	readers.Go(func() { r.readProvider(ctx, p, c) })
 	return nil
@@ -320,10 +327,8 @@ func (r *providersRun) release(p *providerSocket, a *protocol.AssignmentView, no
 func (r *providersRun) endLater(ctx context.Context, p *providerSocket, c *websocket.Conn, id string, rng *rand.Rand) {
 	d := time.Duration(rng.ExpFloat64() * float64(r.cfg.Session))
 	go func() {
-		select {
-		case <-ctx.Done():
+		if sleepCtx(ctx, d); ctx.Err() != nil {
 			return
-		case <-time.After(d):
 		}
 		p.mu.Lock()
 		conn := p.conn
@@ -345,10 +350,8 @@ func (r *providersRun) dropSome(ctx context.Context, ps []*providerSocket, rng *
 		c.CloseNow()
 		r.drops.Add(1)
 		go func() {
-			select {
-			case <-ctx.Done():
+			if sleepCtx(ctx, time.Second); ctx.Err() != nil {
 				return
-			case <-time.After(time.Second):
 			}
 			if err := r.connectProvider(ctx, p, readers); err != nil && ctx.Err() == nil {
 				r.fail("provider_reconnect_" + dialErrorKind(err))
@@ -438,22 +441,21 @@ func (r *providersRun) checkPresence(ctx context.Context) int {
 
 // providersReport is the --json of a providers run.
 type providersReport struct {
-	Mode            string             `json:"mode"`
-	Seconds         float64            `json:"seconds"`
-	Providers       int                `json:"providers"`
-	Joins           int64              `json:"joins"`
-	Matched         int64              `json:"matched"`
-	Offers          int64              `json:"offers"`
-	Ends            int64              `json:"ends"`
-	Drops           int64              `json:"drops"`
-	OverCapacity    int64              `json:"overCapacity"`
-	DoubleAssigned  int64              `json:"doubleAssigned"`
-	PresenceOver    int                `json:"presenceOverCapacity"`
-	JoinToFound     Summary            `json:"joinToMatchFound"`
-	FreedToOffer    Summary            `json:"freedToOffer"`
-	Errors          map[string]int64   `json:"errors"`
-	JoinToFoundHist *Histogram         `json:"joinToMatchFoundHist"`
-	Extra           map[string]float64 `json:"extra,omitempty"`
+	Mode            string           `json:"mode"`
+	Seconds         float64          `json:"seconds"`
+	Providers       int              `json:"providers"`
+	Joins           int64            `json:"joins"`
+	Matched         int64            `json:"matched"`
+	Offers          int64            `json:"offers"`
+	Ends            int64            `json:"ends"`
+	Drops           int64            `json:"drops"`
+	OverCapacity    int64            `json:"overCapacity"`
+	DoubleAssigned  int64            `json:"doubleAssigned"`
+	PresenceOver    int              `json:"presenceOverCapacity"`
+	JoinToFound     Summary          `json:"joinToMatchFound"`
+	FreedToOffer    Summary          `json:"freedToOffer"`
+	Errors          map[string]int64 `json:"errors"`
+	JoinToFoundHist *Histogram       `json:"joinToMatchFoundHist"`
 }
 
 func (r *providersRun) report(took time.Duration, presenceOver int) {

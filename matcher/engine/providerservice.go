@@ -60,7 +60,7 @@ func (s *Service) ProviderOnline(ctx context.Context, queue, userID, session str
 	if err := s.cfg.Providers.Sync(ctx, q.Name, userID, held); err != nil {
 		return provider.Provider{}, matcher.Unavailable(err)
 	}
-	p, err := s.cfg.Providers.Online(ctx, q.Name, provider.Provider{UserID: userID, Capacity: capacity, Attributes: attrs}, session, now.Add(s.providerTTL()))
+	p, err := s.cfg.Providers.Online(ctx, q.Name, provider.Provider{UserID: userID, Capacity: capacity, Attributes: attrs}, session, now.Add(s.ProviderTTL()))
 	if err != nil {
 		return provider.Provider{}, matcher.Unavailable(err)
 	}
@@ -165,13 +165,11 @@ func (s *Service) ProviderRefresh(ctx context.Context, queue string, userIDs []s
 	if s.cfg.Providers == nil || len(userIDs) == 0 {
 		return nil
 	}
-	return s.cfg.Providers.Refresh(ctx, queue, userIDs, session, s.cfg.Now().Add(s.providerTTL()))
+	return s.cfg.Providers.Refresh(ctx, queue, userIDs, session, s.cfg.Now().Add(s.ProviderTTL()))
 }
 
 // ProviderTTL is how long a refresh keeps a provider online.
-func (s *Service) ProviderTTL() time.Duration { return s.providerTTL() }
-
-func (s *Service) providerTTL() time.Duration { return DefaultProviderTTL }
+func (s *Service) ProviderTTL() time.Duration { return DefaultProviderTTL }
 
 // ProviderStates lists userID's state in every provider queue where it is
 // known or holds a live assignment (a provider's hello).

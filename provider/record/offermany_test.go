@@ -12,7 +12,9 @@ import (
 	"github.com/matchgate/matchgate/provider/record"
 )
 
-func TestOfferManyMemory(t *testing.T) { testOfferMany(t, func() provider.Record { return record.NewMemory() }) }
+func TestOfferManyMemory(t *testing.T) {
+	testOfferMany(t, func() provider.Record { return record.NewMemory() })
+}
 
 func TestOfferManyPostgres(t *testing.T) {
 	pgtest.Require(t)
@@ -49,14 +51,17 @@ func testOfferMany(t *testing.T, newRecord func() provider.Record) {
 	twiceAgain := offer(9, "advice", "cy")
 	twiceAgain.TicketID = twice.TicketID
 	invalid := offer(10, "advice", "")
+	req := func(a provider.Assignment, capacity int) provider.OfferRequest {
+		return provider.OfferRequest{Assignment: a, Capacity: capacity}
+	}
 	reqs := []provider.OfferRequest{
-		{offer(2, "advice", "ana"), 2}, // ana's second slot
-		{offer(3, "advice", "ana"), 2}, // over: ana holds 2
-		{repeatOf, 2},                  // a repeat is answered, full or not
-		{sameTicket, 5},                // the ticket holds ana's offer
-		{twice, 1}, {twiceAgain, 1},    // one ticket twice in the batch
-		{invalid, 1},
-		{offer(11, "advice", "bo"), 1}, {offer(12, "advice", "bo"), 1},
+		req(offer(2, "advice", "ana"), 2), // ana's second slot
+		req(offer(3, "advice", "ana"), 2), // over: ana holds 2
+		req(repeatOf, 2),                  // a repeat is answered, full or not
+		req(sameTicket, 5),                // the ticket holds ana's offer
+		req(twice, 1), req(twiceAgain, 1), // one ticket twice in the batch
+		req(invalid, 1),
+		req(offer(11, "advice", "bo"), 1), req(offer(12, "advice", "bo"), 1),
 	}
 	res, err := r.OfferMany(ctx, reqs)
 	if err != nil {
