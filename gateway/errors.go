@@ -108,9 +108,14 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 		status = http.StatusInternalServerError
 		b = []byte(`{"error":{"code":"INTERNAL","message":"internal error"}}`)
 	}
+	writeBody(w, status, append(b, '\n'))
+}
+
+// writeBody writes an encoded JSON answer, its newline included.
+func writeBody(w http.ResponseWriter, status int, b []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_, _ = w.Write(append(b, '\n'))
+	_, _ = w.Write(b)
 }
 
 // jsonProblem describes a JSON decoding error without echoing client data

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
+	"sync"
 
 	"github.com/gorilla/mux"
 
@@ -197,11 +199,57 @@ func (s *Server) handleRankingTop(w http.ResponseWriter, r *http.Request, p prin
 		s.writeError(w, r, refuseRanking(err, board))
 		return
 	}
+	// A view stored in Redis is encoded once per refresh and length, not
+	// once per read: most reads of a board find the same Top N.
+	key := ""
+	if v.Digest != "" {
+		key = v.Board + "\x00" + string(v.Window) + "\x00" + v.Period + "\x00" + strconv.FormatInt(v.WeightsVersion, 10) +
+			"\x00" + v.Digest + "\x00" + strconv.FormatInt(v.RefreshedAt.UnixNano(), 10) + "\x00" + strconv.Itoa(cut)
+		if b, ok := s.topBodies.get(key); ok {
+			writeBody(w, http.StatusOK, b)
+			return
+		}
+	}
 	items := v.Items
 	if len(items) > cut {
 		items = items[:cut]
 	}
-	writeJSON(w, http.StatusOK, protocol.RankingViewOf(v.Board, v.Window, v.Period, v.WeightsVersion, v.RefreshedAt, items))
+	b, err := json.Marshal(protocol.RankingViewOf(v.Board, v.Window, v.Period, v.WeightsVersion, v.RefreshedAt, items))
+	if err != nil {
+		s.writeError(w, r, fmt.Errorf("encode the ranking: %w", err))
+		return
+	}
+	b = append(b, '\n')
+	if key != "" {
+		s.topBodies.put(key, b)
+	}
+	writeBody(w, http.StatusOK, b)
+}
+
+// bodyCache holds encoded answers by key. Bounded: past maxBodies keys it
+// starts again empty (the keys in use are boards × windows × periods read
+// × lengths asked, and each refresh makes new ones).
+type bodyCache struct {
+	mu sync.Mutex
+	m  map[string][]byte
+}
+
+const maxBodies = 1024
+
+func (c *bodyCache) get(key string) ([]byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b, ok := c.m[key]
+	return b, ok
+}
+
+func (c *bodyCache) put(key string, b []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= maxBodies {
+		c.m = make(map[string][]byte)
+	}
+	c.m[key] = b
 }
 
 // handleRankingItem: GET /v1/rankings/{board}/items/{item}?window=&period=

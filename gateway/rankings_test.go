@@ -318,3 +318,67 @@ func TestRankingsDisabled(t *testing.T) {
 		}
 	}
 }
+
+// An encoded Top is reused only for the same view: same board, window,
+// period, weights version, digest, refresh and length.
+func TestRankingTopEncodedOnce(t *testing.T) {
+	e, f := newRankingEnv(t)
+	player := rankingPlayer(t)
+	at := time.Date(2026, 12, 2, 14, 29, 0, 0, time.UTC)
+	view := func(digest string, refreshed time.Time, items ...string) service.View {
+		v := service.View{Board: "shop", Window: ranking.WindowDay, Period: "2026-12-02", WeightsVersion: 1,
+			RefreshedAt: refreshed, Digest: digest}
+		for i, it := range items {
+			v.Items = append(v.Items, ranking.Ranked{Item: it, Rank: i + 1, Score: float64(10 - i),
+				Metrics: map[string]float64{}, Parts: map[string]float64{}})
+		}
+		return v
+	}
+	top := func(q string) string {
+		t.Helper()
+		r := e.do(t, "GET", "/v1/rankings/shop"+q, player, "")
+		var v protocol.RankingView
+		if err := json.Unmarshal(r.body, &v); r.status != http.StatusOK || err != nil {
+			t.Fatalf("top: %d %s %v", r.status, r.body, err)
+		}
+		var out []string
+		for _, it := range v.Items {
+			out = append(out, it.Item)
+		}
+		return strings.Join(out, ",") + "@" + time.Time(v.RefreshedAt).Format(time.RFC3339)
+	}
+	set := func(v service.View) {
+		f.mu.Lock()
+		f.view = v
+		f.mu.Unlock()
+	}
+	steps := []struct {
+		view service.View
+		q    string
+		want string
+	}{
+		{view("d1", at, "a", "b", "c"), "", "a,b,c@2026-12-02T14:29:00Z"},
+		{view("d1", at, "a", "b", "c"), "?limit=2", "a,b@2026-12-02T14:29:00Z"},            // another length
+		{view("d2", at, "c", "b", "a"), "", "c,b,a@2026-12-02T14:29:00Z"},                  // other items
+		{view("d2", at.Add(time.Minute), "c", "b", "a"), "", "c,b,a@2026-12-02T14:30:00Z"}, // a refresh
+		{view("", at, "x"), "", "x@2026-12-02T14:29:00Z"},                                  // not stored: never reused
+		{view("", at, "y"), "", "y@2026-12-02T14:29:00Z"},
+	}
+	for i, s := range steps {
+		set(s.view)
+		if got := top(s.q); got != s.want {
+			t.Errorf("step %d: %s, want %s", i, got, s.want)
+		}
+	}
+	// The same view again is answered from the encoded copy: items
+	// changed behind an unchanged digest stay unseen (the digest is
+	// what tells views apart).
+	v := view("d1", at, "a", "b", "c")
+	set(v)
+	top("")
+	v.Items[0].Item = "zz"
+	set(v)
+	if got := top(""); got != "a,b,c@2026-12-02T14:29:00Z" {
+		t.Errorf("the same view encoded again: %s", got)
+	}
+}

@@ -63,6 +63,8 @@ type Server struct {
 	jwtParser *jwt.Parser
 	keys      keySet
 	handler   http.Handler
+	// topBodies are the GET ranking answers encoded last (rankings.go).
+	topBodies bodyCache
 	// instance tells this Server's sockets apart from those of every other
 	// process in the per-user socket leases.
 	instance string

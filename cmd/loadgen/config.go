@@ -27,6 +27,9 @@ const (
 	// modeProviders drives a provider queue: providers online, requesters
 	// joining (providers.go).
 	modeProviders = "providers"
+	// modeRankings posts events to a ranking board, checks each counted
+	// once, then reads its Top at a rate (rankings.go).
+	modeRankings = "rankings"
 )
 
 // QueueChoice is one entry of the queue mix.
@@ -90,6 +93,18 @@ type Config struct {
 	Session       time.Duration `json:"session"`
 	DropFraction  float64       `json:"dropFraction"`
 
+	RankingBoard      string        `json:"rankingBoard"`
+	RankingMetric     string        `json:"rankingMetric"`
+	RankingItems      int           `json:"rankingItems"`
+	Events            int           `json:"events"`
+	EventBatch        int           `json:"eventBatch"`
+	DupFraction       float64       `json:"dupFraction"`
+	IngestConcurrency int           `json:"ingestConcurrency"`
+	VerifyWait        time.Duration `json:"verifyWait"`
+	ReadRate          float64       `json:"readRate"`
+	ReadLimit         int           `json:"readLimit"`
+	Readers           int           `json:"readers"`
+
 	ServerPIDs []int         `json:"serverPIDs"`
 	MetricsURL []string      `json:"metricsURL"`
 	Settle     time.Duration `json:"settle"`
@@ -117,7 +132,7 @@ func parseConfig(args []string, stderr io.Writer) (Config, string, error) {
 		fmt.Fprintln(stderr, "Usage: loadgen [flags]\n\nDrives matchgate with WebSockets and REST players, checks the invariants,\nand reports latencies (see the package documentation). Flags:")
 		fs.PrintDefaults()
 	}
-	mode := fs.String("mode", modePlayers, "players, idle, push, admission or providers")
+	mode := fs.String("mode", modePlayers, "players, idle, push, admission, providers or rankings")
 	urls := fs.String("url", "http://127.0.0.1:8080", "comma-separated gateway base URLs (sockets are spread round-robin)")
 	fs.BoolVar(&c.AllowRemote, "allow-remote", false, "allow targets that are not loopback addresses")
 	fs.IntVar(&c.Sockets, "sockets", 100, "WebSockets to open (players mode: socket players)")
@@ -162,7 +177,18 @@ func parseConfig(args []string, stderr io.Writer) (Config, string, error) {
 	fs.IntVar(&c.Providers, "providers", 100, "providers mode: provider sockets (capacity 1–3 each); --sockets requesters join once each at --join-rate")
 	fs.DurationVar(&c.Session, "session", 5*time.Second, "providers mode: mean session length (exponential) before a provider ends it")
 	fs.Float64Var(&c.DropFraction, "drop-fraction", 0, "providers mode: share of providers that drop their socket once mid-run and reconnect a second later")
-	pids := fs.String("server-pid", "", "comma-separated gateway pids whose VmRSS is read before and after (idle mode)")
+	fs.StringVar(&c.RankingBoard, "ranking-board", "products", "rankings mode: the board (of source events)")
+	fs.StringVar(&c.RankingMetric, "ranking-metric", "views", "rankings mode: the metric every event adds 1 to")
+	fs.IntVar(&c.RankingItems, "ranking-items", 100, "rankings mode: the items the events spread over (at most the board's top: the check reads them all)")
+	fs.IntVar(&c.Events, "events", 100_000, "rankings mode: distinct events posted before the reads (0: reads only)")
+	fs.IntVar(&c.EventBatch, "event-batch", 500, "rankings mode: distinct events per POST")
+	fs.Float64Var(&c.DupFraction, "dup-fraction", 0.05, "rankings mode: events re-sent from earlier batches, as a fraction of each batch")
+	fs.IntVar(&c.IngestConcurrency, "ingest-concurrency", 8, "rankings mode: POSTs in flight")
+	fs.DurationVar(&c.VerifyWait, "verify-wait", 2*time.Minute, "rankings mode: how long the served Top may take to show every count (one refresh)")
+	fs.Float64Var(&c.ReadRate, "read-rate", 1000, "rankings mode: GETs of the day's Top per second for --duration (0: none)")
+	fs.IntVar(&c.ReadLimit, "read-limit", 20, "rankings mode: the Top each GET asks for")
+	fs.IntVar(&c.Readers, "readers", 1000, "rankings mode: distinct users reading (the per-user read limit applies)")
+	pids := fs.String("server-pid", "", "comma-separated gateway pids whose VmRSS is read before and after (idle mode), or whose CPU time is read around the reads (rankings mode)")
 	metrics := fs.String("metrics-url", "auto", "comma-separated /metrics URLs read with the RSS (auto: each --url's /metrics; none)")
 	fs.DurationVar(&c.Settle, "settle", 5*time.Second, "idle mode: wait after the last connect before reading memory")
 	fs.IntVar(&c.Verify, "verify", 200, "tickets with an outcome checked against GET /v1/tickets/{id} at the end (unresolved ones are always checked, up to 10x this)")
@@ -223,9 +249,9 @@ func (c *Config) validate() error {
 	var errs []error
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
 	switch c.Mode {
-	case modePlayers, modeIdle, modePush, modeAdmission, modeProviders:
+	case modePlayers, modeIdle, modePush, modeAdmission, modeProviders, modeRankings:
 	default:
-		bad("--mode must be players, idle, push, admission or providers, not %q", c.Mode)
+		bad("--mode must be players, idle, push, admission, providers or rankings, not %q", c.Mode)
 	}
 	if len(c.URLs) == 0 {
 		bad("--url: at least one target")
@@ -250,7 +276,15 @@ func (c *Config) validate() error {
 			bad("providers mode needs --secret (provider tokens are minted), a positive --join-rate and --session, and --drop-fraction in [0, 1]")
 		}
 	}
-	if c.Mode == modeAdmission {
+	if c.Mode == modeRankings {
+		if c.Secret == "" || c.AdminToken == "" {
+			bad("rankings mode needs --secret (reader tokens are minted) and --admin-token (events are posted with it)")
+		}
+		if c.Events < 0 || c.EventBatch < 1 || c.EventBatch > 10_000 || c.DupFraction < 0 || c.DupFraction > 1 ||
+			c.IngestConcurrency < 1 || c.RankingItems < 1 || c.ReadRate < 0 || c.ReadLimit < 1 || c.Readers < 1 {
+			bad("rankings mode: --events ≥ 0, --event-batch 1–10,000, --dup-fraction in [0, 1], and a positive --ingest-concurrency, --ranking-items, --read-limit and --readers")
+		}
+	} else if c.Mode == modeAdmission {
 		c.validateAdmission(bad)
 	} else if c.Sockets < 0 || (c.Sockets == 0 && c.RestPlayers == 0) {
 		bad("--sockets must be positive")

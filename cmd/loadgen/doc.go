@@ -54,6 +54,16 @@
 //     join→match.found and a freed slot→its next offer, and checks from the
 //     clients and the presence endpoint that no provider held more than its
 //     capacity and no requester was held by two. One process.
+//   - rankings: --events distinct events (value 1 of --ranking-metric,
+//     over --ranking-items items) are posted to --ranking-board with
+//     --admin-token, in batches of --event-batch, --ingest-concurrency at a
+//     time, each batch re-sending --dup-fraction of its size from earlier
+//     batches; the answers must count every distinct event once and every
+//     re-sent one as a duplicate, and each item's count is then read back
+//     until exact (within --verify-wait: one refresh). Then GETs of the
+//     day's Top --read-limit at --read-rate for --duration, as --readers
+//     users, with the latency from each read's due instant and, with
+//     --server-pid, the servers' CPU time per read. One process.
 //
 // # Scale
 //

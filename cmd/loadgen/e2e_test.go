@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -248,5 +249,53 @@ func TestProvidersMode(t *testing.T) {
 	}
 	if !strings.Contains(stdout.String(), "join → match.found") {
 		t.Errorf("no figures printed:\n%s", stdout.String())
+	}
+}
+
+// Rankings mode against the embedded server: every distinct event counted
+// once, every re-sent one a duplicate, each item's count verified, reads
+// answered, the server's CPU per read reported.
+func TestRankingsMode(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "queues.yaml")
+	if err := os.WriteFile(cfg, []byte(`queues:
+  - {name: duel, players: 2}
+rankings:
+  - name: products
+    source: events
+    metrics: {views: {weight: 1}}
+    refresh: 1s
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const admin = "loadgen-rankings-admin-token-0123456789"
+	base, pid := startServer(t, "--config", cfg, "--admin-token", admin)
+	path := filepath.Join(t.TempDir(), "rankings.json")
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"--mode", "rankings", "--url", base, "--secret", e2eSecret,
+		"--admin-token", admin, "--events", "5000", "--event-batch", "250", "--dup-fraction", "0.1", "--ranking-items", "20",
+		"--read-rate", "200", "--duration", "1s", "--readers", "50", "--verify-wait", "20s",
+		"--server-pid", strconv.Itoa(pid), "--json", path}, &stdout, &stderr)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout.String(), stderr.String())
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Sent, DupsSent, Accepted, Duplicates, Reads int64
+		Errors                                      map[string]int64
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Accepted != 5000 || rep.DupsSent == 0 || rep.Duplicates != rep.DupsSent || rep.Sent != 5000+rep.DupsSent ||
+		rep.Reads != 200 || len(rep.Errors) != 0 {
+		t.Fatalf("report %+v\n%s", rep, stdout.String())
+	}
+	for _, want := range []string{"verified: each of the 20 items", "GET top (from due)", "ms per read"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("no %q in the report:\n%s", want, stdout.String())
+		}
 	}
 }

@@ -81,6 +81,9 @@ func coordinate(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
 	if cfg.Mode == modeProviders {
 		return runProviders(ctx, cfg, stdout, stderr)
 	}
+	if cfg.Mode == modeRankings {
+		return runRankings(ctx, cfg, stdout, stderr)
+	}
 	workers := cfg.Workers
 	if workers == 0 {
 		workers = (cfg.Sockets + cfg.PerProcess - 1) / cfg.PerProcess

@@ -751,3 +751,39 @@ func TestWipedKeyOneScan(t *testing.T) {
 		}
 	})
 }
+
+// A view's Digest names its items: the same Top N read again, or
+// refreshed unchanged, keeps it; another Top N changes it; a view answered
+// but not stored has none.
+func TestViewDigest(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+		b := board("dg", 2, ab)
+		f := newFixture(t, rdb, prefix, record.NewMemory(), b)
+		at := now0.Add(-time.Minute)
+		f.ingest(t, "dg", ev("x", "a", 10, at), ev("y", "a", 9, at))
+		first := f.top(t, "dg", ranking.WindowHour, "", 0) // rebuilt on the miss
+		if first.Digest == "" {
+			t.Fatal("a stored view without a digest")
+		}
+		if again := f.top(t, "dg", ranking.WindowHour, "", 0); again.Digest != first.Digest {
+			t.Errorf("read again: digest %q, want %q", again.Digest, first.Digest)
+		}
+		f.clk.add(b.Refresh)
+		f.tick(t) // unchanged
+		same := f.top(t, "dg", ranking.WindowHour, "", 0)
+		if same.Digest != first.Digest || !same.RefreshedAt.After(first.RefreshedAt) {
+			t.Errorf("refreshed unchanged: digest %q at %v, want %q after %v", same.Digest, same.RefreshedAt, first.Digest, first.RefreshedAt)
+		}
+		f.ingest(t, "dg", ev("y", "b", 5, now0)) // y: 19, first
+		f.clk.add(b.Refresh)
+		f.tick(t)
+		other := f.top(t, "dg", ranking.WindowHour, "", 0)
+		if other.Digest == first.Digest || fmt.Sprint(order(other)) != "[y x]" {
+			t.Errorf("a new Top %v with digest %q, the old one's %q", order(other), other.Digest, first.Digest)
+		}
+		next := ranking.PeriodOf(ranking.WindowHour, f.clk.now()).Next().String()
+		if v := f.top(t, "dg", ranking.WindowHour, next, 0); v.Digest != "" {
+			t.Errorf("a period not begun, answered not stored: digest %q", v.Digest)
+		}
+	})
+}

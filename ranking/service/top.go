@@ -36,6 +36,11 @@ type View struct {
 	WeightsVersion int64
 	Items          []ranking.Ranked
 	RefreshedAt    time.Time
+	// Digest identifies the Top N's items: two views of one board, window
+	// and period with the same WeightsVersion and Digest hold the same
+	// items, so an edge may reuse what it encoded for one. "" for a view
+	// answered but not stored (a period not begun, or past the retention).
+	Digest string
 }
 
 // wireView is a View as Redis stores it, in the GET response's shape.
@@ -226,27 +231,37 @@ func (s *Service) rebuild(ctx context.Context, b ranking.Board, p ranking.Period
 	return v, f.err
 }
 
-// read is the stored view of p; ok false when there is none. It fetches
-// the whole hash in one round trip, and decodes the view only when its
-// version and digest differ from the copy decoded before: a refresh that
-// changed nothing costs no decoding, which is most of a read's time.
+// read is the stored view of p; ok false when there is none. It reads
+// the version, digest and refresh time first, a few bytes, and the view
+// itself only when those differ from the copy decoded before: a refresh
+// that changed nothing costs neither the transfer of the view nor its
+// decoding, which are most of a read's time.
 func (s *Service) read(ctx context.Context, b ranking.Board, p ranking.Period) (View, bool, error) {
 	key := s.topKey(b.Name, p)
-	vals, err := s.cfg.Redis.HMGet(ctx, key, "v", "sum", "at", "view").Result()
+	vals, err := s.cfg.Redis.HMGet(ctx, key, "v", "sum", "at").Result()
 	if err != nil {
 		return View{}, false, fmt.Errorf("top of %s %s: read: %w", b.Name, p, err)
 	}
 	version, _ := vals[0].(string)
 	sum, _ := vals[1].(string)
 	at, _ := vals[2].(string)
+	if v, ok := s.cache.get(key, version, sum); ok {
+		ns, _ := strconv.ParseInt(at, 10, 64)
+		v.RefreshedAt = time.Unix(0, ns).UTC()
+		return v, true, nil
+	}
+	// Missed: the whole hash, read again at once so that the view and
+	// its version and digest are of one write.
+	vals, err = s.cfg.Redis.HMGet(ctx, key, "v", "sum", "at", "view").Result()
+	if err != nil {
+		return View{}, false, fmt.Errorf("top of %s %s: read: %w", b.Name, p, err)
+	}
+	version, _ = vals[0].(string)
+	sum, _ = vals[1].(string)
+	at, _ = vals[2].(string)
 	raw, _ := vals[3].(string)
 	if raw == "" {
 		return View{}, false, nil
-	}
-	ns, _ := strconv.ParseInt(at, 10, 64)
-	if v, ok := s.cache.get(key, version, sum); ok {
-		v.RefreshedAt = time.Unix(0, ns).UTC()
-		return v, true, nil
 	}
 	var w wireView
 	if err := json.Unmarshal([]byte(raw), &w); err != nil {
@@ -255,7 +270,10 @@ func (s *Service) read(ctx context.Context, b ranking.Board, p ranking.Period) (
 		return View{}, false, nil
 	}
 	v := fromWire(w)
+	v.Digest = sum
 	s.cache.put(key, version, sum, v)
+	ns, _ := strconv.ParseInt(at, 10, 64)
+	v.RefreshedAt = time.Unix(0, ns).UTC()
 	return v, true, nil
 }
 
@@ -322,12 +340,13 @@ func (s *Service) refresh(ctx context.Context, b ranking.Board, p ranking.Period
 	if err != nil {
 		return View{}, false, fmt.Errorf("top of %s %s: encode: %w", b.Name, p, err)
 	}
+	v.Digest = itemsDigest(wire.Items)
 	flag := "0"
 	if rebuild {
 		flag = "1"
 	}
 	n, err := putScript.Run(ctx, s.cfg.Redis, []string{s.topKey(b.Name, p), s.leaseKeys(b.Name).Lease},
-		w.Version, itemsDigest(wire.Items), raw, ttl.Milliseconds()+1, flag, now.UnixNano(), token).Int()
+		w.Version, v.Digest, raw, ttl.Milliseconds()+1, flag, now.UnixNano(), token).Int()
 	if err != nil {
 		return View{}, false, fmt.Errorf("top of %s %s: store: %w", b.Name, p, err)
 	}
