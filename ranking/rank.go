@@ -62,26 +62,50 @@ func compareRanked(a, b Ranked) int {
 // An item outside the Top N has the rank 1 + the number of items ahead of
 // it (RankOf counts them in one scan, in constant memory).
 func Rank(w map[string]Metric, items []ItemMetrics, carry map[string]float64, limit int) []Ranked {
-	s := NewScorer(w)
-	total := len(items) + len(carry)
-	if limit <= 0 || limit > total {
+	if total := len(items) + len(carry); limit <= 0 || limit > total {
 		limit = total
 	}
-	top := NewTopN(limit)
-	seen := make(map[string]bool, len(carry))
+	r := NewRanker(w, carry, limit)
 	for _, m := range items {
-		c, ok := carry[m.Item]
-		if ok {
-			seen[m.Item] = true
-		}
-		top.Add(Ranked{Item: m.Item, Score: s.Value(m, c), Metrics: m.Metrics, First: m.First})
+		r.Add(m)
 	}
-	for item, c := range carryOnly(carry, seen) {
-		top.Add(Ranked{Item: item, Score: c, Metrics: map[string]float64{}})
+	return r.Result()
+}
+
+// Ranker is Rank over a stream: items are added one by one (a Scan's
+// callback), and only the first limit are kept, so ranking a million
+// items holds limit of them, not a million. Not safe for concurrent use.
+type Ranker struct {
+	s     *Scorer
+	carry map[string]float64
+	seen  map[string]bool
+	top   *TopN
+}
+
+// NewRanker ranks under w with carry, keeping the first limit (≥ 1).
+func NewRanker(w map[string]Metric, carry map[string]float64, limit int) *Ranker {
+	return &Ranker{s: NewScorer(w), carry: carry, seen: make(map[string]bool, len(carry)), top: NewTopN(limit)}
+}
+
+// Add offers one item (distinct from those before); its maps are kept,
+// not copied.
+func (r *Ranker) Add(m ItemMetrics) {
+	c, ok := r.carry[m.Item]
+	if ok {
+		r.seen[m.Item] = true
 	}
-	rs := top.Result()
+	r.top.Add(Ranked{Item: m.Item, Score: r.s.Value(m, c), Metrics: m.Metrics, First: m.First})
+}
+
+// Result adds the carried items not seen (empty metrics, zero First) and
+// returns the first limit, ranked, with their parts. Call it once.
+func (r *Ranker) Result() []Ranked {
+	for item, c := range carryOnly(r.carry, r.seen) {
+		r.top.Add(Ranked{Item: item, Score: c, Metrics: map[string]float64{}})
+	}
+	rs := r.top.Result()
 	for i := range rs {
-		_, rs[i].Parts = s.Score(ItemMetrics{Metrics: rs[i].Metrics}, carry[rs[i].Item])
+		_, rs[i].Parts = r.s.Score(ItemMetrics{Metrics: rs[i].Metrics}, r.carry[rs[i].Item])
 	}
 	return rs
 }

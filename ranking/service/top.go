@@ -371,15 +371,16 @@ func (s *Service) rank(ctx context.Context, b ranking.Board, w ranking.Weights, 
 	if err != nil {
 		return nil, err
 	}
-	var items []ranking.ItemMetrics
+	// Streamed: only the first limit are held, whatever the catalogue.
+	r := ranking.NewRanker(w.Metrics, carry, limit)
 	err = s.cfg.Record.Scan(ctx, b.Name, p.Start, p.End(), func(m ranking.ItemMetrics) error {
-		items = append(items, m)
+		r.Add(m)
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("rank %s %s: scan: %w", b.Name, p, err)
 	}
-	return ranking.Rank(w.Metrics, items, carry, limit), nil
+	return r.Result(), nil
 }
 
 // carry is p's carry: for a day, CarryFrom the previous day's ranking
