@@ -17,6 +17,9 @@
 // Run refreshes each board every board.Refresh under a fenced lease per
 // board (internal/redislease), so one process refreshes a board at a time;
 // a refresh whose Top N changed publishes <prefix>:ranking:<board>:<window>.
+// A board of source matchmaking is fed at each refresh, before its periods
+// are recomputed: its hours not yet final are recounted from the record of
+// tickets and matches (Config.Activity) and replaced whole (feed.go).
 package service
 
 import (
@@ -75,6 +78,10 @@ type Config struct {
 	// Tick is how often Run looks for a board due for its refresh.
 	// Default 1s (ranking.MinRefresh).
 	Tick time.Duration
+	// Activity feeds the boards of source matchmaking, recounted at each
+	// of their refreshes (feed.go). Without it such a board is served but
+	// stays empty, and SetBoards logs a warning.
+	Activity Activity
 }
 
 // Service ingests events and serves rankings. Safe for concurrent use.
@@ -147,6 +154,11 @@ func (s *Service) SetBoards(bs []ranking.Board) error {
 			return fmt.Errorf("ranking service: board %q: defined twice", n.Name)
 		}
 		m[n.Name] = n
+	}
+	for _, name := range slices.Sorted(maps.Keys(m)) {
+		if m[name].Source == ranking.SourceMatchmaking && s.cfg.Activity == nil {
+			s.log.Warn("a ranking board of source matchmaking is served but not fed: no activity to count it from", "board", name)
+		}
 	}
 	s.boards.Store(&m)
 	return nil
