@@ -201,3 +201,14 @@ func TestRankingsMatchmakingRedisPostgres(t *testing.T) {
 	prefix := redistest.Prefix(t)
 	exerciseMatchmakingBoard(t, matchmakingBoardServer(t, "--redis-url", redistest.URL(), "--postgres-url", pgURL(t), "--redis-prefix", prefix))
 }
+
+// The built-in demo config serves its trending board on the embedded
+// default.
+func TestRankingsDemoTrending(t *testing.T) {
+	base := startServer(t, "--guests", "true")
+	g := newGuest(t, base, 1500)
+	code, out := call(t, http.MethodGet, base+"/v1/rankings/trending?window=hour", g.Token, "")
+	if code != 200 || out["board"] != "trending" || out["window"] != "hour" {
+		t.Fatalf("trending: %d %v", code, out)
+	}
+}
