@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -259,6 +260,16 @@ func TestFeedWithoutActivity(t *testing.T) {
 		}
 		if v := f.top(t, b.Name, ranking.WindowHour, "", 0); len(v.Items) != 0 {
 			t.Errorf("unfed board's top %+v", v.Items)
+		}
+	})
+}
+
+func TestFeedBoardRefusesEvents(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+		f := newFeedFixture(t, rdb, prefix, record.NewMemory(), &fakeActivity{}, trending(jmc))
+		_, _, err := f.s.Ingest(context.Background(), "trending", []ranking.Event{ev("duel", "joins", 1, now0)})
+		if !errors.Is(err, ranking.ErrInvalidEvent) {
+			t.Fatalf("an event posted to a matchmaking board: %v, want ErrInvalidEvent", err)
 		}
 	})
 }

@@ -180,10 +180,17 @@ func (s *Service) boardNames() []string {
 
 // Ingest checks every event against the board at Now — the first invalid
 // one refuses the batch, nothing written — and counts them into the record.
+// A board of source matchmaking takes no events: its hours are recounted
+// from matchgate's record and replaced whole (feed.go), which would erase
+// them.
 func (s *Service) Ingest(ctx context.Context, board string, events []ranking.Event) (accepted, duplicates int, err error) {
 	b, err := s.board(board)
 	if err != nil {
 		return 0, 0, err
+	}
+	if b.Source == ranking.SourceMatchmaking {
+		return 0, 0, fmt.Errorf("ingest into %s: a board of source %s counts matchgate's own activity, not events: %w",
+			board, ranking.SourceMatchmaking, ranking.ErrInvalidEvent)
 	}
 	if len(events) > MaxBatch {
 		return 0, 0, fmt.Errorf("ingest into %s: %d events, at most %d: %w", board, len(events), MaxBatch, ErrTooMany)
