@@ -672,7 +672,8 @@ func (q *QueueConfig) Weight(dim string) float64 {
 
 // DemoConfig is the built-in queue set used when no --config is given: a
 // pairs queue, a 4-player ranked queue with a formula window, topic rooms
-// of 2–3 with the 60 s fallback, and a provider queue.
+// of 2–3 with the 60 s fallback, a provider queue, and a ranking board of
+// the queues' own activity (trending).
 func DemoConfig() Config {
 	c := Config{Queues: []QueueConfig{
 		{Name: "duel", Kind: KindSkill, Seats: Seats{Players: 2, Bots: true}, SkillRules: SkillRules{Window: &Window{Points: []WindowPoint{{0, 100}, {10 * time.Second, 250}, {30 * time.Second, 600}}}}, Timing: Timing{Deadline: 2 * time.Minute}},
@@ -683,6 +684,11 @@ func DemoConfig() Config {
 			SkillRules:    SkillRules{Weights: map[string]float64{"specialty": 2, "rating": 1, "load": 1, "wait": 1}},
 			ProviderRules: ProviderRules{Relax: []provider.Relax{{After: 20 * time.Second, Drop: provider.ConstraintSpecialty}, {After: time.Minute, Drop: provider.ConstraintMinRating}}},
 			Timing:        Timing{Deadline: 3 * time.Minute}},
+	}}
+	c.Rankings = []ranking.Board{{
+		Name: "trending", Source: ranking.SourceMatchmaking,
+		Metrics: map[string]ranking.Metric{"joins": {Weight: 1}, "matches": {Weight: 3}, "cancels": {Weight: -1}},
+		Windows: []ranking.Window{ranking.WindowHour, ranking.WindowDay}, Top: 10, Refresh: 5 * time.Second,
 	}}
 	if err := c.Normalize(); err != nil {
 		panic("demo config: " + err.Error()) // a programming error, caught by tests

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/matchgate/matchgate/matcher"
+	"github.com/matchgate/matchgate/ranking"
 )
 
 func TestParseConfig(t *testing.T) {
@@ -79,6 +80,10 @@ func TestDemoConfigIsValid(t *testing.T) {
 	c := matcher.DemoConfig()
 	if len(c.Partitions()) < 4 {
 		t.Fatalf("demo partitions: %v", c.Partitions())
+	}
+	if len(c.Rankings) != 1 || c.Rankings[0].Name != "trending" || c.Rankings[0].Source != ranking.SourceMatchmaking ||
+		c.Rankings[0].Retention() != 48*time.Hour {
+		t.Fatalf("demo boards: %+v", c.Rankings)
 	}
 }
 

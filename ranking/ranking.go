@@ -23,9 +23,9 @@ import (
 
 // Sources of a board's events.
 const (
-	// SourceMatchmaking: matchgate's own events, from the record's
-	// outbox; the item is the queue (or room topic), the metrics joins,
-	// matches and cancels.
+	// SourceMatchmaking: matchgate's own activity, counted from its
+	// record of tickets and matches (Record.SetHours); the item is the
+	// queue (or room topic), the metrics joins, matches and cancels.
 	SourceMatchmaking = "matchmaking"
 	// SourceEvents: events posted by another service
 	// (POST /v1/rankings/{board}/events).
@@ -131,6 +131,14 @@ type Record interface {
 	SetWeights(ctx context.Context, board string, w Weights) (Weights, error)
 	// Weights is the board's current version; ok false when none was set.
 	Weights(ctx context.Context, board string) (w Weights, ok bool, err error)
+	// SetHours replaces, in one transaction, every bucket of board whose
+	// hour is in [from, to) by the tallies given (an hour or an item
+	// absent from them is emptied; a metric of value 0 writes no
+	// bucket). It never touches the event ids Ingest keeps. from and to
+	// must be on the hour, each tally's hour in [from, to), each metric
+	// with a finite value ≥ 0 and its First within its hour, no item
+	// tallied twice in an hour; else ErrInvalidTally and nothing written.
+	SetHours(ctx context.Context, board string, from, to time.Time, tallies []Tally) error
 	// Prune forgets the board's buckets and events before before (the
 	// retention's end).
 	Prune(ctx context.Context, board string, before time.Time) error
@@ -141,6 +149,8 @@ var (
 	// ErrInvalidEvent: an event the board refuses (unknown metric, a value
 	// that is not a finite number ≥ 0, an id or item too long, …).
 	ErrInvalidEvent = errors.New("ranking: invalid event")
+	// ErrInvalidTally: tallies Record.SetHours refuses.
+	ErrInvalidTally = errors.New("ranking: invalid tally")
 	// ErrUnknownBoard: no board of that name.
 	ErrUnknownBoard = errors.New("ranking: no such board")
 )

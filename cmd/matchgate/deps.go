@@ -104,12 +104,6 @@ func newDeps(ctx context.Context, f serveFlags, stderr io.Writer) (_ *deps, err 
 	if err != nil {
 		return nil, err
 	}
-	for _, b := range queues.Rankings {
-		if b.Source == ranking.SourceMatchmaking {
-			// Served, but nothing feeds it yet (ARCHITECTURE.md §10).
-			log.Warn("a ranking board of source matchmaking is served but not fed yet", "board", b.Name)
-		}
-	}
 	if d.guests, err = f.parseGuests(); err != nil {
 		return nil, err
 	}
@@ -213,7 +207,8 @@ func newDeps(ctx context.Context, f serveFlags, stderr io.Writer) (_ *deps, err 
 }
 
 // openRankings builds the rankings Service on the record (PostgreSQL beside
-// the matchmaking record, or memory) and Redis. It is built whether or not
+// the matchmaking record, or memory) and Redis, its matchmaking boards fed
+// from the ledger built (ARCHITECTURE.md §10). It is built whether or not
 // a board is configured, so the routes answer NOT_FOUND for an unknown one
 // rather than not at all.
 func (d *deps) openRankings() error {
@@ -221,8 +216,12 @@ func (d *deps) openRankings() error {
 	if d.pg != nil {
 		rec = rankingrecord.NewPostgres(d.pg)
 	}
+	var act rankingservice.Activity
+	if c, ok := d.led.(activityCounter); ok {
+		act = ledgerActivity{c}
+	}
 	svc, err := rankingservice.New(rankingservice.Config{Boards: d.queues.Rankings, Record: rec, Redis: d.rdb,
-		Prefix: d.f.prefix, Now: d.clk.Now, Logger: d.log, Owner: d.node + "-" + rand.Text()[:8]})
+		Prefix: d.f.prefix, Now: d.clk.Now, Logger: d.log, Owner: d.node + "-" + rand.Text()[:8], Activity: act})
 	if err != nil {
 		return fmt.Errorf("rankings: %w", err)
 	}
@@ -270,6 +269,42 @@ func (d *deps) openRedis() error {
 	d.rdb = redis.NewClient(opt)
 	d.onClose(func() { _ = d.rdb.Close() })
 	return nil
+}
+
+// activityCounter is what both ledgers count of their record for the
+// matchmaking boards.
+type activityCounter interface {
+	Activity(ctx context.Context, from, to time.Time) ([]matcher.QueueActivity, error)
+}
+
+// ledgerActivity adapts the ledger's counts to the rankings' tallies: the
+// item is the queue, a metric of count 0 is left out.
+type ledgerActivity struct{ c activityCounter }
+
+func (a ledgerActivity) Activity(ctx context.Context, from, to time.Time) ([]ranking.Tally, error) {
+	as, err := a.c.Activity(ctx, from, to)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ranking.Tally, 0, len(as))
+	for _, qa := range as {
+		t := ranking.Tally{Item: qa.Queue, Hour: qa.Hour, Metrics: map[string]float64{}, First: map[string]time.Time{}}
+		for _, m := range []struct {
+			name  string
+			n     int64
+			first time.Time
+		}{
+			{name: "joins", n: qa.Joins, first: qa.FirstJoin},
+			{name: "matches", n: qa.Matches, first: qa.FirstMatch},
+			{name: "cancels", n: qa.Cancels, first: qa.FirstCancel},
+		} {
+			if m.n > 0 {
+				t.Metrics[m.name], t.First[m.name] = float64(m.n), m.first
+			}
+		}
+		out = append(out, t)
+	}
+	return out, nil
 }
 
 // openRecord opens the record: PostgreSQL (migrated unless --migrate=false),

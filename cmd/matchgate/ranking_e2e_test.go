@@ -103,3 +103,112 @@ func TestRankingsRedisPostgres(t *testing.T) {
 	prefix := redistest.Prefix(t)
 	exerciseRankings(t, rankingServer(t, "--redis-url", redistest.URL(), "--postgres-url", pgURL(t), "--redis-prefix", prefix))
 }
+
+// A board of source matchmaking through the real server: it counts the
+// queue's joins, matches and user cancels from the record, with nothing
+// posted to it.
+func matchmakingBoardServer(t *testing.T, extra ...string) string {
+	t.Helper()
+	cfg := filepath.Join(t.TempDir(), "queues.yaml")
+	if err := os.WriteFile(cfg, []byte(`queues:
+  - {name: duel, players: 2}
+rankings:
+  - name: busy
+    source: matchmaking
+    metrics: {joins: {weight: 1}, matches: {weight: 3}, cancels: {weight: -1}}
+    windows: [hour, day]
+    top: 10
+    refresh: 1s
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return startServer(t, append([]string{"--config", cfg, "--guests", "true"}, extra...)...)
+}
+
+func exerciseMatchmakingBoard(t *testing.T, base string) {
+	hour := time.Now().UTC().Truncate(time.Hour)
+	ticketIn := func(out map[string]any) map[string]any {
+		t.Helper()
+		tk, ok := out["ticket"].(map[string]any)
+		if !ok {
+			t.Fatalf("no ticket in %v", out)
+		}
+		return tk
+	}
+	join := func(g guest) string {
+		t.Helper()
+		code, out := call(t, http.MethodPost, base+"/v1/queues/duel/tickets", g.Token, `{}`)
+		if code != http.StatusAccepted {
+			t.Fatalf("join: %d %v", code, out)
+		}
+		return ticketIn(out)["id"].(string)
+	}
+	a, b, c := newGuest(t, base, 1500), newGuest(t, base, 1500), newGuest(t, base, 1500)
+	ta := join(a)
+	join(b)
+	// a and b are matched before c joins, so c cannot take a seat.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code, out := call(t, http.MethodGet, base+"/v1/tickets/"+ta, a.Token, "")
+		if code == 200 && ticketIn(out)["status"] == "MATCHED" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a's ticket not matched within 10s: %d %v", code, out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	tc := join(c)
+	if code, out := call(t, http.MethodDelete, base+"/v1/tickets/"+tc, c.Token, ""); code != http.StatusOK {
+		t.Fatalf("cancel: %d %v", code, out)
+	}
+	// Within a few refreshes (1s each) the hour shows duel's counts.
+	var last map[string]any
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		code, out := call(t, http.MethodGet, base+"/v1/rankings/busy?window=hour", a.Token, "")
+		if code != 200 {
+			t.Fatalf("ranking: %d %v", code, out)
+		}
+		last = out
+		if items, _ := out["items"].([]any); len(items) == 1 {
+			it := items[0].(map[string]any)
+			m, _ := it["metrics"].(map[string]any)
+			if it["item"] == "duel" && m["joins"] == 3.0 && m["matches"] == 1.0 && m["cancels"] == 1.0 {
+				if it["score"] != 3.0+3-1 || it["rank"] != 1.0 {
+					t.Fatalf("duel's score and rank: %v", it)
+				}
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if time.Now().UTC().Truncate(time.Hour) != hour {
+		t.Skip("the test crossed an hour boundary: its counts are split between two hours")
+	}
+	t.Fatalf("the hour's ranking after 10s: %v", last)
+}
+
+func TestRankingsMatchmakingEmbedded(t *testing.T) {
+	exerciseMatchmakingBoard(t, matchmakingBoardServer(t))
+}
+
+func TestRankingsMatchmakingRedisPostgres(t *testing.T) {
+	redistest.Real(t)
+	prefix := redistest.Prefix(t)
+	exerciseMatchmakingBoard(t, matchmakingBoardServer(t, "--redis-url", redistest.URL(), "--postgres-url", pgURL(t), "--redis-prefix", prefix))
+}
+
+// The built-in demo config serves its trending board on the embedded
+// default.
+func TestRankingsDemoTrending(t *testing.T) {
+	base := startServer(t, "--guests", "true")
+	g := newGuest(t, base, 1500)
+	code, out := call(t, http.MethodGet, base+"/v1/rankings/trending?window=hour", g.Token, "")
+	if code != 200 || out["board"] != "trending" || out["window"] != "hour" {
+		t.Fatalf("trending: %d %v", code, out)
+	}
+}

@@ -440,6 +440,7 @@ func testRecord(t *testing.T, newRecord func(t *testing.T) ranking.Record) {
 	})
 
 	t.Run("Race", func(t *testing.T) { testRace(t, newRecord(t)) })
+	t.Run("SetHours", func(t *testing.T) { testSetHours(t, newRecord) })
 }
 
 func nan() float64 { return math.NaN() }

@@ -22,6 +22,10 @@
 // as duplicates when retried. Small batches of concurrent callers share
 // transactions (ingest.go).
 //
+// A board of source matchmaking has no events: its hours are counted from
+// matchgate's own record and written whole by SetHours, which replaces the
+// board's buckets of a span of hours in one transaction.
+//
 // # Concurrency
 //
 // Every method is safe for concurrent use, by goroutines and (Postgres) by

@@ -196,3 +196,28 @@ func (m *Memory) Prune(ctx context.Context, board string, before time.Time) erro
 	}
 	return nil
 }
+
+// SetHours implements ranking.Record.
+func (m *Memory) SetHours(ctx context.Context, board string, from, to time.Time, tallies []ranking.Tally) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("set hours of %s: %w", board, err)
+	}
+	rows, err := checkTallies(board, from, to, tallies)
+	if err != nil {
+		return err
+	}
+	from, to = from.UTC(), to.UTC()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b := m.board(board)
+	for k := range b.buckets {
+		if !k.hour.Before(from) && k.hour.Before(to) {
+			delete(b.buckets, k)
+		}
+	}
+	for _, r := range rows {
+		bk := r.bucket
+		b.buckets[r.key] = &bk
+	}
+	return nil
+}

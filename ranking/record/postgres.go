@@ -214,3 +214,38 @@ func (r *Postgres) Prune(ctx context.Context, board string, before time.Time) er
 	}
 	return nil
 }
+
+// SetHours implements ranking.Record: one transaction deletes the span's
+// buckets and inserts the tallies' (in key order, as Ingest upserts them).
+// ranking_events is left alone: a matchmaking board has no event ids.
+func (r *Postgres) SetHours(ctx context.Context, board string, from, to time.Time, tallies []ranking.Tally) error {
+	rows, err := checkTallies(board, from, to, tallies)
+	if err != nil {
+		return err
+	}
+	n := len(rows)
+	items, metrics := make([]string, n), make([]string, n)
+	hours, firsts := make([]time.Time, n), make([]time.Time, n)
+	values := make([]float64, n)
+	for i, row := range rows {
+		items[i], metrics[i], hours[i] = row.key.item, row.key.metric, row.key.hour
+		values[i], firsts[i] = row.value, row.first
+	}
+	err = pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `DELETE FROM ranking_buckets WHERE board = $1 AND hour >= $2 AND hour < $3`,
+			board, from.UTC(), to.UTC()); err != nil {
+			return err
+		}
+		if n == 0 {
+			return nil
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO ranking_buckets (board, item, metric, hour, value, first_at)
+			SELECT $1, * FROM unnest($2::text[], $3::text[], $4::timestamptz[], $5::float8[], $6::timestamptz[])`,
+			board, items, metrics, hours, values, firsts)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("set hours of %s in [%v, %v): %w", board, from, to, err)
+	}
+	return nil
+}

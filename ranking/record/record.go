@@ -1,8 +1,10 @@
 package record
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -114,3 +116,69 @@ type bucket struct {
 	value float64
 	first time.Time
 }
+
+// tallyRow is one bucket SetHours writes.
+type tallyRow struct {
+	key bucketKey
+	bucket
+}
+
+// checkTallies refuses a SetHours no board could ask for, and returns the
+// buckets it writes (stamped, metrics of value 0 left out) in key order.
+func checkTallies(board string, from, to time.Time, tallies []ranking.Tally) ([]tallyRow, error) {
+	fail := func(format string, args ...any) ([]tallyRow, error) {
+		return nil, fmt.Errorf("set hours of %q: %s: %w", board, fmt.Sprintf(format, args...), ranking.ErrInvalidTally)
+	}
+	switch {
+	case !storable(board):
+		return fail("no board, or not storable text")
+	case !onTheHour(from) || !onTheHour(to):
+		return fail("span [%v, %v) not on the hour", from, to)
+	case to.Before(from):
+		return fail("span [%v, %v) reversed", from, to)
+	}
+	from, to = from.UTC(), to.UTC()
+	type itemHour struct {
+		item string
+		hour time.Time
+	}
+	seen := make(map[itemHour]bool)
+	var rows []tallyRow
+	for i, t := range tallies {
+		switch {
+		case !storable(t.Item):
+			return fail("tally %d: no item, or not storable text", i)
+		case !onTheHour(t.Hour):
+			return fail("tally %d (%s): hour %v not on the hour", i, t.Item, t.Hour)
+		case t.Hour.Before(from) || !t.Hour.Before(to):
+			return fail("tally %d (%s): hour %v outside [%v, %v)", i, t.Item, t.Hour, from, to)
+		}
+		hour := t.Hour.UTC()
+		if seen[itemHour{item: t.Item, hour: hour}] {
+			return fail("tally %d (%s): hour %v tallied twice", i, t.Item, hour)
+		}
+		seen[itemHour{item: t.Item, hour: hour}] = true
+		for metric, v := range t.Metrics {
+			first := t.First[metric]
+			switch {
+			case !ranking.ValidMetricName(metric):
+				return fail("tally %d (%s): metric %q: name must match ^[a-z][a-z0-9_]{0,31}$", i, t.Item, metric)
+			case math.IsNaN(v) || math.IsInf(v, 0) || v < 0:
+				return fail("tally %d (%s): metric %s: value %v is not a finite number ≥ 0", i, t.Item, metric, v)
+			case v == 0:
+				continue
+			case first.Before(hour) || !first.Before(hour.Add(time.Hour)):
+				return fail("tally %d (%s): metric %s: first %v not within its hour %v", i, t.Item, metric, first, hour)
+			}
+			k := bucketKey{item: t.Item, metric: metric, hour: hour}
+			rows = append(rows, tallyRow{key: k, bucket: bucket{value: v, first: pgtime.Stamp(first)}})
+		}
+	}
+	slices.SortFunc(rows, func(a, b tallyRow) int {
+		return cmp.Or(cmp.Compare(a.key.item, b.key.item), cmp.Compare(a.key.metric, b.key.metric), a.key.hour.Compare(b.key.hour))
+	})
+	return rows, nil
+}
+
+// onTheHour reports whether t is the start of a UTC hour.
+func onTheHour(t time.Time) bool { return !t.IsZero() && t.Equal(hourOf(t)) }

@@ -22,6 +22,10 @@ type boardState struct {
 	last    map[ranking.Window]ranking.Period
 	pruned  time.Time
 	refresh time.Duration
+	// fed is a matchmaking board's first hour not final (feed.go), zero
+	// until the first feed under the lease; fedSig what it was fed for.
+	fed    time.Time
+	fedSig string
 }
 
 // leaseTTL is a board's lease life: three refreshes, at least 3s, so one
@@ -142,17 +146,29 @@ func (s *Service) hold(ctx context.Context, b ranking.Board, st *boardState, now
 	if token == 0 {
 		return false
 	}
-	st.token, st.until = token, now.Add(ttl)
+	// A new holder feeds from the retention's start: another may have
+	// fed the board meanwhile, with counts this one did not see.
+	st.token, st.until, st.fed = token, now.Add(ttl), time.Time{}
 	return true
 }
 
-// refreshBoard recomputes the current period of each window, and the
-// previous one the first time after a period boundary (events of its last
-// moments, counted after its last refresh), then prunes the record past
-// the retention once an hour.
+// refreshBoard feeds a matchmaking board (feed.go), recomputes the current
+// period of each window, and the previous one the first time after a
+// period boundary (events of its last moments, counted after its last
+// refresh), then prunes the record past the retention once an hour. A
+// failed feed leaves the counts before it and the periods are refreshed
+// all the same.
 func (s *Service) refreshBoard(ctx context.Context, b ranking.Board, st *boardState, now time.Time) error {
 	s.refreshes.Add(1)
 	var errs []error
+	if err := s.feed(ctx, b, st, now); err != nil {
+		if errors.Is(err, errLeaseLost) {
+			s.log.Warn("ranking lease taken over", "board", b.Name, "token", st.token)
+			st.token = 0
+			return nil
+		}
+		errs = append(errs, err)
+	}
 	for _, w := range b.Windows {
 		cur := ranking.PeriodOf(w, now)
 		ps := []ranking.Period{cur}

@@ -17,6 +17,9 @@
 // Run refreshes each board every board.Refresh under a fenced lease per
 // board (internal/redislease), so one process refreshes a board at a time;
 // a refresh whose Top N changed publishes <prefix>:ranking:<board>:<window>.
+// A board of source matchmaking is fed at each refresh, before its periods
+// are recomputed: its hours not yet final are recounted from the record of
+// tickets and matches (Config.Activity) and replaced whole (feed.go).
 package service
 
 import (
@@ -75,6 +78,10 @@ type Config struct {
 	// Tick is how often Run looks for a board due for its refresh.
 	// Default 1s (ranking.MinRefresh).
 	Tick time.Duration
+	// Activity feeds the boards of source matchmaking, recounted at each
+	// of their refreshes (feed.go). Without it such a board is served but
+	// stays empty, and SetBoards logs a warning.
+	Activity Activity
 }
 
 // Service ingests events and serves rankings. Safe for concurrent use.
@@ -148,6 +155,11 @@ func (s *Service) SetBoards(bs []ranking.Board) error {
 		}
 		m[n.Name] = n
 	}
+	for _, name := range slices.Sorted(maps.Keys(m)) {
+		if m[name].Source == ranking.SourceMatchmaking && s.cfg.Activity == nil {
+			s.log.Warn("a ranking board of source matchmaking is served but not fed: no activity to count it from", "board", name)
+		}
+	}
 	s.boards.Store(&m)
 	return nil
 }
@@ -168,10 +180,17 @@ func (s *Service) boardNames() []string {
 
 // Ingest checks every event against the board at Now — the first invalid
 // one refuses the batch, nothing written — and counts them into the record.
+// A board of source matchmaking takes no events: its hours are recounted
+// from matchgate's record and replaced whole (feed.go), which would erase
+// them.
 func (s *Service) Ingest(ctx context.Context, board string, events []ranking.Event) (accepted, duplicates int, err error) {
 	b, err := s.board(board)
 	if err != nil {
 		return 0, 0, err
+	}
+	if b.Source == ranking.SourceMatchmaking {
+		return 0, 0, fmt.Errorf("ingest into %s: a board of source %s counts matchgate's own activity, not events: %w",
+			board, ranking.SourceMatchmaking, ranking.ErrInvalidEvent)
 	}
 	if len(events) > MaxBatch {
 		return 0, 0, fmt.Errorf("ingest into %s: %d events, at most %d: %w", board, len(events), MaxBatch, ErrTooMany)
