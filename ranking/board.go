@@ -11,7 +11,7 @@ import (
 )
 
 // MatchmakingMetrics are the metrics a matchmaking board may weigh: what
-// the record's outbox tells of a queue.
+// the record of tickets and matches tells of a queue.
 var MatchmakingMetrics = []string{"joins", "matches", "cancels"}
 
 // Windows are the known windows, shortest first: the default of a board
