@@ -133,7 +133,7 @@ func TestRecomputeFigures(t *testing.T) {
 	}
 	week := ranking.PeriodOf(ranking.WindowWeek, now)
 	measure("the week's Top 100, from the record", func() error {
-		_, _, err := s.refresh(ctx, b, week, now, false, 0)
+		_, _, err := s.refresh(ctx, b, week, now, false, 0, nil)
 		return err
 	})
 	measure("one refresh (every window, under the lease)", func() error { return s.Tick(ctx) })

@@ -161,6 +161,7 @@ func (s *Service) hold(ctx context.Context, b ranking.Board, st *boardState, now
 func (s *Service) refreshBoard(ctx context.Context, b ranking.Board, st *boardState, now time.Time) error {
 	s.refreshes.Add(1)
 	var errs []error
+	memo := carries{}
 	if err := s.feed(ctx, b, st, now); err != nil {
 		if errors.Is(err, errLeaseLost) {
 			s.log.Warn("ranking lease taken over", "board", b.Name, "token", st.token)
@@ -177,7 +178,7 @@ func (s *Service) refreshBoard(ctx context.Context, b ranking.Board, st *boardSt
 		}
 		ok := true
 		for _, p := range ps {
-			if err := s.refreshPeriod(ctx, b, p, now, st.token); err != nil {
+			if err := s.refreshPeriod(ctx, b, p, now, st.token, memo); err != nil {
 				if errors.Is(err, errLeaseLost) {
 					s.log.Warn("ranking lease taken over", "board", b.Name, "token", st.token)
 					st.token = 0
@@ -210,8 +211,8 @@ type announcement struct {
 }
 
 // refreshPeriod recomputes and stores p's Top N, and announces a change.
-func (s *Service) refreshPeriod(ctx context.Context, b ranking.Board, p ranking.Period, now time.Time, token int64) error {
-	v, changed, err := s.refresh(ctx, b, p, now, false, token)
+func (s *Service) refreshPeriod(ctx context.Context, b ranking.Board, p ranking.Period, now time.Time, token int64, memo carries) error {
+	v, changed, err := s.refresh(ctx, b, p, now, false, token, memo)
 	if err != nil {
 		return err
 	}
@@ -237,12 +238,13 @@ func (s *Service) RefreshAll(ctx context.Context, board string) error {
 	now := s.cfg.Now()
 	from := now.Add(-b.Retention())
 	var errs []error
+	memo := carries{}
 	for _, w := range b.Windows {
 		for p := ranking.PeriodOf(w, now); p.End().After(from); p = p.Prev() {
 			if err := ctx.Err(); err != nil {
 				return fmt.Errorf("recompute %s: %w", board, err)
 			}
-			if err := s.refreshPeriod(ctx, b, p, now, 0); err != nil {
+			if err := s.refreshPeriod(ctx, b, p, now, 0, memo); err != nil {
 				errs = append(errs, err)
 			}
 		}

@@ -679,7 +679,7 @@ func TestFencedRefresh(t *testing.T) {
 		}
 		f.ingest(t, "b1", ev("y", "b", 5, f.clk.now()))
 		hour := ranking.PeriodOf(ranking.WindowHour, f.clk.now())
-		if err := f.s.refreshPeriod(ctx, b, hour, f.clk.now(), old); !errors.Is(err, errLeaseLost) {
+		if err := f.s.refreshPeriod(ctx, b, hour, f.clk.now(), old, nil); !errors.Is(err, errLeaseLost) {
 			t.Errorf("stale token's refresh: %v, want errLeaseLost", err)
 		}
 		if v := f.top(t, "b1", ranking.WindowHour, "", 0); fmt.Sprint(order(v)) != "[x]" {

@@ -221,7 +221,7 @@ func (s *Service) rebuild(ctx context.Context, b ranking.Board, p ranking.Period
 	f := &flight{done: make(chan struct{})}
 	s.flights[key] = f
 	s.flightMu.Unlock()
-	f.v, _, f.err = s.refresh(ctx, b, p, now, true, 0)
+	f.v, _, f.err = s.refresh(ctx, b, p, now, true, 0, nil)
 	s.flightMu.Lock()
 	delete(s.flights, key)
 	s.flightMu.Unlock()
@@ -319,12 +319,12 @@ func (c *viewCache) put(key, version, sum string, v View) {
 // token is the lease's fencing token of a refresh under it, else 0.
 // changed reports a stored Top N that differs from the one before; a
 // token no longer the lease's is errLeaseLost, nothing written.
-func (s *Service) refresh(ctx context.Context, b ranking.Board, p ranking.Period, now time.Time, rebuild bool, token int64) (v View, changed bool, err error) {
+func (s *Service) refresh(ctx context.Context, b ranking.Board, p ranking.Period, now time.Time, rebuild bool, token int64, memo carries) (v View, changed bool, err error) {
 	w, err := s.weights(ctx, b)
 	if err != nil {
 		return View{}, false, err
 	}
-	rs, err := s.rank(ctx, b, w, p, b.Top, now)
+	rs, err := s.rank(ctx, b, w, p, b.Top, now, memo)
 	if err != nil {
 		return View{}, false, err
 	}
@@ -366,8 +366,8 @@ func itemsDigest(items []wireItem) string {
 }
 
 // rank ranks p's items under w with p's carry, the first limit.
-func (s *Service) rank(ctx context.Context, b ranking.Board, w ranking.Weights, p ranking.Period, limit int, now time.Time) ([]ranking.Ranked, error) {
-	carry, err := s.carry(ctx, b, w, p, now)
+func (s *Service) rank(ctx context.Context, b ranking.Board, w ranking.Weights, p ranking.Period, limit int, now time.Time, memo carries) ([]ranking.Ranked, error) {
+	carry, err := s.carry(ctx, b, w, p, now, memo)
 	if err != nil {
 		return nil, err
 	}
@@ -391,7 +391,7 @@ func (s *Service) rank(ctx context.Context, b ranking.Board, w ranking.Weights, 
 // score, and a non-positive score ranks behind every positive one (an
 // infinite one, which only weights near the float64 limit make, would
 // carry one item fewer).
-func (s *Service) carry(ctx context.Context, b ranking.Board, w ranking.Weights, p ranking.Period, now time.Time) (map[string]float64, error) {
+func (s *Service) carry(ctx context.Context, b ranking.Board, w ranking.Weights, p ranking.Period, now time.Time, memo carries) (map[string]float64, error) {
 	if p.Window != ranking.WindowDay || b.Carry.Top == 0 {
 		return nil, nil
 	}
@@ -399,12 +399,27 @@ func (s *Service) carry(ctx context.Context, b ranking.Board, w ranking.Weights,
 	if prev.Start.Before(now.Add(-b.Retention())) {
 		return nil, nil
 	}
-	rs, err := s.rank(ctx, b, w, prev, b.Carry.Top, now)
+	key := strconv.FormatInt(w.Version, 10) + " " + p.String()
+	if c, ok := memo[key]; ok {
+		return c, nil
+	}
+	rs, err := s.rank(ctx, b, w, prev, b.Carry.Top, now, memo)
 	if err != nil {
 		return nil, fmt.Errorf("carry into %s: %w", p, err)
 	}
-	return ranking.CarryFrom(rs, b.Carry), nil
+	c := ranking.CarryFrom(rs, b.Carry)
+	if memo != nil {
+		memo[key] = c
+	}
+	return c, nil
 }
+
+// carries are the carries into days computed during one refresh of a
+// board or one recompute of its periods, by weights version and day: each
+// day's carry ranks the day before, whose own carry ranks the day before
+// that, back to the retention, so without them recomputing every day
+// would rank the first day once per day after it. Nil keeps none.
+type carries map[string]map[string]float64
 
 // Item is one item's place in the window's period: from the served Top N
 // when it is there, else computed on demand from the record (its exact
@@ -433,7 +448,7 @@ func (s *Service) Item(ctx context.Context, board, window, period, item string) 
 	if err != nil {
 		return ranking.Ranked{}, false, err
 	}
-	carry, err := s.carry(ctx, b, w, p, now)
+	carry, err := s.carry(ctx, b, w, p, now, nil)
 	if err != nil {
 		return ranking.Ranked{}, false, err
 	}
