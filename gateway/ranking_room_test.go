@@ -159,6 +159,9 @@ func TestRankingPushesShareOneSubscription(t *testing.T) {
 	if n := env.sub.count(trendingHour); n != 1 {
 		t.Fatalf("%d hub subscriptions of the board's window, want 1", n)
 	}
+	if n := metricValue(t, env.reg, "matchgate_ranking_subscriptions"); n != 2 {
+		t.Fatalf("matchgate_ranking_subscriptions %v, want 2", n)
+	}
 
 	reads := f.tops()
 	f.setView(trendingView("2026-12-02T14", "c", "a", "b"))
@@ -200,6 +203,9 @@ func TestRankingPushesShareOneSubscription(t *testing.T) {
 
 	_ = c2.Close(websocket.StatusNormalClosure, "")
 	waitCount(t, env, trendingHour, 0)
+	if n := metricValue(t, env.reg, "matchgate_ranking_subscriptions"); n != 0 {
+		t.Fatalf("matchgate_ranking_subscriptions %v after every socket left, want 0", n)
+	}
 }
 
 // An announcement that changes nothing is not pushed; after the hub
