@@ -233,6 +233,9 @@ func TestRankingPushesResync(t *testing.T) {
 	if u := readRanking(t, c); u.Type != "ranking.update" || u.order() != "b,a" {
 		t.Fatalf("resync pushed %s", u.raw)
 	}
+	// The loop reads in turn: had the unchanged view been pushed, the
+	// resync's push would be the second, and would stand before the pong.
+	nothingPending(t, c, "the resync")
 }
 
 // gatedRankings holds its reads until let go, to see what arrives
