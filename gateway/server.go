@@ -77,8 +77,11 @@ type Server struct {
 
 	// room pushes the admission queues' positions (nil without them);
 	// its loops run on roomCtx, which Run cancels once every socket ended.
-	room       *room
-	roomCtx    context.Context
+	room    *room
+	roomCtx context.Context
+	// rankings pushes the ranking boards' changes (nil without them); its
+	// loops run on roomCtx too.
+	rankings   *rankingRoom
 	cancelRoom context.CancelFunc
 
 	// provSessions are the providers' sockets, refreshed by
@@ -162,6 +165,9 @@ func New(cfg Config) (*Server, error) {
 	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
 	s.roomCtx, s.cancelRoom = context.WithCancel(s.baseCtx)
 	s.room = newRoom(s)
+	if s.rankings, err = newRankingRoom(s, reg); err != nil {
+		return nil, err
+	}
 	s.handler = s.instrument(s.routes())
 	return s, nil
 }

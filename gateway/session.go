@@ -53,8 +53,8 @@ type session struct {
 	ready     bool       // hello is queued: writing may start
 	closing   bool       // no more frames or commands are taken
 	closeCode websocket.StatusCode
-	cmds      []command // waiting to run, at most maxPendingCommands
-	working   bool      // a command worker goroutine is draining cmds
+	cmds      []queuedCommand // waiting to run, at most maxPendingCommands
+	working   bool            // a command worker goroutine is draining cmds
 
 	// prov holds a provider's queues online (nil for a player's socket).
 	// Set by setup before the first command.

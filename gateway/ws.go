@@ -237,6 +237,13 @@ func (s *session) setup() (teardown func(), code websocket.StatusCode, ok bool) 
 			inner()
 		}
 	}
+	if s.srv.rankings != nil {
+		inner := teardown
+		teardown = func() {
+			s.srv.rankings.closed(s)
+			inner()
+		}
+	}
 	if cfg.Providers != nil && s.p.Provider {
 		ctx, cancel := context.WithTimeout(s.srv.baseCtx, cfg.CommandTimeout)
 		hello.Providers = s.providerHello(ctx)
@@ -282,6 +289,16 @@ func (s *session) readLoop() error {
 			s.replyError("", matcher.Errorf(matcher.CodeBadRequest, "binary frames are not supported: send JSON text frames"))
 			continue
 		}
+		if protocol.IsRankingFrame(frameType(data)) {
+			rc, err := decodeRankingFrame(data)
+			s.srv.metrics.countIn("other")
+			if err != nil {
+				s.replyError(rc.ID, err)
+				continue
+			}
+			s.queueCommand(queuedCommand{command: command{Command: protocol.Command{Type: rc.Type, ID: rc.ID}}, rank: &rc})
+			continue
+		}
 		in, err := decodeClientFrame(data)
 		if err != nil {
 			s.srv.metrics.countIn("other")
@@ -289,7 +306,7 @@ func (s *session) readLoop() error {
 			continue
 		}
 		s.srv.metrics.countIn(inLabel(in.Type))
-		s.queueCommand(in)
+		s.queueCommand(queuedCommand{command: in})
 	}
 }
 
@@ -319,7 +336,7 @@ func (s *session) admitFrame(now time.Time) bool {
 // queueCommand hands a command to the worker, starting one if none runs.
 // Commands run one at a time in arrival order, so replies come in request
 // order (except RATE_LIMITED refusals of a full command queue).
-func (s *session) queueCommand(in command) {
+func (s *session) queueCommand(in queuedCommand) {
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
@@ -350,23 +367,33 @@ func (s *session) runCommands() {
 			return
 		}
 		in := s.cmds[0]
-		s.cmds[0] = command{}
+		s.cmds[0] = queuedCommand{}
 		s.cmds = s.cmds[1:]
 		s.mu.Unlock()
 		s.execute(in)
 	}
 }
 
+// queuedCommand is a command waiting for the worker: a ranking frame's
+// members travel beside it (they are not a Command's).
+type queuedCommand struct {
+	command
+	rank *protocol.RankingCommand
+}
+
 // execute runs one command and queues its reply.
-func (s *session) execute(in command) {
+func (s *session) execute(in queuedCommand) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(s.srv.baseCtx, s.srv.cfg.CommandTimeout)
 	defer cancel()
 	var reply any
 	var err error
-	if in.prov != nil {
+	switch {
+	case in.rank != nil:
+		reply, err = s.dispatchRanking(ctx, *in.rank)
+	case in.prov != nil:
 		reply, err = s.dispatchProvider(ctx, *in.prov)
-	} else {
+	default:
 		reply, err = s.dispatch(ctx, in.Command)
 	}
 	if err == nil {
@@ -377,7 +404,7 @@ func (s *session) execute(in command) {
 			b, err = json.Marshal(reply)
 		}
 		if err == nil {
-			s.enqueue(outFrame{kind: outLabel(frameKind(reply)), data: b})
+			s.enqueue(outFrame{kind: rankingOutLabel(frameKind(reply)), data: b})
 		}
 	}
 	if err != nil {
@@ -394,6 +421,8 @@ func frameKind(v any) string {
 	case protocol.State:
 		return f.Type
 	case protocol.ProviderReply:
+		return f.Type
+	case protocol.RankingFrame:
 		return f.Type
 	}
 	return ""

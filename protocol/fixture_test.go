@@ -15,6 +15,7 @@ import (
 	"github.com/matchgate/matchgate/admission"
 	"github.com/matchgate/matchgate/matcher"
 	"github.com/matchgate/matchgate/protocol"
+	"github.com/matchgate/matchgate/ranking"
 )
 
 // testdata/wire.json is the wire as this package renders it, for clients in
@@ -275,7 +276,50 @@ func serverExamples(t *testing.T) []serverExample {
 		map[string]any{"queue": "drop", "position": expectPosition(front)})
 	add("admission.ready", protocol.AppendAdmissionReady(nil, "drop", admitted.Token, admitted.ExpiresAt),
 		map[string]any{"queue": "drop", "token": admitted.Token, "expiresAt": wireTime(admitted.ExpiresAt)})
+
+	// The ranking pushes: the reply to a subscribe, to an unsubscribe, and
+	// the push of a changed Top.
+	top := fixtureTop()
+	add("subscribed", mustJSON(t, protocol.RankingFrameOf(protocol.FrameSubscribed, fixtureRe, "trending", ranking.WindowHour,
+		"2031-03-04T05", 2, top)), expectRanking("trending", "hour", "2031-03-04T05", 2, top))
+	add("unsubscribed", reply(protocol.FrameUnsubscribed, nil, nil), map[string]any{})
+	add("ranking.update", mustJSON(t, protocol.RankingFrameOf(protocol.FrameRankingUpdate, "", "trending", ranking.WindowHour,
+		"2031-03-04T06", 2, top[:1])), expectRanking("trending", "hour", "2031-03-04T06", 2, top[:1]))
 	return out
+}
+
+// fixtureTop is a Top of two items, the second with a score too large to
+// be finite (the wire writes null).
+func fixtureTop() []ranking.Ranked {
+	return []ranking.Ranked{
+		{Item: "duel", Rank: 1, Score: 12.5, Metrics: map[string]float64{"matches": 10, "players": 25},
+			Parts: map[string]float64{"matches": 10, "players": 2.5}},
+		{Item: "<royale>", Rank: 2, Score: math.Inf(1), Metrics: map[string]float64{"matches": 3},
+			Parts: map[string]float64{"matches": math.Inf(1)}},
+	}
+}
+
+// expectRanking is what a client reads of a ranking frame: the board as
+// ranking, the items in rank order, a non-finite number null.
+func expectRanking(board, window, period string, weightsVersion int64, items []ranking.Ranked) map[string]any {
+	num := func(f float64) any {
+		if math.IsInf(f, 0) || math.IsNaN(f) {
+			return nil
+		}
+		return f
+	}
+	nums := func(m map[string]float64) map[string]any {
+		out := map[string]any{}
+		for k, v := range m {
+			out[k] = num(v)
+		}
+		return out
+	}
+	list := make([]map[string]any, len(items))
+	for i, r := range items {
+		list[i] = map[string]any{"item": r.Item, "rank": r.Rank, "score": num(r.Score), "metrics": nums(r.Metrics), "parts": nums(r.Parts)}
+	}
+	return map[string]any{"ranking": board, "window": window, "period": period, "weightsVersion": weightsVersion, "items": list}
 }
 
 // errorExamples are one error per code, with the status CodeOf gives its
@@ -342,6 +386,25 @@ func clientExamples(t *testing.T) []clientExample {
 	return out
 }
 
+// rankingClientExamples are the ranking frames a client sends
+// (RankingCommand, decoded apart from Command).
+func rankingClientExamples(t *testing.T) []clientExample {
+	five := 5
+	var out []clientExample
+	for _, c := range []struct {
+		name string
+		cmd  protocol.RankingCommand
+	}{
+		{"subscribe", protocol.RankingCommand{Type: protocol.FrameSubscribe, Ranking: "trending", Window: "hour", Limit: &five}},
+		{"subscribe (no limit)", protocol.RankingCommand{Type: protocol.FrameSubscribe, Ranking: "trending", Window: "day"}},
+		{"unsubscribe", protocol.RankingCommand{Type: protocol.FrameUnsubscribe, Ranking: "trending", Window: "hour"}},
+	} {
+		c.cmd.ID = fixtureRe
+		out = append(out, clientExample{c.name, mustJSON(t, c.cmd)})
+	}
+	return out
+}
+
 // renderFixture writes the fixture one example a line, so that a change
 // of the wire shows in a diff as the examples it changes.
 func renderFixture(t *testing.T) []byte {
@@ -377,10 +440,12 @@ func renderFixture(t *testing.T) []byte {
 		"Replies carry re "+string(mustJSON(t, fixtureRe))+", the id of the command they answer.", false)
 	field("serverFrameTypes", protocol.ServerFrameTypes, false)
 	field("clientFrameTypes", protocol.ClientFrameTypes, false)
+	field("rankingClientFrameTypes", protocol.RankingClientFrameTypes, false)
 	field("errorCodes", codes, false)
 	list("server", toAny(serverExamples(t)), false)
 	list("errors", toAny(errorExamples(t)), false)
-	list("client", toAny(clientExamples(t)), true)
+	list("client", toAny(clientExamples(t)), false)
+	list("rankingClient", toAny(rankingClientExamples(t)), true)
 	b.WriteString("}\n")
 	return b.Bytes()
 }
@@ -473,6 +538,22 @@ func TestWireFixtureCoversTheProtocol(t *testing.T) {
 	for _, typ := range protocol.ClientFrameTypes {
 		if !seen[typ] {
 			t.Errorf("no example of the client frame %q", typ)
+		}
+	}
+	seen = map[string]bool{}
+	for _, e := range rankingClientExamples(t) {
+		typ := typeOf(e.Frame)
+		if !slices.Contains(protocol.RankingClientFrameTypes, typ) {
+			t.Errorf("ranking client example %q has type %q, not a ranking client frame type", e.Example, typ)
+		}
+		seen[typ] = true
+	}
+	for _, typ := range protocol.RankingClientFrameTypes {
+		if !seen[typ] {
+			t.Errorf("no example of the ranking client frame %q", typ)
+		}
+		if slices.Contains(protocol.ClientFrameTypes, typ) || !protocol.IsRankingFrame(typ) {
+			t.Errorf("%q: a ranking frame, and decoded as one only", typ)
 		}
 	}
 }

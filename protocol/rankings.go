@@ -118,3 +118,60 @@ func finiteMap(m map[string]float64) map[string]*float64 {
 	}
 	return out
 }
+
+// The ranking pushes over the socket (ARCHITECTURE.md §8): a client
+// subscribes to a board's window and is pushed its Top of the current
+// period whenever the Top N changes or the period rolls over.
+const (
+	FrameSubscribe     = "subscribe"
+	FrameUnsubscribe   = "unsubscribe"
+	FrameSubscribed    = "subscribed"
+	FrameUnsubscribed  = "unsubscribed"
+	FrameRankingUpdate = "ranking.update"
+)
+
+// RankingClientFrameTypes are the ranking frame types a client may send.
+// They are decoded as RankingCommand (their own members), as provider
+// frames are decoded as ProviderCommand.
+var RankingClientFrameTypes = []string{FrameSubscribe, FrameUnsubscribe}
+
+// IsRankingFrame reports whether typ is subscribe or unsubscribe.
+func IsRankingFrame(typ string) bool {
+	return typ == FrameSubscribe || typ == FrameUnsubscribe
+}
+
+// RankingCommand is subscribe {id, ranking, window, limit?} (limit absent:
+// the REST GET's default) and unsubscribe {id, ranking, window}. Ranking
+// names the board.
+type RankingCommand struct {
+	Type    string `json:"type"`
+	ID      string `json:"id"`
+	Ranking string `json:"ranking"`
+	Window  string `json:"window"`
+	Limit   *int   `json:"limit,omitzero"`
+}
+
+// RankingFrame is subscribed (answering a subscribe, with re) and the
+// ranking.update push (without): a board's Top of one window's current
+// period, its items in the REST GET's shape. Items is never null.
+type RankingFrame struct {
+	Type           string       `json:"type"`
+	Re             string       `json:"re,omitempty"`
+	Ranking        string       `json:"ranking"`
+	Window         string       `json:"window"`
+	Period         string       `json:"period"`
+	WeightsVersion int64        `json:"weightsVersion"`
+	Items          []RankedItem `json:"items"`
+}
+
+// RankingFrameOf is a view's frame of type typ answering re ("" for a
+// push).
+func RankingFrameOf(typ, re, board string, window ranking.Window, period string, weightsVersion int64,
+	items []ranking.Ranked) RankingFrame {
+	f := RankingFrame{Type: typ, Re: re, Ranking: board, Window: string(window), Period: period,
+		WeightsVersion: weightsVersion, Items: make([]RankedItem, len(items))}
+	for i, r := range items {
+		f.Items[i] = RankedItemOf(r)
+	}
+	return f
+}

@@ -217,14 +217,16 @@ const (
 	FrameLeft    = "left"
 )
 
-// ClientFrameTypes are the frame types a client may send.
+// ClientFrameTypes are the frame types a client may send as a Command
+// (RankingClientFrameTypes are the ranking frames').
 var ClientFrameTypes = []string{FrameJoin, FrameCancel, FrameAccept, FrameDecline, FrameStatus, FramePing,
 	FrameEnter, FramePosition, FrameLeave}
 
 // ServerFrameTypes are the frame types the server sends: the replies, the
-// catch-up and the pushes.
+// catch-up and the pushes (the ranking frames' too: RankingFrame).
 var ServerFrameTypes = []string{
 	FrameHello, FrameJoined, FrameCancelled, FrameMatchUpdate, FrameStatus, FramePong, FrameError,
 	FrameTicketUpdate, FrameMatchFound, FrameMatchReady, FrameMatchDissolved,
 	FrameEntered, FramePosition, FrameLeft, FrameAdmissionPosition, FrameAdmissionReady,
+	FrameSubscribed, FrameUnsubscribed, FrameRankingUpdate,
 }

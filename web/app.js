@@ -15,6 +15,9 @@ const PROVIDER_ENDED_SHOWN = 4;
 const LOG_MAX = 100;
 const SIM_MAX = 40;
 const SIM_LINGER_MS = 8000;
+// The lobby's "trending now": the top of the trending board's hour, pushed
+// over the visitor's socket. A server without the board shows nothing.
+const TRENDING = { board: 'trending', window: 'hour', limit: 5 };
 const SIM_NAMES = ['Ada', 'Alan', 'Grace', 'Linus', 'Barbara', 'Edsger', 'Margaret', 'Ken', 'Dennis', 'Radia',
   'Donald', 'Frances', 'John', 'Katherine', 'Niklaus', 'Tony', 'Leslie', 'Shafi', 'Whitfield', 'Hedy'];
 
@@ -53,6 +56,7 @@ const view = {
     nodes: new Map(),         // queue → its rendered place
     error: '',
   },
+  trending: { missing: false, asking: false },
   tab: session.get('tab') === 'provider' ? 'provider' : 'play',
   // The provider side: a guest with the provider role and its own client,
   // apart from the player's (a page may be both).
@@ -105,6 +109,8 @@ function signOut(message) {
   Object.assign(view.adm, { followed: {}, error: '' });
   for (const k of ['heard', 'ended', 'leaving', 'busy', 'asked']) view.adm[k].clear();
   setConn('off');
+  view.trending.asking = false;
+  renderTrending();
   $('play').hidden = true;
   $('match-card').hidden = true;
   $('signin').hidden = false;
@@ -133,7 +139,10 @@ function start(token) {
     if (s.state === 'closed' && (s.code === 4401 || s.code === 4403)) {
       signOut(s.code === 4401 ? 'Your session expired: sign in again.' : 'This account may not play right now.');
     }
-    if (s.state === 'open') resumeAdmissions(me);
+    if (s.state === 'open') {
+      resumeAdmissions(me);
+      watchTrending(me);
+    }
     render();
   });
   me.on('admission', ({ queue, position, at }) => {
@@ -150,6 +159,9 @@ function start(token) {
     render();
   });
   me.on('match', () => render());
+  me.on('ranking', (v) => {
+    if (me === view.me && v.ranking === TRENDING.board && v.window === TRENDING.window) renderTrending();
+  });
   me.connect('/v1/ws', token).catch(() => { /* reported through the state event */ });
   render();
   updateEnterButtons();
@@ -171,6 +183,43 @@ async function refreshLobby() {
   renderLobby();
   renderAdmission();
   renderProviderQueues();
+}
+
+// watchTrending subscribes the visitor's socket to the trending board's
+// hour, unless it is subscribed (the client makes it again after a
+// reconnect) or the server has no such board.
+function watchTrending(me) {
+  const t = view.trending;
+  if (t.missing || t.asking || me.ranking(TRENDING.board, TRENDING.window)) return;
+  t.asking = true;
+  me.subscribeRanking(TRENDING.board, TRENDING.window, { limit: TRENDING.limit }).catch((err) => {
+    // NOT_FOUND: no trending board here, and none to come until a reload.
+    // Anything else is asked again when the socket next opens.
+    if (err instanceof MatchgateError && err.code === 'NOT_FOUND') t.missing = true;
+  }).finally(() => {
+    if (me !== view.me) return;
+    t.asking = false;
+    renderTrending();
+  });
+}
+
+// renderTrending shows the trending board's top items and scores, or
+// hides the panel while there is none to show.
+function renderTrending() {
+  const me = view.me;
+  const v = me && !view.trending.missing ? me.ranking(TRENDING.board, TRENDING.window) : null;
+  $('trending').hidden = !v;
+  if (!v) return;
+  // An hour's period is spelled 2026-12-02T14: its hour, in UTC.
+  $('trending-period').textContent = /T\d\d$/.test(v.period) ? `since ${v.period.slice(-2)}:00 UTC` : v.period;
+  const items = v.items.slice(0, TRENDING.limit).map((it) => {
+    const li = el('li');
+    li.dataset.item = it.item;
+    li.append(el('span', 't-item', it.item), el('span', 't-score', it.score === null ? '—' : fmtNumber(it.score)));
+    return li;
+  });
+  if (!items.length) items.push(el('li', 'none', 'Nothing yet this hour.'));
+  $('trending-list').replaceChildren(...items);
 }
 
 // matchQueues are the queues a player joins to be matched; admission

@@ -42,7 +42,11 @@
 //     state in each queue (provider()) from the replies and hello's
 //     providers list, and its assignments in the store, newest version of
 //     each, from the replies and the assignment.offered and
-//     assignment.update pushes.
+//     assignment.update pushes;
+//   - ranking boards: subscribeRanking and unsubscribeRanking, the board's
+//     Top from the subscribed reply and each ranking.update push
+//     (ranking()), emitted as "ranking"; the subscriptions are made again
+//     after every reconnect.
 
 /**
  * @typedef {'WAITING'|'MATCHED'|'CANCELLED'|'EXPIRED'} TicketStatus
@@ -104,6 +108,20 @@
  * @property {number} [pollAfter]  WAITING: seconds before asking again without a socket
  * @property {string} [token]      READY: the entry token
  * @property {string} [expiresAt]  READY: the end of the token's life
+ *
+ * @typedef {object} RankedItem  an item's place in a ranking
+ * @property {string} item
+ * @property {number} rank              1 is the top
+ * @property {number|null} score        null when not finite
+ * @property {Object<string,number|null>} metrics
+ * @property {Object<string,number|null>} parts   weight × transformed metric, by metric
+ *
+ * @typedef {object} RankingView  a board's Top of one window's current period
+ * @property {string} ranking           the board
+ * @property {string} window            "hour", "day" or "week"
+ * @property {string} period            e.g. "2026-12-02T14" for an hour
+ * @property {number} weightsVersion
+ * @property {RankedItem[]} items
  *
  * @typedef {object} ProviderAttributes  what a provider offers
  * @property {string[]} [languages]
@@ -173,11 +191,14 @@ export const SERVER_FRAME_TYPES = Object.freeze([
   'hello', 'joined', 'cancelled', 'match.update', 'status', 'pong', 'error',
   'ticket.update', 'match.found', 'match.ready', 'match.dissolved',
   'entered', 'position', 'left', 'admission.position', 'admission.ready',
+  'subscribed', 'unsubscribed', 'ranking.update',
 ]);
 /** CLIENT_FRAME_TYPES are the commands join, cancel, … ping and enter, … send. */
 export const CLIENT_FRAME_TYPES = Object.freeze([
   'join', 'cancel', 'accept', 'decline', 'status', 'ping', 'enter', 'position', 'leave',
 ]);
+/** RANKING_CLIENT_FRAME_TYPES are the commands of subscribeRanking and unsubscribeRanking (protocol.RankingClientFrameTypes). */
+export const RANKING_CLIENT_FRAME_TYPES = Object.freeze(['subscribe', 'unsubscribe']);
 /**
  * PROVIDER_SERVER_FRAME_TYPES are the frames only a provider is sent: the
  * replies provider and assignment, and the pushes assignment.offered and
@@ -565,6 +586,8 @@ export class MatchgateClient extends Emitter {
     this.admissions = new Map();
     /** A provider's state in each provider queue, last heard. @type {Map<string, ProviderView>} */
     this.providers = new Map();
+    /** The Top of each subscribed board's window, last heard, by "board/window". @type {Map<string, RankingView>} */
+    this.rankings = new Map();
     /** @type {ConnectionState} */
     this.state = 'idle';
     /** The user id from the last hello. @type {string|null} */
@@ -585,6 +608,8 @@ export class MatchgateClient extends Emitter {
     this._admissionTimers = new Map();
     /** @type {Map<string, {resolve: Function, reject: Function, timer: any, type: string}>} */
     this._pending = new Map();
+    /** @type {Map<string, {ranking: string, window: string, limit?: number, pending: boolean}>} the ranking subscriptions to hold */
+    this._rankingSubs = new Map();
     /** @type {Set<Function>} waiters for the next hello */
     this._helloWaiters = new Set();
   }
@@ -839,6 +864,95 @@ export class MatchgateClient extends Emitter {
     return this.admissions.get(queue) || null;
   }
 
+  // ---- ranking boards -------------------------------------------------
+
+  /**
+   * subscribeRanking subscribes to a board's window: it resolves with the
+   * board's Top of the current period, and every change of it is pushed
+   * (ranking.update, and "ranking" with the view). The subscription is made
+   * again after each reconnect. A server without the board rejects with
+   * NOT_FOUND.
+   * @param {string} ranking  the board
+   * @param {string} window   "hour", "day" or "week"
+   * @param {{limit?: number}} [opts]  the items wanted (default 20, at most the board's N)
+   * @returns {Promise<RankingView>}
+   */
+  async subscribeRanking(ranking, window, opts = {}) {
+    const key = rankingKey(ranking, window);
+    const sub = { ranking, window, pending: true };
+    if (opts.limit !== undefined) sub.limit = opts.limit;
+    this._rankingSubs.set(key, sub);
+    try {
+      const f = await this.request('subscribe', rankingFields(sub));
+      sub.pending = false;
+      return this.ranking(ranking, window) || rankingView(f);
+    } catch (err) {
+      sub.pending = false;
+      // Refused by the server: no subscription. Lost with the socket or
+      // unanswered: it is made again after the reconnect.
+      if (!CLIENT_SIDE_CODES.includes(err && err.code) && this._rankingSubs.get(key) === sub) this._rankingSubs.delete(key);
+      throw err;
+    }
+  }
+
+  /**
+   * unsubscribeRanking ends a subscription: nothing more is pushed of it.
+   * @param {string} ranking
+   * @param {string} window
+   * @returns {Promise<void>}
+   */
+  async unsubscribeRanking(ranking, window) {
+    const key = rankingKey(ranking, window);
+    this._rankingSubs.delete(key);
+    this.rankings.delete(key);
+    await this.request('unsubscribe', { ranking, window });
+  }
+
+  /**
+   * ranking is a subscribed board's Top as last heard, or null.
+   * @param {string} ranking
+   * @param {string} window
+   * @returns {RankingView|null}
+   */
+  ranking(ranking, window) {
+    return this.rankings.get(rankingKey(ranking, window)) || null;
+  }
+
+  /**
+   * _putRanking keeps a subscribed board's view and emits "ranking"; a view
+   * of a board no longer subscribed (a push already under way) is dropped.
+   * @param {any} f  a subscribed or ranking.update frame
+   */
+  _putRanking(f) {
+    if (typeof f.ranking !== 'string' || typeof f.window !== 'string') return;
+    const key = rankingKey(f.ranking, f.window);
+    if (!this._rankingSubs.has(key)) return;
+    const view = rankingView(f);
+    this.rankings.set(key, view);
+    this.emit('ranking', view);
+  }
+
+  /**
+   * _resubscribeRankings makes the subscriptions again on a new socket
+   * (or after hello tells of a resync: the same socket answers with the
+   * current view). One the server refuses for good (the board is gone) is
+   * dropped and reported on "error".
+   */
+  _resubscribeRankings() {
+    for (const [key, sub] of this._rankingSubs) {
+      if (sub.pending) continue; // its own request is on the way
+      sub.pending = true;
+      this.request('subscribe', rankingFields(sub)).then(() => { sub.pending = false; }, (err) => {
+        sub.pending = false;
+        if (err && (err.code === 'NOT_FOUND' || err.code === 'BAD_REQUEST') && this._rankingSubs.get(key) === sub) {
+          this._rankingSubs.delete(key);
+          this.rankings.delete(key);
+          if (this._listeners.get('error')?.size) this.emit('error', err);
+        }
+      });
+    }
+  }
+
   // ---- provider queues (a token whose role is provider) ---------------
 
   /**
@@ -1057,6 +1171,10 @@ export class MatchgateClient extends Emitter {
       case 'admission.ready':
         this._putAdmission(f.queue, { status: 'READY', token: f.token, expiresAt: f.expiresAt }, 'push');
         break;
+      case 'subscribed':
+      case 'ranking.update':
+        this._putRanking(f);
+        break;
       default:
         if (f.ticket) this._putTicket(f.ticket);
         if (f.match) this._putMatch(f.match);
@@ -1070,6 +1188,7 @@ export class MatchgateClient extends Emitter {
       this._setState('open', { node: this.node });
       this._resolveHello(f);
       this._flushPending();
+      this._resubscribeRankings();
       this._scheduleHeartbeat();
     }
 
@@ -1415,6 +1534,26 @@ function httpBase(ws) {
  * @param {string} base
  * @param {string} path
  */
+/** CLIENT_SIDE_CODES are the client's own refusals, which the server never gave. */
+const CLIENT_SIDE_CODES = ['DISCONNECTED', 'TIMEOUT', 'NOT_CONNECTED'];
+
+/** rankingKey names a board's window in the client's maps. */
+function rankingKey(ranking, window) {
+  return `${ranking}/${window}`;
+}
+
+/** rankingFields are a subscribe's members; limit only when given. */
+function rankingFields(sub) {
+  const f = { ranking: sub.ranking, window: sub.window };
+  if (sub.limit !== undefined) f.limit = sub.limit;
+  return f;
+}
+
+/** @returns {RankingView} */
+function rankingView(f) {
+  return { ranking: f.ranking, window: f.window, period: f.period, weightsVersion: f.weightsVersion, items: f.items || [] };
+}
+
 function joinURL(base, path) {
   return String(base || '').replace(/\/+$/, '') + path;
 }

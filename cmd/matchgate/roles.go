@@ -78,8 +78,12 @@ func gatewayRole(ctx context.Context, d *deps) (*gateway.Server, []task, error) 
 	var gw *gateway.Server
 	hub := notify.NewHub(notify.HubConfig{Redis: d.rdb, Prefix: d.f.prefix, Logger: d.log, Metrics: d.nmetrics,
 		// Pushes published while the connection was down are lost to
-		// it: every connected player gets a fresh hello instead.
-		OnResubscribe: func() { gw.Resync(ctx) },
+		// it: every connected player gets a fresh hello instead, and
+		// every subscribed ranking its current view.
+		OnResubscribe: func() {
+			gw.ResyncRankings()
+			gw.Resync(ctx)
+		},
 	})
 	var origins []string
 	if d.f.origins != "" {

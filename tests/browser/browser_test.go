@@ -77,7 +77,8 @@ func TestClientUnit(t *testing.T) {
 
 // demoQueues is the built-in demo set (matcher.DemoConfig) written out, and
 // beside it an admission queue slow enough that the page is seen waiting
-// before it is admitted.
+// before it is admitted, and a board trending fed by events that the test
+// posts (the lobby's "trending now").
 const demoQueues = `queues:
   - {name: duel, players: 2, bots: true, deadline: 2m, window: [{after: 0s, width: 100}, {after: 10s, width: 250}, {after: 30s, width: 600}]}
   - {name: ranked, players: 4, minPlayers: 2, regions: [eu, na], window: {start: 50, step: 25, every: 5s, max: 400}}
@@ -85,6 +86,8 @@ const demoQueues = `queues:
   - {name: chat-pairs, kind: room, players: 2}
   - {name: advice, kind: provider, acceptWindow: 15s, weights: {specialty: 2, rating: 1, load: 1, wait: 1}, relax: [{after: 20s, drop: specialty}, {after: 60s, drop: minRating}], deadline: 3m}
   - {name: launch, kind: admission, rate: 1, tokenTTL: 2m}
+rankings:
+  - {name: trending, source: events, windows: [hour], metrics: {plays: {weight: 1}}, top: 10, refresh: 1s}
 `
 
 // adminToken is the server's admin token in this test, the service
@@ -93,7 +96,8 @@ const adminToken = "browser-test-admin-token-0123456789abcdef"
 
 // TestDemoInBrowser builds and starts the server, then runs demo.mjs: two
 // pages matched together, a reload mid-wait, the lobby's depth, simulated
-// players, the waiting room of an admission queue, a provider and a
+// players, the lobby's trending now updated live, the waiting room of an
+// admission queue, a provider and a
 // requester in the provider queue advice, a phone-sized viewport, no
 // console errors. Screenshots are left in test-artifacts/browser/ at the
 // repository root.

@@ -14,7 +14,10 @@
 // (browser_test.go writes that queue file). It checks: two pages join the
 // same queue and both show the match; a page that reloads while waiting
 // still receives its match; the lobby shows a queue's depth; simulated
-// players added from the page fill a 4-player match; the lobby lists the
+// players added from the page fill a 4-player match; the lobby's trending
+// now panel (the board trending, which the server must have, fed by events
+// this script posts) shows the top items and follows new events without a
+// reload; the lobby lists the
 // admission queue apart with an Enter action; the waiting room shows the
 // place's rank, ETA and progress as the line moves, then the token when
 // READY, which the protected downstream can claim; leaving ends the place;
@@ -142,6 +145,37 @@ async function rest(method, path, token, body) {
   return { status: res.status, body: text ? JSON.parse(text) : null };
 }
 
+/** play posts n plays of each item to the board trending, as another service would. */
+async function play(tag, plays) {
+  const at = new Date().toISOString();
+  const events = Object.entries(plays).flatMap(([item, n]) => Array.from({ length: n },
+    (_, i) => ({ id: `${tag}-${item}-${i}`, item, metric: 'plays', value: 1, at })));
+  const r = await rest('POST', '/v1/rankings/trending/events', ADMIN, { events });
+  expect(r.status === 202, `events: ${r.status} ${JSON.stringify(r.body)}`);
+}
+
+/** trendingOrder is the items the trending panel lists, in order (runs in the page). */
+function trendingOrder() {
+  const box = document.getElementById('trending');
+  if (!box || box.hidden) return null;
+  return [...box.querySelectorAll('#trending-list li[data-item]')].map((li) =>
+    `${li.dataset.item} ${li.querySelector('.t-score').textContent}`).join(', ');
+}
+
+/** trendingShows reports whether the trending panel lists want (runs in the page: the page's CSP allows no eval). */
+function trendingShows(want) {
+  const box = document.getElementById('trending');
+  if (!box || box.hidden) return false;
+  return [...box.querySelectorAll('#trending-list li[data-item]')].map((li) =>
+    `${li.dataset.item} ${li.querySelector('.t-score').textContent}`).join(', ') === want;
+}
+
+/** waitTrending waits until the page's trending panel lists want. */
+async function waitTrending(page, want) {
+  await page.waitForFunction(trendingShows, want, { timeout: WAIT })
+    .catch(async (e) => { throw new Error(`trending shows ${await page.evaluate(trendingOrder)}; want ${want}: ${e.message}`); });
+}
+
 /** enterAll takes a place in launch for each guest, all at once. */
 async function enterAll(guests) {
   await Promise.all(guests.map(async (g) => {
@@ -184,6 +218,19 @@ try {
     await signIn(a, 'Ada', 1500);
     await signIn(b, 'Alan', 1510);
     expect((await a.textContent('#me-name')) === 'Ada', 'A shows its name');
+  });
+
+  await step('the lobby\'s trending now shows the trending board and follows new events live', async () => {
+    await a.waitForSelector('#trending:not([hidden])', { timeout: WAIT });
+    await play('t1', { 'space-duel': 3, royale: 1 });
+    await waitTrending(a, 'space-duel 3, royale 1');
+    await a.evaluate(() => { window.sameDocument = true; });
+    await play('t2', { royale: 4, chess: 1 });
+    await waitTrending(a, 'royale 5, space-duel 3, chess 1');
+    expect(await a.evaluate(() => window.sameDocument === true), 'the page reloaded to show the new order');
+    // B's socket is subscribed too, and was pushed the same.
+    await waitTrending(b, 'royale 5, space-duel 3, chess 1');
+    await shot(a, '02a-trending.png');
   });
 
   await step('two pages join duel and both show the match', async () => {

@@ -442,3 +442,65 @@ test('hello lists the live admission places; a place it does not name ended', as
   assert.equal(c.admission('b').status, 'READY');
   c.close();
 });
+
+test('ranking subscriptions: pushes kept, made again after a reconnect, dropped when refused', async () => {
+  const c = newClient({ random: () => 0.5 });
+  const p = c.connect('ws://h/v1/ws', 't');
+  FakeWebSocket.last().accept();
+  await p;
+  const views = [];
+  c.on('ranking', (v) => views.push(v));
+  const view = (period, items) => ({ ranking: 'trending', window: 'hour', period, weightsVersion: 1, items });
+  const item = (name, rank) => ({ item: name, rank, score: 10 - rank, metrics: {}, parts: {} });
+
+  const sub = c.subscribeRanking('trending', 'hour', { limit: 5 });
+  let ws = FakeWebSocket.last();
+  const sent = ws.lastSent('subscribe');
+  assert.deepEqual({ ...sent, id: 'x' }, { type: 'subscribe', id: 'x', ranking: 'trending', window: 'hour', limit: 5 });
+  ws.push({ type: 'subscribed', re: sent.id, ...view('2026-12-02T14', [item('a', 1)]) });
+  assert.deepEqual(await sub, view('2026-12-02T14', [item('a', 1)]));
+  ws.push({ type: 'ranking.update', ...view('2026-12-02T14', [item('b', 1), item('a', 2)]) });
+  assert.deepEqual(c.ranking('trending', 'hour').items.map((i) => i.item), ['b', 'a']);
+  assert.equal(views.length, 2);
+
+  // A new socket: the subscription is made again, with its limit.
+  ws.drop(1006);
+  await tick(10);
+  ws = FakeWebSocket.last();
+  ws.accept();
+  const again = ws.lastSent('subscribe');
+  assert.ok(again, 'subscribed again after the reconnect');
+  assert.deepEqual([again.ranking, again.window, again.limit], ['trending', 'hour', 5]);
+  ws.push({ type: 'subscribed', re: again.id, ...view('2026-12-02T15', []) });
+  await tick();
+  assert.equal(c.ranking('trending', 'hour').period, '2026-12-02T15');
+
+  // The board is gone on the next server: the subscription is dropped.
+  const errors = [];
+  c.on('error', (e) => { if (e instanceof Error) errors.push(e); }); // error frames come under "error" too
+  ws.drop(1006);
+  await tick(10);
+  ws = FakeWebSocket.last();
+  ws.accept();
+  const third = ws.lastSent('subscribe');
+  ws.push({ type: 'error', re: third.id, error: { code: 'NOT_FOUND', message: 'no such ranking board' } });
+  await tick();
+  assert.equal(c.ranking('trending', 'hour'), null);
+  assert.deepEqual(errors.map((e) => e.code), ['NOT_FOUND']);
+  ws.drop(1006);
+  await tick(10);
+  FakeWebSocket.last().accept();
+  assert.equal(FakeWebSocket.last().lastSent('subscribe'), undefined, 'not made again');
+
+  // Unsubscribed: a push still under way is not kept.
+  const s2 = c.subscribeRanking('trending', 'day');
+  ws = FakeWebSocket.last();
+  ws.push({ type: 'subscribed', re: ws.lastSent('subscribe').id, ...view('2026-12-02', []), window: 'day' });
+  await s2;
+  const un = c.unsubscribeRanking('trending', 'day');
+  ws.push({ type: 'unsubscribed', re: ws.lastSent('unsubscribe').id });
+  await un;
+  ws.push({ type: 'ranking.update', ...view('2026-12-02', [item('a', 1)]), window: 'day' });
+  assert.equal(c.ranking('trending', 'day'), null);
+  c.close();
+});

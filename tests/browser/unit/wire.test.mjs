@@ -10,7 +10,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import {
-  MatchgateClient, MatchgateError, SERVER_FRAME_TYPES, CLIENT_FRAME_TYPES, ERROR_CODES,
+  MatchgateClient, MatchgateError, SERVER_FRAME_TYPES, CLIENT_FRAME_TYPES, RANKING_CLIENT_FRAME_TYPES, ERROR_CODES,
 } from '../../../web/matchgate.js';
 import { FakeWebSocket } from './fake-websocket.mjs';
 
@@ -68,6 +68,17 @@ const replies = {
   pong: { call: (c) => c.ping(), type: 'ping', check: (v) => assert.ok(v >= 0, `round trip ${v}`) },
   entered: { call: (c) => c.enter('drop'), type: 'enter', check: (v, f) => assert.deepEqual(v, f.position) },
   position: { call: (c) => c.admissionPosition('drop'), type: 'position', check: (v, f) => assert.deepEqual(v, f.position) },
+  subscribed: {
+    call: (c) => c.subscribeRanking('trending', 'hour', { limit: 5 }), type: 'subscribe',
+    check: (v, f) => assert.deepEqual(v, rankingOf(f)),
+  },
+  unsubscribed: {
+    call: (c) => c.unsubscribeRanking('trending', 'hour'), type: 'unsubscribe',
+    check: (v, f, c) => {
+      assert.equal(v, undefined);
+      assert.equal(c.ranking('trending', 'hour'), null);
+    },
+  },
   left: {
     call: (c) => c.leaveAdmission('drop'), type: 'leave',
     check: (v, f, c) => {
@@ -77,9 +88,23 @@ const replies = {
   },
 };
 
+/** rankingOf is the view a ranking frame carries. */
+function rankingOf(f) {
+  return { ranking: f.ranking, window: f.window, period: f.period, weightsVersion: f.weightsVersion, items: f.items };
+}
+
+/** subscribeTo subscribes c to the board and window of f, answered empty. */
+async function subscribeTo(c, ws, f) {
+  const p = c.subscribeRanking(f.ranking, f.window);
+  ws.push({ type: 'subscribed', re: ws.lastSent('subscribe').id, ranking: f.ranking, window: f.window,
+    period: 'before', weightsVersion: 0, items: [] });
+  await p;
+}
+
 test('the client lists the protocol frame types and error codes', () => {
   assert.deepEqual([...SERVER_FRAME_TYPES].sort(), [...wire.serverFrameTypes].sort());
   assert.deepEqual([...CLIENT_FRAME_TYPES].sort(), [...wire.clientFrameTypes].sort());
+  assert.deepEqual([...RANKING_CLIENT_FRAME_TYPES].sort(), [...wire.rankingClientFrameTypes].sort());
   assert.deepEqual({ ...ERROR_CODES }, Object.fromEntries(wire.errorCodes.map((e) => [e.code, e.status])));
   for (const e of wire.server) assert.ok(SERVER_FRAME_TYPES.includes(e.frame.type), e.example);
 });
@@ -88,6 +113,8 @@ for (const ex of wire.server) {
   test(`server frame: ${ex.example}`, async () => {
     const isHello = ex.frame.type === 'hello';
     const { c, ws, errors, hello } = await connected(isHello ? ex.frame : undefined);
+    // A push of a ranking is kept only while subscribed to it.
+    if (ex.frame.type === 'ranking.update') await subscribeTo(c, ws, ex.frame);
     const emitted = [];
     c.on(ex.frame.type, (f) => emitted.push(f));
     const messages = [];
@@ -130,6 +157,8 @@ for (const ex of wire.server) {
     if (e.token) assert.deepEqual(c.admission(e.queue), { status: 'READY', token: e.token, expiresAt: e.expiresAt });
     // hello's admission list: the user's live places, one per queue.
     for (const a of e.admission || []) assert.deepEqual(c.admission(a.queue), a.position, `the place in ${a.queue}`);
+    // A ranking's view: kept while subscribed, under its board and window.
+    if (e.ranking) assert.deepEqual(c.ranking(e.ranking, e.window), rankingOf(e), 'the ranking kept');
     c.close();
   });
 }
@@ -185,10 +214,13 @@ const commands = {
   enter: (c) => c.enter('drop'),
   position: (c) => c.admissionPosition('drop'),
   leave: (c) => c.leaveAdmission('drop'),
+  subscribe: (c) => c.subscribeRanking('trending', 'hour', { limit: 5 }),
+  'subscribe (no limit)': (c) => c.subscribeRanking('trending', 'day'),
+  unsubscribe: (c) => c.unsubscribeRanking('trending', 'hour'),
 };
 
 test('every command goes out in the protocol shape', async () => {
-  for (const ex of wire.client) {
+  for (const ex of [...wire.client, ...wire.rankingClient]) {
     const call = commands[ex.example];
     assert.ok(call, `no call sends the example ${JSON.stringify(ex.example)}`);
     const { c, ws } = await connected();
