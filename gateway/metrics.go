@@ -12,7 +12,7 @@ import (
 )
 
 // Client→server frame types; anything else is counted as "other".
-var inTypes = append(slices.Concat(protocol.ClientFrameTypes, protocol.ProviderClientFrameTypes), "other")
+var inTypes = append(slices.Concat(protocol.ClientFrameTypes, protocol.ProviderClientFrameTypes, protocol.RankingClientFrameTypes), "other")
 
 // Server→client frame types; anything else is counted as "other".
 var outTypes = append(slices.Concat(protocol.ServerFrameTypes, protocol.ProviderServerFrameTypes), "other")
@@ -157,7 +157,8 @@ func (m *metrics) observeCommand(label string, d time.Duration) {
 func inLabel(t string) string {
 	switch t {
 	case protocol.FrameJoin, protocol.FrameCancel, protocol.FrameAccept, protocol.FrameDecline,
-		protocol.FrameStatus, protocol.FramePing, protocol.FrameEnter, protocol.FramePosition, protocol.FrameLeave:
+		protocol.FrameStatus, protocol.FramePing, protocol.FrameEnter, protocol.FramePosition, protocol.FrameLeave,
+		protocol.FrameSubscribe, protocol.FrameUnsubscribe:
 		return t
 	}
 	if protocol.IsProviderFrame(t) {
@@ -174,7 +175,8 @@ func outLabel(t string) string {
 		protocol.FrameStatus, protocol.FramePong, protocol.FrameError, protocol.FrameTicketUpdate,
 		protocol.FrameMatchFound, protocol.FrameMatchReady, protocol.FrameMatchDissolved,
 		protocol.FrameEntered, protocol.FramePosition, protocol.FrameLeft, protocol.FrameAdmissionPosition, protocol.FrameAdmissionReady,
-		protocol.FrameProvider, protocol.FrameAssignment, protocol.FrameAssignmentOffered, protocol.FrameAssignmentUpdate:
+		protocol.FrameProvider, protocol.FrameAssignment, protocol.FrameAssignmentOffered, protocol.FrameAssignmentUpdate,
+		protocol.FrameSubscribed, protocol.FrameUnsubscribed, protocol.FrameRankingUpdate:
 		return t
 	}
 	return "other"

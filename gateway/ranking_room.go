@@ -461,12 +461,3 @@ func (s *Server) ResyncRankings() {
 		}
 	}
 }
-
-// rankingOutLabel is outLabel knowing the ranking frames as well.
-func rankingOutLabel(t string) string {
-	switch t {
-	case protocol.FrameSubscribed, protocol.FrameUnsubscribed, protocol.FrameRankingUpdate:
-		return t
-	}
-	return outLabel(t)
-}

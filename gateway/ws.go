@@ -404,7 +404,7 @@ func (s *session) execute(in queuedCommand) {
 			b, err = json.Marshal(reply)
 		}
 		if err == nil {
-			s.enqueue(outFrame{kind: rankingOutLabel(frameKind(reply)), data: b})
+			s.enqueue(outFrame{kind: outLabel(frameKind(reply)), data: b})
 		}
 	}
 	if err != nil {
