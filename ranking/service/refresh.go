@@ -161,7 +161,7 @@ func (s *Service) hold(ctx context.Context, b ranking.Board, st *boardState, now
 func (s *Service) refreshBoard(ctx context.Context, b ranking.Board, st *boardState, now time.Time) error {
 	s.refreshes.Add(1)
 	var errs []error
-	memo := carries{}
+	memo := ranks{}
 	if err := s.feed(ctx, b, st, now); err != nil {
 		if errors.Is(err, errLeaseLost) {
 			s.log.Warn("ranking lease taken over", "board", b.Name, "token", st.token)
@@ -211,7 +211,7 @@ type announcement struct {
 }
 
 // refreshPeriod recomputes and stores p's Top N, and announces a change.
-func (s *Service) refreshPeriod(ctx context.Context, b ranking.Board, p ranking.Period, now time.Time, token int64, memo carries) error {
+func (s *Service) refreshPeriod(ctx context.Context, b ranking.Board, p ranking.Period, now time.Time, token int64, memo ranks) error {
 	v, changed, err := s.refresh(ctx, b, p, now, false, token, memo)
 	if err != nil {
 		return err
@@ -238,7 +238,7 @@ func (s *Service) RefreshAll(ctx context.Context, board string) error {
 	now := s.cfg.Now()
 	from := now.Add(-b.Retention())
 	var errs []error
-	memo := carries{}
+	memo := ranks{}
 	for _, w := range b.Windows {
 		for p := ranking.PeriodOf(w, now); p.End().After(from); p = p.Prev() {
 			if err := ctx.Err(); err != nil {

@@ -97,6 +97,7 @@ type Service struct {
 	known   map[string]int64
 
 	cache viewCache // the views decoded last (read)
+	past  pastRanks // settled days' rankings (ranked)
 
 	flightMu sync.Mutex
 	flights  map[string]*flight // rebuilds in progress, by key

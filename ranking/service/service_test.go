@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -784,6 +785,78 @@ func TestViewDigest(t *testing.T) {
 		next := ranking.PeriodOf(ranking.WindowHour, f.clk.now()).Next().String()
 		if v := f.top(t, "dg", ranking.WindowHour, next, 0); v.Digest != "" {
 			t.Errorf("a period not begun, answered not stored: digest %q", v.Digest)
+		}
+	})
+}
+
+// scanCounter counts a record's scans by span.
+type scanCounter struct {
+	ranking.Record
+	mu    sync.Mutex
+	spans map[string]int
+}
+
+func (c *scanCounter) Scan(ctx context.Context, board string, from, to time.Time, fn func(ranking.ItemMetrics) error) error {
+	c.mu.Lock()
+	c.spans[from.Format(time.RFC3339)+"/"+to.Sub(from).String()]++
+	c.mu.Unlock()
+	return c.Record.Scan(ctx, board, from, to, fn)
+}
+
+func (c *scanCounter) take() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.spans
+	c.spans = map[string]int{}
+	return out
+}
+
+// A refresh ranks each day of the carry chain once, and the next refresh
+// ranks only what is not settled: today, and the previous periods at a
+// boundary. A settled day's ranking is kept by weights version, so new
+// weights rank the chain again, once.
+func TestCarryChainRankedOnce(t *testing.T) {
+	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+		b := ranking.Board{Name: "ch", Source: ranking.SourceEvents, Metrics: map[string]ranking.Metric{"a": {Weight: 1}},
+			Windows: []ranking.Window{ranking.WindowDay, ranking.WindowWeek}, Top: 3, Carry: ranking.Carry{Top: 2, Fraction: 0.5},
+			Refresh: time.Minute}
+		if err := b.Normalize(); err != nil {
+			t.Fatal(err)
+		}
+		rec := &scanCounter{Record: record.NewMemory(), spans: map[string]int{}}
+		f := newFixture(t, rdb, prefix, rec, b)
+		for d := range 14 {
+			at := now0.Add(-time.Duration(d) * 24 * time.Hour)
+			f.ingest(t, "ch", ev("x", "a", float64(d+1), at), ev(fmt.Sprint("y", d), "a", 2, at))
+		}
+		days := func(spans map[string]int) (distinct, most int) {
+			for span, n := range spans {
+				if strings.HasSuffix(span, "/24h0m0s") {
+					distinct++
+					most = max(most, n)
+				}
+			}
+			return distinct, most
+		}
+		f.tick(t)
+		first := rec.take()
+		if n, most := days(first); n < 13 || most != 1 {
+			t.Errorf("first refresh: %d days ranked, one of them %d times: %v", n, most, first)
+		}
+		want := f.top(t, "ch", ranking.WindowDay, "", 0)
+		f.clk.add(b.Refresh)
+		f.tick(t)
+		if n, _ := days(rec.take()); n != 1 {
+			t.Errorf("the next refresh ranked %d days, want today's alone", n)
+		}
+		if got := f.top(t, "ch", ranking.WindowDay, "", 0); fmt.Sprint(got.Items) != fmt.Sprint(want.Items) {
+			t.Errorf("today after the next refresh %v, want %v", got.Items, want.Items)
+		}
+		if _, err := f.s.SetWeights(context.Background(), "ch", map[string]ranking.Metric{"a": {Weight: 2}}, "t"); err != nil {
+			t.Fatal(err)
+		}
+		if n, most := days(rec.take()); n < 13 || most != 1 {
+			t.Errorf("new weights: %d days ranked, one %d times", n, most)
 		}
 	})
 }

@@ -319,15 +319,16 @@ func (c *viewCache) put(key, version, sum string, v View) {
 // token is the lease's fencing token of a refresh under it, else 0.
 // changed reports a stored Top N that differs from the one before; a
 // token no longer the lease's is errLeaseLost, nothing written.
-func (s *Service) refresh(ctx context.Context, b ranking.Board, p ranking.Period, now time.Time, rebuild bool, token int64, memo carries) (v View, changed bool, err error) {
+func (s *Service) refresh(ctx context.Context, b ranking.Board, p ranking.Period, now time.Time, rebuild bool, token int64, memo ranks) (v View, changed bool, err error) {
 	w, err := s.weights(ctx, b)
 	if err != nil {
 		return View{}, false, err
 	}
-	rs, err := s.rank(ctx, b, w, p, b.Top, now, memo)
+	rs, err := s.ranked(ctx, b, w, p, now, memo)
 	if err != nil {
 		return View{}, false, err
 	}
+	rs = slices.Clone(rs[:min(len(rs), b.Top)])
 	v = View{Board: b.Name, Window: p.Window, Period: p.String(), WeightsVersion: w.Version, Items: rs, RefreshedAt: now}
 	ttl := p.End().Add(b.Retention()).Sub(now)
 	if p.Start.After(now) || ttl <= 0 {
@@ -365,14 +366,28 @@ func itemsDigest(items []wireItem) string {
 	return fmt.Sprintf("%x", h.Sum(nil))
 }
 
-// rank ranks p's items under w with p's carry, the first limit.
-func (s *Service) rank(ctx context.Context, b ranking.Board, w ranking.Weights, p ranking.Period, limit int, now time.Time, memo carries) ([]ranking.Ranked, error) {
+// ranked is p's ranking under w with p's carry: its first depth(b)
+// items, enough for the served Top N and for the carry into the next day.
+// memo (nil: none) holds the rankings computed during one refresh or
+// recompute; a day settled long enough ago is kept across them too
+// (pastRanks).
+func (s *Service) ranked(ctx context.Context, b ranking.Board, w ranking.Weights, p ranking.Period, now time.Time, memo ranks) ([]ranking.Ranked, error) {
+	key := b.Name + " " + strconv.FormatInt(w.Version, 10) + " " + p.String()
+	if rs, ok := memo[key]; ok {
+		return rs, nil
+	}
+	settled := p.Window == ranking.WindowDay && p.End().Add(settleAfter(b)).Before(now)
+	if settled {
+		if rs, ok := s.past.get(key); ok {
+			return rs, nil
+		}
+	}
 	carry, err := s.carry(ctx, b, w, p, now, memo)
 	if err != nil {
 		return nil, err
 	}
-	// Streamed: only the first limit are held, whatever the catalogue.
-	r := ranking.NewRanker(w.Metrics, carry, limit)
+	// Streamed: only the first depth are held, whatever the catalogue.
+	r := ranking.NewRanker(w.Metrics, carry, depth(b))
 	err = s.cfg.Record.Scan(ctx, b.Name, p.Start, p.End(), func(m ranking.ItemMetrics) error {
 		r.Add(m)
 		return nil
@@ -380,8 +395,26 @@ func (s *Service) rank(ctx context.Context, b ranking.Board, w ranking.Weights, 
 	if err != nil {
 		return nil, fmt.Errorf("rank %s %s: scan: %w", b.Name, p, err)
 	}
-	return r.Result(), nil
+	rs := r.Result()
+	if memo != nil {
+		memo[key] = rs
+	}
+	if settled {
+		s.past.put(key, rs)
+	}
+	return rs, nil
 }
+
+// depth is how many of a period's items a ranking keeps: the Top N, or
+// the carry's top when that is deeper.
+func depth(b ranking.Board) int { return max(b.Top, b.Carry.Top) }
+
+// settleAfter is how long after its end a day's ranking is taken as
+// settled: past the last refresh that recounts it (the feed's grace, a
+// refresh's boundary pass) with a margin. Past views are recomputed after
+// that only by new weights (RefreshAll), so a settled day's ranking may be
+// kept by weights version.
+func settleAfter(b ranking.Board) time.Duration { return max(FinalGrace, 2*b.Refresh) + time.Minute }
 
 // carry is p's carry: for a day, CarryFrom the previous day's ranking
 // (its first carry.top, ranked the same way, with its own carry), until a
@@ -391,7 +424,7 @@ func (s *Service) rank(ctx context.Context, b ranking.Board, w ranking.Weights, 
 // score, and a non-positive score ranks behind every positive one (an
 // infinite one, which only weights near the float64 limit make, would
 // carry one item fewer).
-func (s *Service) carry(ctx context.Context, b ranking.Board, w ranking.Weights, p ranking.Period, now time.Time, memo carries) (map[string]float64, error) {
+func (s *Service) carry(ctx context.Context, b ranking.Board, w ranking.Weights, p ranking.Period, now time.Time, memo ranks) (map[string]float64, error) {
 	if p.Window != ranking.WindowDay || b.Carry.Top == 0 {
 		return nil, nil
 	}
@@ -399,27 +432,46 @@ func (s *Service) carry(ctx context.Context, b ranking.Board, w ranking.Weights,
 	if prev.Start.Before(now.Add(-b.Retention())) {
 		return nil, nil
 	}
-	key := strconv.FormatInt(w.Version, 10) + " " + p.String()
-	if c, ok := memo[key]; ok {
-		return c, nil
-	}
-	rs, err := s.rank(ctx, b, w, prev, b.Carry.Top, now, memo)
+	rs, err := s.ranked(ctx, b, w, prev, now, memo)
 	if err != nil {
 		return nil, fmt.Errorf("carry into %s: %w", p, err)
 	}
-	c := ranking.CarryFrom(rs, b.Carry)
-	if memo != nil {
-		memo[key] = c
-	}
-	return c, nil
+	return ranking.CarryFrom(rs[:min(len(rs), b.Carry.Top)], b.Carry), nil
 }
 
-// carries are the carries into days computed during one refresh of a
-// board or one recompute of its periods, by weights version and day: each
+// ranks are the rankings computed during one refresh of a board or one
+// recompute of its periods, by board, weights version and period: each
 // day's carry ranks the day before, whose own carry ranks the day before
 // that, back to the retention, so without them recomputing every day
 // would rank the first day once per day after it. Nil keeps none.
-type carries map[string]map[string]float64
+type ranks map[string][]ranking.Ranked
+
+// pastRanks keeps settled days' rankings across refreshes, by board,
+// weights version and day, so that a refresh of today does not rank the
+// whole retention again for its carry. Bounded: past maxPast rankings it
+// starts again empty (in use: boards × retained days × versions in play).
+type pastRanks struct {
+	mu sync.Mutex
+	m  map[string][]ranking.Ranked
+}
+
+const maxPast = 512
+
+func (c *pastRanks) get(key string) ([]ranking.Ranked, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	rs, ok := c.m[key]
+	return rs, ok
+}
+
+func (c *pastRanks) put(key string, rs []ranking.Ranked) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= maxPast {
+		c.m = make(map[string][]ranking.Ranked)
+	}
+	c.m[key] = rs
+}
 
 // Item is one item's place in the window's period: from the served Top N
 // when it is there, else computed on demand from the record (its exact
