@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -147,5 +148,43 @@ func TestNewValidates(t *testing.T) {
 	}
 	if srv.cfg.SendQueue != DefaultSendQueue || srv.cfg.PingInterval != DefaultPingInterval || srv.cfg.Node == "" || srv.cfg.Static == nil {
 		t.Fatalf("defaults not applied: %+v", srv.cfg)
+	}
+}
+
+// A token verified once is not verified again, and stops being accepted
+// when it expires (past the leeway) all the same; a token that failed is
+// never remembered as good.
+func TestVerifiedTokensExpire(t *testing.T) {
+	var clk atomic.Int64
+	start := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	clk.Store(start.UnixNano())
+	now := func() time.Time { return time.Unix(0, clk.Load()).UTC() }
+	srv, err := New(Config{Matchmaker: &fakeMatchmaker{}, Subscriber: newFakeSubscriber(), Secret: testSecret, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := MintToken(testSecret, "alice", nil, time.Minute, start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if p, err := srv.parseToken(tok); err != nil || p.UserID != "alice" {
+			t.Fatalf("parse %d: %+v %v", i, p, err)
+		}
+	}
+	clk.Store(start.Add(time.Minute + tokenLeeway - time.Second).UnixNano())
+	if _, err := srv.parseToken(tok); err != nil {
+		t.Errorf("within the leeway: %v", err)
+	}
+	clk.Store(start.Add(time.Minute + tokenLeeway + time.Second).UnixNano())
+	if _, err := srv.parseToken(tok); err == nil {
+		t.Error("an expired token accepted from the cache")
+	}
+	bad := tok[:len(tok)-2] + "xx"
+	clk.Store(start.UnixNano())
+	for range 2 {
+		if _, err := srv.parseToken(bad); err == nil {
+			t.Error("a token with a bad signature accepted")
+		}
 	}
 }

@@ -65,6 +65,8 @@ type Server struct {
 	handler   http.Handler
 	// topBodies are the GET ranking answers encoded last (rankings.go).
 	topBodies bodyCache
+	// verified are the tokens verified already (auth.go).
+	verified tokenCache
 	// instance tells this Server's sockets apart from those of every other
 	// process in the per-user socket leases.
 	instance string
