@@ -74,6 +74,20 @@ func (s *stream) take() *arrival {
 // a gap that crosses into the next hour starts again at its beginning,
 // which the memoryless gap allows.
 func (s *stream) draw() *arrival {
+	if l := s.sc.Arrivals.List; len(l) > 0 {
+		if s.n == int64(len(l)) {
+			return nil
+		}
+		j := l[s.n]
+		s.n++
+		region := j.Region
+		if region == "" {
+			region = s.regions.pick(s.rng)
+		}
+		a := &arrival{n: s.n, at: s.sc.Start.Add(j.At), user: j.User, region: region, skill: j.Skill}
+		s.behave(a)
+		return a
+	}
 	for {
 		if !s.t.Before(s.end) {
 			return nil
@@ -99,6 +113,13 @@ func (s *stream) draw() *arrival {
 	s.n++
 	a := &arrival{n: s.n, at: s.t, user: "u" + strconv.FormatInt(s.n, 36), region: s.regions.pick(s.rng)}
 	a.skill = math.Round((s.sc.Skill.Mean+s.rng.NormFloat64()*s.sc.Skill.SD)*100) / 100
+	s.behave(a)
+	return a
+}
+
+// behave draws what the player of a will do: cancel, and answer an accept
+// window.
+func (s *stream) behave(a *arrival) {
 	if c := s.sc.Cancel; c.Fraction > 0 && s.rng.Float64() < c.Fraction {
 		a.cancelAfter = max(c.After.draw(s.rng), time.Millisecond)
 	}
@@ -113,5 +134,4 @@ func (s *stream) draw() *arrival {
 		a.reply = replySilence
 	}
 	a.replyAfter = ac.After.draw(s.rng)
-	return a
 }

@@ -23,6 +23,9 @@ type Options struct {
 	// Progress, when set, is told of each config's progress now and then
 	// (about every virtual minute) and once at its end.
 	Progress func(Progress)
+	// Played, when set, is told of every match played (READY), in the
+	// order the run sees them.
+	Played func(config string, m matcher.Match)
 }
 
 // Progress is where a run is.
@@ -85,14 +88,34 @@ func (p present) LastSeen(_ context.Context, users []string) (map[string]time.Ti
 // own.
 type statsless struct{ *pool.Memory }
 
-func (statsless) RecordOutcomes(context.Context, string, []time.Time, []pool.Outcome) error { return nil }
+func (statsless) RecordOutcomes(context.Context, string, []time.Time, []pool.Outcome) error {
+	return nil
+}
 
 // inbox is the Notifier: the events the Service and the engines publish,
-// in the order they publish them, taken after each step of the run.
-type inbox struct{ events []matcher.Event }
+// taken after each step of the run. A pass closes accept windows
+// concurrently, so their events come in no fixed order; what the run
+// counts from them does not depend on it.
+type inbox struct {
+	mu     sync.Mutex
+	events []matcher.Event
+	spare  []matcher.Event
+}
 
 func (b *inbox) Deliver(_ context.Context, events []matcher.Event) {
+	b.mu.Lock()
 	b.events = append(b.events, events...)
+	b.mu.Unlock()
+}
+
+// take returns the events delivered since the last take; they are valid
+// until the next.
+func (b *inbox) take() []matcher.Event {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	evs := b.events
+	b.events, b.spare = b.spare[:0], evs
+	return evs
 }
 
 // live is a ticket not resolved yet: waiting, or seated in a match
@@ -158,6 +181,12 @@ type sim struct {
 	timed   timedHeap
 	seq     int64
 	acc     *accum
+	// byPart is each partition's engine, by index; wakeAt when each is to
+	// pass for a wake (unix ns, 0: none), the earliest of them nextWake.
+	byPart   map[string]int
+	wakeAt   []int64
+	nextWake int64
+	onPlayed func(matcher.Match)
 	// outboxed counts the events published since the outbox was last
 	// emptied.
 	outboxed int
@@ -181,13 +210,14 @@ func runConfig(ctx context.Context, sc *Scenario, idx int, opt Options) (*Config
 		Pool: statsless{pool.NewMemory(clock.Now, 0)}, Ledger: led, Notifier: box, Presence: present{clock},
 		Now: clock.Now, Logger: slog.New(slog.DiscardHandler),
 	}
+	s := &sim{ctx: ctx, sc: sc, q: q, clock: clock, led: led, box: box,
+		live: map[string]*live{}, acc: newAccum(), byPart: map[string]int{}}
 	qc := matcher.Config{Queues: []matcher.QueueConfig{q}}
-	svc, err := engine.NewService(engine.ServiceConfig{Queues: qc, Deps: deps})
+	svc, err := engine.NewService(engine.ServiceConfig{Queues: qc, Deps: deps, Wake: s.woken})
 	if err != nil {
 		return nil, err
 	}
-	s := &sim{ctx: ctx, sc: sc, q: q, clock: clock, svc: svc, led: led, box: box,
-		live: map[string]*live{}, acc: newAccum()}
+	s.svc = svc
 	noSleep := func(context.Context, time.Duration) error { return nil }
 	for _, region := range q.Regions {
 		for _, p := range q.Pools(region) {
@@ -195,8 +225,13 @@ func runConfig(ctx context.Context, sc *Scenario, idx int, opt Options) (*Config
 			if err != nil {
 				return nil, err
 			}
+			s.byPart[p.String()] = len(s.engines)
 			s.engines = append(s.engines, e)
+			s.wakeAt = append(s.wakeAt, 0)
 		}
+	}
+	if opt.Played != nil {
+		s.onPlayed = func(m matcher.Match) { opt.Played(c.Name, m) }
 	}
 	if err := s.loop(opt, idx); err != nil {
 		return nil, err
@@ -247,9 +282,13 @@ func (s *sim) loop(opt Options, idx int) error {
 				nextPass = start.Add(k * tick)
 			}
 		}
-		// Of one instant: arrivals, then players' actions, then the pass.
+		// Of one instant: arrivals, then players' actions, then the passes
+		// of wakes, then the tick's.
 		t := nextPass
-		kind := 2
+		kind := 3
+		if s.nextWake != 0 && s.nextWake <= t.UnixNano() {
+			t, kind = time.Unix(0, s.nextWake).UTC(), 2
+		}
 		if len(s.timed) > 0 && s.timed[0].at <= t.UnixNano() {
 			t, kind = time.Unix(0, s.timed[0].at).UTC(), 1
 		}
@@ -270,6 +309,8 @@ func (s *sim) loop(opt Options, idx int) error {
 			err = s.join(st.take())
 		case 1:
 			err = s.act(heap.Pop(&s.timed).(timed))
+		case 2:
+			err = s.wakePass()
 		default:
 			err = s.pass()
 			nextPass = nextPass.Add(tick)
@@ -280,6 +321,51 @@ func (s *sim) loop(opt Options, idx int) error {
 	}
 	s.acc.waitingAtEnd = int64(len(s.live))
 	progress(true)
+	return nil
+}
+
+// woken is the Service's Wake: the partition's engine passes after the
+// scenario's wake delay, unless a pass for a wake is due by then.
+func (s *sim) woken(p matcher.Partition) {
+	i, ok := s.byPart[p.String()]
+	if !ok || s.sc.Wake.Off {
+		return
+	}
+	at := s.clock.now.Add(s.sc.Wake.Delay).UnixNano()
+	if s.wakeAt[i] == 0 || at < s.wakeAt[i] {
+		s.wakeAt[i] = at
+	}
+	if s.nextWake == 0 || at < s.nextWake {
+		s.nextWake = at
+	}
+}
+
+// wakePass runs the passes of the engines woken for now.
+func (s *sim) wakePass() error {
+	now := s.clock.now.UnixNano()
+	s.nextWake = 0
+	for i, at := range s.wakeAt {
+		if at == 0 {
+			continue
+		}
+		if at <= now {
+			s.wakeAt[i] = 0
+			if err := s.passOf(s.engines[i : i+1]); err != nil {
+				return err
+			}
+			continue
+		}
+		if s.nextWake == 0 || at < s.nextWake {
+			s.nextWake = at
+		}
+	}
+	// The passes may have woken engines again (a requeue): keep the
+	// earliest.
+	for _, at := range s.wakeAt {
+		if at != 0 && (s.nextWake == 0 || at < s.nextWake) {
+			s.nextWake = at
+		}
+	}
 	return nil
 }
 
@@ -334,10 +420,12 @@ func (s *sim) act(t timed) error {
 
 // pass is every engine's Tick at one instant, in partition order, again at
 // once while a pass formed matches.
-func (s *sim) pass() error {
+func (s *sim) pass() error { return s.passOf(s.engines) }
+
+func (s *sim) passOf(engines []*engine.Engine) error {
 	for range maxRepeats {
 		formed := 0
-		for _, e := range s.engines {
+		for _, e := range engines {
 			res, err := e.Tick(s.ctx)
 			s.acc.passes++
 			if err != nil {
@@ -361,8 +449,7 @@ func (s *sim) pass() error {
 // dissolved, tickets resolved. The record's outbox is emptied as the relay
 // would, so that the run's memory does not grow with it.
 func (s *sim) take() error {
-	evs := s.box.events
-	s.box.events = s.box.events[:0]
+	evs := s.box.take()
 	for i := range evs {
 		e := &evs[i]
 		switch e.Kind {
@@ -449,6 +536,9 @@ func (s *sim) askAccepts(m matcher.Match) {
 // all.
 func (s *sim) played(m matcher.Match) {
 	s.acc.match(m)
+	if s.onPlayed != nil {
+		s.onPlayed(m)
+	}
 	for _, p := range m.Players {
 		l := s.live[p.TicketID]
 		if l == nil {

@@ -35,6 +35,11 @@ type Scenario struct {
 	Cancel  Cancel             `yaml:"cancel"`
 	// Accept is how players answer a match of a queue with an accept window.
 	Accept Accept `yaml:"accept"`
+	// Wake is how long after a join (or a decline) its partition's engine
+	// passes, as a server's engine passes at once when woken: the wakes
+	// that come meanwhile collapse into that pass, as they do while a
+	// server's pass runs. Default 10ms; "off": passes only every Tick.
+	Wake Wake `yaml:"wake"`
 	// Defaults are queue settings every config inherits (the queue file's
 	// defaults).
 	Defaults matcher.QueueConfig `yaml:"defaults"`
@@ -48,6 +53,18 @@ type Arrivals struct {
 	// Shape is the multiplier of each hour of the day: "flat" (default),
 	// "day" (a named curve whose mean is 1), or a list of 24 numbers.
 	Shape Shape `yaml:"shape"`
+	// List, instead of a rate, is every join of the stream, in time order.
+	List []Join `yaml:"list"`
+}
+
+// Join is one join of a listed stream. Its player's cancel and answer to
+// an accept window are drawn as for a generated join.
+type Join struct {
+	// At is the join's time from the start.
+	At     time.Duration `yaml:"at"`
+	User   string        `yaml:"user"`
+	Skill  float64       `yaml:"skill"`
+	Region string        `yaml:"region"`
 }
 
 // Shape is 24 hourly multipliers of the rate.
@@ -102,6 +119,31 @@ func (s *Shape) UnmarshalYAML(n *yaml.Node) error {
 		return nil
 	}
 	return fmt.Errorf("line %d: shape: want a name or a list", n.Line)
+}
+
+// Wake is the delay of a pass after a wake, or off.
+type Wake struct {
+	Delay time.Duration
+	Off   bool
+	set   bool
+}
+
+// defaultWake is a pass's wake delay unless the scenario sets one: about
+// a pass's time on a busy server.
+const defaultWake = 10 * time.Millisecond
+
+// UnmarshalYAML takes a duration or "off".
+func (w *Wake) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode && n.Value == "off" {
+		*w = Wake{Off: true, set: true}
+		return nil
+	}
+	var d time.Duration
+	if err := n.Decode(&d); err != nil {
+		return fmt.Errorf("line %d: wake: a duration or off", n.Line)
+	}
+	*w = Wake{Delay: d, set: true}
+	return nil
 }
 
 // Normal is a normal distribution of skill.
@@ -223,10 +265,37 @@ func (sc *Scenario) Normalize() error {
 	if sc.Arrivals.Shape == (Shape{}) {
 		sc.Arrivals.Shape, _ = namedShape("flat")
 	}
+	if !sc.Wake.set {
+		sc.Wake = Wake{Delay: defaultWake, set: true}
+	}
+	if sc.Wake.Delay < 0 {
+		errs = append(errs, errors.New("wake: must be ≥ 0, or off"))
+	}
+	if l := sc.Arrivals.List; len(l) > 0 && sc.Duration == 0 {
+		sc.Duration = l[len(l)-1].At + time.Millisecond
+	}
 	if sc.Duration <= 0 {
 		errs = append(errs, errors.New("duration must be > 0"))
 	}
-	if !(sc.Arrivals.Rate > 0) || math.IsInf(sc.Arrivals.Rate, 0) {
+	if len(sc.Arrivals.List) > 0 {
+		if sc.Arrivals.Rate != 0 {
+			errs = append(errs, errors.New("arrivals: a rate or a list, not both"))
+		}
+		users := map[string]bool{}
+		for i, j := range sc.Arrivals.List {
+			switch {
+			case j.At < 0 || (i > 0 && j.At < sc.Arrivals.List[i-1].At):
+				errs = append(errs, fmt.Errorf("arrivals: list[%d]: at must be ≥ 0 and in order", i))
+			case j.At >= sc.Duration:
+				errs = append(errs, fmt.Errorf("arrivals: list[%d]: at %v is past the duration", i, j.At))
+			case j.User == "" || users[j.User]:
+				errs = append(errs, fmt.Errorf("arrivals: list[%d]: user must be set and unique", i))
+			case math.IsNaN(j.Skill) || math.IsInf(j.Skill, 0):
+				errs = append(errs, fmt.Errorf("arrivals: list[%d]: skill must be finite", i))
+			}
+			users[j.User] = true
+		}
+	} else if !(sc.Arrivals.Rate > 0) || math.IsInf(sc.Arrivals.Rate, 0) {
 		errs = append(errs, errors.New("arrivals: rate must be > 0 joins/s"))
 	}
 	for h, m := range sc.Arrivals.Shape {
