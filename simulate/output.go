@@ -71,21 +71,25 @@ func (r *Report) WriteTable(w io.Writer) error {
 		}
 		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
 	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("write table: %w", err)
+	}
 	for i := range r.Configs {
 		c := &r.Configs[i]
-		fmt.Fprintf(tw, "\nby hour of the day: %s\t\t\t\t\t\t\t\t\t\n", c.Name)
-		fmt.Fprintln(tw, "hour\tjoins\tmatches\twait p50\twait p90\twait p99\tspread p50\tspread p90\tTIMEOUT\texpired\t")
+		fmt.Fprintf(w, "\nby hour of the day (UTC), %s:\n", c.Name)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "hour\tjoins\tmatches\twait p50\twait p90\twait p99\tspread p50\tspread p90\tTIMEOUT\texpired\tcancelled\t")
 		for _, h := range c.Hours {
 			if h.Joins == 0 && h.Matches == 0 {
 				continue
 			}
-			fmt.Fprintf(tw, "%02d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", h.Hour, h.Joins, h.Matches,
+			fmt.Fprintf(tw, "%02d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", h.Hour, h.Joins, h.Matches,
 				f(h.WaitP50, 3), f(h.WaitP90, 3), f(h.WaitP99, 3), f(h.SpreadP50, 2), f(h.SpreadP90, 2),
-				pct(h.TimeoutFraction), pct(h.ExpiredFraction))
+				pct(h.TimeoutFraction), pct(h.ExpiredFraction), pct(h.CancelledFraction))
 		}
-	}
-	if err := tw.Flush(); err != nil {
-		return fmt.Errorf("write table: %w", err)
+		if err := tw.Flush(); err != nil {
+			return fmt.Errorf("write table: %w", err)
+		}
 	}
 	return nil
 }

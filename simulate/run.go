@@ -255,9 +255,9 @@ func (s *sim) loop(opt Options, idx int) error {
 	reportEvery := time.Minute
 	nextReport := start.Add(reportEvery)
 	cfg := s.sc.Configs[idx].Name
-	progress := func(done bool) {
+	progress := func(at time.Time, done bool) {
 		if opt.Progress != nil {
-			opt.Progress(Progress{Config: cfg, Index: idx, Of: len(s.sc.Configs), Virtual: min(s.clock.now.Sub(start), s.sc.Duration),
+			opt.Progress(Progress{Config: cfg, Index: idx, Of: len(s.sc.Configs), Virtual: min(at.Sub(start), s.sc.Duration),
 				End: s.sc.Duration, Joins: s.acc.joins, Done: done})
 		}
 	}
@@ -298,8 +298,8 @@ func (s *sim) loop(opt Options, idx int) error {
 		if t.After(hardEnd) {
 			break
 		}
-		for !t.Before(nextReport) {
-			progress(false)
+		for !t.Before(nextReport) && !nextReport.After(end) {
+			progress(nextReport, false)
 			nextReport = nextReport.Add(reportEvery)
 		}
 		s.clock.now = t
@@ -320,7 +320,7 @@ func (s *sim) loop(opt Options, idx int) error {
 		}
 	}
 	s.acc.waitingAtEnd = int64(len(s.live))
-	progress(true)
+	progress(end, true)
 	return nil
 }
 
