@@ -2,6 +2,9 @@ package simulate
 
 import (
 	"context"
+	"os"
+	"runtime"
+	"runtime/pprof"
 	"testing"
 	"time"
 )
@@ -15,15 +18,42 @@ func BenchmarkSimulatePairs(b *testing.B) {
 	}
 	sc.Arrivals.Rate = 300
 	sc.Duration = 2 * time.Minute
+	if d, err := time.ParseDuration(os.Getenv("SIMULATE_BENCH_DURATION")); err == nil {
+		sc.Duration = d
+	}
+	if os.Getenv("SIMULATE_BENCH_WAKE") == "off" {
+		sc.Wake = Wake{Off: true, set: true}
+	}
 	sc.Configs = sc.Configs[1:] // loose
 	var joins int64
 	start := time.Now()
 	for range b.N {
-		rep, err := Run(context.Background(), sc, Options{})
+		var opt Options
+		if path := os.Getenv("SIMULATE_BENCH_HEAP"); path != "" {
+			// The heap at the end of the stream, while the run holds it.
+			opt.Progress = func(p Progress) {
+				if p.Done {
+					writeHeap(b, path)
+				}
+			}
+		}
+		rep, err := Run(context.Background(), sc, opt)
 		if err != nil {
 			b.Fatal(err)
 		}
 		joins += rep.Configs[0].Joins
 	}
 	b.ReportMetric(float64(joins)/time.Since(start).Seconds(), "joins/s")
+}
+
+func writeHeap(b *testing.B, path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	runtime.GC()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		b.Fatal(err)
+	}
 }

@@ -162,8 +162,8 @@ func (h *timedHeap) Pop() any {
 	return x
 }
 
-// maxRepeats bounds the passes at one instant: as Run does, a pass that
-// formed matches is followed by another at once.
+// maxRepeats bounds the passes of one engine at one instant with wakes
+// off (see passOne).
 const maxRepeats = 16
 
 // sim is the run of one config.
@@ -327,10 +327,13 @@ func (s *sim) loop(opt Options, idx int) error {
 // woken is the Service's Wake: the partition's engine passes after the
 // scenario's wake delay, unless a pass for a wake is due by then.
 func (s *sim) woken(p matcher.Partition) {
-	i, ok := s.byPart[p.String()]
-	if !ok || s.sc.Wake.Off {
-		return
+	if i, ok := s.byPart[p.String()]; ok && !s.sc.Wake.Off {
+		s.wakeEngine(i)
 	}
+}
+
+// wakeEngine asks engine i for a pass after the wake delay.
+func (s *sim) wakeEngine(i int) {
 	at := s.clock.now.Add(s.sc.Wake.Delay).UnixNano()
 	if s.wakeAt[i] == 0 || at < s.wakeAt[i] {
 		s.wakeAt[i] = at
@@ -350,7 +353,7 @@ func (s *sim) wakePass() error {
 		}
 		if at <= now {
 			s.wakeAt[i] = 0
-			if err := s.passOf(s.engines[i : i+1]); err != nil {
+			if err := s.passOne(i); err != nil {
 				return err
 			}
 			continue
@@ -418,28 +421,38 @@ func (s *sim) act(t timed) error {
 	return s.take()
 }
 
-// pass is every engine's Tick at one instant, in partition order, again at
-// once while a pass formed matches.
-func (s *sim) pass() error { return s.passOf(s.engines) }
-
-func (s *sim) passOf(engines []*engine.Engine) error {
-	for range maxRepeats {
-		formed := 0
-		for _, e := range engines {
-			res, err := e.Tick(s.ctx)
-			s.acc.passes++
-			if err != nil {
-				// The stores are in memory: a failed pass is a fault of
-				// the run, counted and reported.
-				s.acc.passErrors++
-			}
-			formed += res.Matches
-			if err := s.take(); err != nil {
-				return err
-			}
+// pass is every engine's Tick at one instant, in partition order.
+func (s *sim) pass() error {
+	for i := range s.engines {
+		if err := s.passOne(i); err != nil {
+			return err
 		}
-		if formed == 0 {
-			break
+	}
+	return nil
+}
+
+// passOne is one engine's pass. As the engine's Run, a pass that formed
+// matches wakes the engine again: its next pass comes after the wake
+// delay, which stands for the time a pass takes; with wakes off, at once
+// (a bounded number of times).
+func (s *sim) passOne(i int) error {
+	for range maxRepeats {
+		res, err := s.engines[i].Tick(s.ctx)
+		s.acc.passes++
+		if err != nil {
+			// The stores are in memory: a failed pass is a fault of the
+			// run, counted and reported.
+			s.acc.passErrors++
+		}
+		if err := s.take(); err != nil {
+			return err
+		}
+		if err != nil || res.Matches == 0 {
+			return nil
+		}
+		if !s.sc.Wake.Off {
+			s.wakeEngine(i)
+			return nil
 		}
 	}
 	return nil

@@ -55,7 +55,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case "migrate":
 		return migrate(ctx, args[1:], getenv, stderr)
 	case "simulate":
-		return simulateCmd(ctx, args[1:], stdout, stderr)
+		return simulateCmd(ctx, args[1:], getenv, stdout, stderr)
 	case "help", "-h", "--help", "-help":
 		fmt.Fprint(stdout, usage)
 		return nil
