@@ -5,6 +5,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -21,10 +22,14 @@ func BenchmarkSimulatePairs(b *testing.B) {
 	if d, err := time.ParseDuration(os.Getenv("SIMULATE_BENCH_DURATION")); err == nil {
 		sc.Duration = d
 	}
+	sc.Configs = sc.Configs[1:] // loose
+	if k, err := strconv.Atoi(os.Getenv("SIMULATE_BENCH_PLAYERS")); err == nil {
+		q := &sc.Configs[0].Queue
+		q.Players, q.MinPlayers, q.ScanLimit = k, k, max(4, 2*k)
+	}
 	if os.Getenv("SIMULATE_BENCH_WAKE") == "off" {
 		sc.Wake = Wake{Off: true, set: true}
 	}
-	sc.Configs = sc.Configs[1:] // loose
 	var joins int64
 	start := time.Now()
 	for range b.N {
