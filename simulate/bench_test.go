@@ -28,7 +28,7 @@ func BenchmarkSimulatePairs(b *testing.B) {
 		q.Players, q.MinPlayers, q.ScanLimit = k, k, max(4, 2*k)
 	}
 	if os.Getenv("SIMULATE_BENCH_WAKE") == "off" {
-		sc.Wake = Wake{Off: true, set: true}
+		sc.Wake = Wake{Off: true}
 	}
 	var joins int64
 	start := time.Now()

@@ -265,9 +265,11 @@ func (sc *Scenario) Normalize() error {
 	if sc.Arrivals.Shape == (Shape{}) {
 		sc.Arrivals.Shape, _ = namedShape("flat")
 	}
-	if !sc.Wake.set {
-		sc.Wake = Wake{Delay: defaultWake, set: true}
+	if !sc.Wake.set && sc.Wake == (Wake{}) {
+		// Unset in the file, or a zero Wake from Go: the default.
+		sc.Wake = Wake{Delay: defaultWake}
 	}
+	sc.Wake.set = true
 	if sc.Wake.Delay < 0 {
 		errs = append(errs, errors.New("wake: must be ≥ 0, or off"))
 	}

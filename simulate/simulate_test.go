@@ -3,6 +3,9 @@ package simulate
 import (
 	"bytes"
 	"context"
+	"encoding/xml"
+	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -36,6 +39,7 @@ func outputs(t *testing.T, rep *Report) []byte {
 		func(b *bytes.Buffer) error { return rep.WriteJSON(b) },
 		func(b *bytes.Buffer) error { return rep.WriteCSV(b) },
 		func(b *bytes.Buffer) error { return rep.WriteTable(b) },
+		func(b *bytes.Buffer) error { return rep.WriteSVG(b) },
 	} {
 		if err := w(&b); err != nil {
 			t.Fatal(err)
@@ -116,7 +120,7 @@ func TestSimulateStrictVsLoose(t *testing.T) {
 // 115, leaving 1612 and 1701 waiting.
 func TestSimulateWorkedExampleA3(t *testing.T) {
 	sc := &Scenario{
-		Seed: 1, Duration: 20 * time.Second, Wake: Wake{Off: true, set: true},
+		Seed: 1, Duration: 20 * time.Second, Wake: Wake{Off: true},
 		Arrivals: Arrivals{List: []Join{
 			{At: 0, User: "p9182", Skill: 1450},
 			{At: time.Millisecond, User: "p7735", Skill: 1408},
@@ -182,5 +186,57 @@ func TestSimulateScenarioRefused(t *testing.T) {
 	}
 	if sum < 23.999 || sum > 24.001 {
 		t.Errorf("the day shape sums to %v, want 24 (a mean of 1)", sum)
+	}
+}
+
+// The plot is well-formed XML with a line per config in each panel, and
+// its points stay inside the picture.
+func TestSimulateSVG(t *testing.T) {
+	sc := readScenario(t, "testdata/windows.yaml")
+	sc.Duration, sc.Arrivals.Rate = 3*time.Hour, 1 // three hours: three points a line
+	sc.Arrivals.Shape = Shape{1, 3, 2}
+	// Few passes: the package's tests stay quick.
+	sc.Wake = Wake{Off: true}
+	for i := range sc.Configs {
+		sc.Configs[i].Queue.Tick = 5 * time.Second
+	}
+	rep := runScenario(t, sc, Options{})
+	var b bytes.Buffer
+	if err := rep.WriteSVG(&b); err != nil {
+		t.Fatal(err)
+	}
+	dec := xml.NewDecoder(bytes.NewReader(b.Bytes()))
+	lines := 0
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("svg is not XML: %v\n%s", err, b.String())
+		}
+		el, ok := tok.(xml.StartElement)
+		if !ok || el.Name.Local != "polyline" {
+			continue
+		}
+		lines++
+		for _, a := range el.Attr {
+			if a.Name.Local != "points" {
+				continue
+			}
+			pts := strings.Fields(a.Value)
+			if len(pts) != 3 {
+				t.Errorf("a line of %d points, want one an hour (3): %q", len(pts), a.Value)
+			}
+			for _, p := range pts {
+				var x, y float64
+				if _, err := fmt.Sscanf(p, "%g,%g", &x, &y); err != nil || x < 0 || x > svgWidth || y < 0 || y > svgHeight {
+					t.Errorf("point %q outside the %dx%d picture (%v)", p, svgWidth, svgHeight, err)
+				}
+			}
+		}
+	}
+	if lines != 2*len(rep.Configs) {
+		t.Errorf("%d lines, want 2 panels × %d configs", lines, len(rep.Configs))
 	}
 }

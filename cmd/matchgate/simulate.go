@@ -36,6 +36,7 @@ func simulateCmd(ctx context.Context, args []string, getenv func(string) string,
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	asCSV := fs.Bool("csv", false, "print the report as CSV: a row per config and hour of the day, and one \"all\"")
 	progress := fs.Bool("progress", false, "show progress on stderr even when it is not a terminal")
+	svg := fs.String("svg", "", "also write an SVG plot to this file: wait p50 and spread p50 of each hour against its arrival rate, a line per config")
 	seed := fs.Uint64("seed", 0, "the stream's seed, instead of the scenario's (0: the scenario's)")
 	// Flags may come before or after the scenario.
 	var rest []string
@@ -89,6 +90,11 @@ func simulateCmd(ctx context.Context, args []string, getenv func(string) string,
 	took := time.Since(began)
 	fmt.Fprintf(stderr, "simulated %d joins (%d configs) in %v: %.0f joins/s\n", joins, len(rep.Configs),
 		took.Round(time.Millisecond), float64(joins)/max(took.Seconds(), 1e-9))
+	if *svg != "" {
+		if err := writeFile(*svg, rep.WriteSVG); err != nil {
+			return err
+		}
+	}
 	switch {
 	case *asJSON:
 		return rep.WriteJSON(stdout)
@@ -96,6 +102,22 @@ func simulateCmd(ctx context.Context, args []string, getenv func(string) string,
 		return rep.WriteCSV(stdout)
 	}
 	return rep.WriteTable(stdout)
+}
+
+// writeFile writes a file whole with write.
+func writeFile(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("simulate: %w", err)
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return fmt.Errorf("simulate: %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("simulate: %w", err)
+	}
+	return nil
 }
 
 // simulateGCPercent is the collector's target while simulate runs, unless

@@ -64,9 +64,14 @@ func TestSimulateCommand(t *testing.T) {
 	if err != nil || !strings.HasPrefix(csv, "config,hour,joins,matches,wait_p50_s") || !strings.Contains(csv, "\nloose,all,") {
 		t.Fatalf("csv (err %v):\n%s", err, csv)
 	}
-	table, stderr, err := runSimulate(t, "--progress", path)
+	svg := filepath.Join(t.TempDir(), "plot.svg")
+	table, stderr, err := runSimulate(t, "--progress", "--svg", svg, path)
 	if err != nil || !strings.Contains(table, "wait p50 (s)") || !strings.Contains(stderr, "100%") {
 		t.Fatalf("table (err %v):\n%s\nstderr %s", err, table, stderr)
+	}
+	plot, err := os.ReadFile(svg)
+	if err != nil || !bytes.HasPrefix(plot, []byte("<svg ")) || bytes.Count(plot, []byte("<polyline")) != 4 {
+		t.Fatalf("svg (err %v): want two panels of two lines:\n%s", err, plot)
 	}
 }
 
