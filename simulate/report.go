@@ -8,7 +8,7 @@ import (
 	"github.com/matchgate/matchgate/matcher"
 )
 
-// Report is a run's outcome: the scenario in brief and one report a config.
+// Report is a run's outcome: a summary of the scenario and one report a config.
 type Report struct {
 	Scenario ScenarioSummary `json:"scenario"`
 	Configs  []ConfigReport  `json:"configs"`

@@ -45,7 +45,8 @@ type Progress struct {
 var runMu sync.Mutex
 
 // Run simulates every config of the scenario, one after the other, on the
-// same arrival stream, and reports each. It sets the process's uuid source
+// same arrival stream, and reports each. sc must be normalized
+// (ReadScenario, ParseScenario or Normalize). It sets the process's uuid source
 // for its duration (and gives crypto/rand back after): nothing else in
 // the process should draw uuids meanwhile.
 func Run(ctx context.Context, sc *Scenario, opt Options) (*Report, error) {
