@@ -31,6 +31,8 @@ const usage = `matchgate — a WebSocket-first real-time matchmaking gateway.
 Usage:
   matchgate serve   [flags]   run the server (roles gateway, matcher, relay)
   matchgate migrate [flags]   apply the PostgreSQL migrations and exit
+  matchgate simulate [flags] scenario.yaml
+                              compare queue configs on a virtual clock (docs/SIMULATE.md)
   matchgate help              show this text
 
 With no --redis-url and no --postgres-url, serve runs the embedded default:
@@ -52,6 +54,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return serve(ctx, args[1:], getenv, stderr, onListen)
 	case "migrate":
 		return migrate(ctx, args[1:], getenv, stderr)
+	case "simulate":
+		return simulateCmd(ctx, args[1:], getenv, stdout, stderr)
 	case "help", "-h", "--help", "-help":
 		fmt.Fprint(stdout, usage)
 		return nil
