@@ -24,7 +24,7 @@ type Scenario struct {
 	Seed uint64 `yaml:"seed"`
 	// Start is the virtual instant the stream begins. Default
 	// 2026-01-01T00:00:00Z, a midnight, so that hours of the stream are
-	// hours of the day.
+	// hours of the day; with Arrivals.File, the first record's instant.
 	Start time.Time `yaml:"start"`
 	// Duration is how long joins arrive. Required.
 	Duration time.Duration `yaml:"duration"`
