@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"sort"
 	"time"
 
@@ -23,7 +24,7 @@ type Scenario struct {
 	Seed uint64 `yaml:"seed"`
 	// Start is the virtual instant the stream begins. Default
 	// 2026-01-01T00:00:00Z, a midnight, so that hours of the stream are
-	// hours of the day.
+	// hours of the day; with Arrivals.File, the first record's instant.
 	Start time.Time `yaml:"start"`
 	// Duration is how long joins arrive. Required.
 	Duration time.Duration `yaml:"duration"`
@@ -44,6 +45,9 @@ type Scenario struct {
 	// defaults).
 	Defaults matcher.QueueConfig `yaml:"defaults"`
 	Configs  []Config            `yaml:"configs"`
+
+	dir      string // the scenario file's directory: arrivals.file is relative to it
+	recorded bool   // Arrivals.List was read from Arrivals.File
 }
 
 // Arrivals is the rate of joins through the day.
@@ -55,6 +59,9 @@ type Arrivals struct {
 	Shape Shape `yaml:"shape"`
 	// List, instead of a rate, is every join of the stream, in time order.
 	List []Join `yaml:"list"`
+	// File, instead of a rate or a list, is a recorded stream (see
+	// Recorded), read into List.
+	File string `yaml:"file"`
 }
 
 // Join is one join of a listed stream. Its player's cancel and answer to
@@ -232,7 +239,7 @@ func ReadScenario(path string) (*Scenario, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read scenario: %w", err)
 	}
-	sc, err := ParseScenario(b)
+	sc, err := parseScenario(b, filepath.Dir(path))
 	if err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", path, err)
 	}
@@ -241,8 +248,11 @@ func ReadScenario(path string) (*Scenario, error) {
 
 // ParseScenario reads a scenario (YAML), strictly: an unknown field is an
 // error, as in the queue file. Its queue configs are normalized.
-func ParseScenario(data []byte) (*Scenario, error) {
-	var sc Scenario
+func ParseScenario(data []byte) (*Scenario, error) { return parseScenario(data, "") }
+
+// parseScenario is ParseScenario with arrivals.file relative to dir.
+func parseScenario(data []byte, dir string) (*Scenario, error) {
+	sc := Scenario{dir: dir}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&sc); err != nil {
@@ -257,6 +267,9 @@ func ParseScenario(data []byte) (*Scenario, error) {
 // Normalize fills defaults, normalizes each queue config as the queue file
 // does and validates the whole.
 func (sc *Scenario) Normalize() error {
+	if err := sc.loadRecorded(); err != nil {
+		return err
+	}
 	var errs []error
 	if sc.Start.IsZero() {
 		sc.Start = defaultStart

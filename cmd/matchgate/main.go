@@ -33,6 +33,8 @@ Usage:
   matchgate migrate [flags]   apply the PostgreSQL migrations and exit
   matchgate simulate [flags] scenario.yaml
                               compare queue configs on a virtual clock (docs/SIMULATE.md)
+  matchgate export-arrivals --postgres-url URL --since T [--until T] [--queue Q]
+                              write the record's joins as a stream simulate reads
   matchgate help              show this text
 
 With no --redis-url and no --postgres-url, serve runs the embedded default:
@@ -56,6 +58,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return migrate(ctx, args[1:], getenv, stderr)
 	case "simulate":
 		return simulateCmd(ctx, args[1:], getenv, stdout, stderr)
+	case "export-arrivals":
+		return exportArrivals(ctx, args[1:], getenv, stdout, stderr)
 	case "help", "-h", "--help", "-help":
 		fmt.Fprint(stdout, usage)
 		return nil
