@@ -86,6 +86,17 @@ func (s *stream) draw() *arrival {
 		}
 		a := &arrival{n: s.n, at: s.sc.Start.Add(j.At), user: j.User, region: region, skill: j.Skill}
 		s.behave(a)
+		if t := j.told; t != nil {
+			// The record's account wins where it has one; what it cannot
+			// tell (an accept's delay, an answer never asked) stays drawn.
+			a.cancelAfter = t.cancelAfter
+			if t.replyKnown {
+				a.reply = t.reply
+			}
+			if t.afterKnown {
+				a.replyAfter = t.replyAfter
+			}
+		}
 		return a
 	}
 	for {

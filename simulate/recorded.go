@@ -143,10 +143,39 @@ func readRecorded(r io.Reader) ([]Join, time.Time, error) {
 			user = rec.User + "~" + strconv.Itoa(n)
 		}
 		users[user] = true
-		list = append(list, Join{At: at, User: user, Skill: rec.Skill, Region: rec.Region})
+		told, err := rec.told()
+		if err != nil {
+			return nil, first, fmt.Errorf("line %d: %w", line, err)
+		}
+		list = append(list, Join{At: at, User: user, Skill: rec.Skill, Region: rec.Region, told: told})
 	}
 	if err := sc.Err(); err != nil {
 		return nil, first, err
 	}
 	return list, first, nil
+}
+
+// told is what the record says the player did: a cancel by the player
+// after CancelledAfter (no other ticket cancelled while waiting), and the
+// answer to an accept window when Reply names it.
+func (rec Recorded) told() (*toldBehaviour, error) {
+	t := &toldBehaviour{}
+	if rec.Status == "CANCELLED" && rec.CancelReason == "user" {
+		t.cancelAfter = max(time.Duration(rec.CancelledAfter), time.Millisecond)
+	}
+	switch rec.Reply {
+	case "":
+	case ReplyAccept:
+		t.replyKnown, t.reply = true, replyAccept
+	case ReplyDecline:
+		t.replyKnown, t.reply = true, replyDecline
+	case ReplySilence:
+		t.replyKnown, t.reply = true, replySilence
+	default:
+		return nil, fmt.Errorf("reply %q: want accept, decline or silence", rec.Reply)
+	}
+	if rec.ReplyAfter > 0 {
+		t.afterKnown, t.replyAfter = true, time.Duration(rec.ReplyAfter)
+	}
+	return t, nil
 }

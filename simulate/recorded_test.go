@@ -51,8 +51,13 @@ configs: [{name: duel, queue: {window: [{after: 0s, width: 20}]}}]
 		{At: time.Second, User: "cat", Skill: 1510, Region: "global"},
 		{At: 2500 * time.Millisecond, User: "ann~2", Skill: 1905, Region: "global"},
 	}
-	if !slices.Equal(sc.Arrivals.List, want) {
-		t.Fatalf("list %+v\nwant %+v", sc.Arrivals.List, want)
+	got := make([]Join, len(sc.Arrivals.List))
+	for i, j := range sc.Arrivals.List {
+		j.told = nil // what the record tells: TestSimulateRecordedBehaviour
+		got[i] = j
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("list %+v\nwant %+v", got, want)
 	}
 	if s := sc.Start; !s.Equal(time.Date(2026, 3, 4, 18, 30, 0, 0, time.UTC)) || sc.Duration != 2501*time.Millisecond {
 		t.Fatalf("start %v, duration %v: want the first record's instant and just past the last join", s, sc.Duration)
@@ -85,6 +90,43 @@ configs: [{name: duel, queue: {window: [{after: 0s, width: 20}]}}]
 	}
 	if !sc.Start.Equal(defaultStart) || sc.Arrivals.List[3].At != 2500*time.Millisecond {
 		t.Fatalf("start %v, last join at %v", sc.Start, sc.Arrivals.List[3].At)
+	}
+}
+
+// What the record tells of a player wins over the scenario's draws: a
+// player who cancelled cancels as long after joining, one who did not
+// never does, whatever the scenario's cancel fraction.
+func TestSimulateRecordedBehaviour(t *testing.T) {
+	dir := t.TempDir()
+	writeRecorded(t, dir, `{"at":"2026-03-04T18:30:00Z","user":"dan","queue":"q","region":"global","skill":3000,"status":"CANCELLED","cancelReason":"user","cancelledAfter":"2s"}
+{"at":"2026-03-04T18:30:01Z","user":"eve","queue":"q","region":"global","skill":5000,"status":"EXPIRED"}
+`)
+	scenario := `seed: 1
+arrivals: {file: arrivals.jsonl}
+cancel: {fraction: 1, after: {fixed: 100ms}}
+defaults: {players: 2, deadline: 10s}
+configs: [{name: q, queue: {window: [{after: 0s, width: 20}]}}]
+`
+	path := filepath.Join(dir, "scenario.yaml")
+	if err := os.WriteFile(path, []byte(scenario), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sc, err := ReadScenario(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tb := sc.Arrivals.List[0].told; tb == nil || tb.cancelAfter != 2*time.Second {
+		t.Fatalf("dan told %+v, want a cancel after 2s", tb)
+	}
+	rep, err := Run(context.Background(), sc, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := rep.Configs[0]; c.Joins != 2 || c.Cancelled != 1 || c.Expired != 1 {
+		t.Fatalf("%d joins, %d cancelled, %d expired: want 2, 1 (dan) and 1 (eve)", c.Joins, c.Cancelled, c.Expired)
+	}
+	if _, err := (Recorded{Reply: "maybe"}).told(); err == nil {
+		t.Error("an unknown reply accepted")
 	}
 }
 

@@ -72,6 +72,19 @@ type Join struct {
 	User   string        `yaml:"user"`
 	Skill  float64       `yaml:"skill"`
 	Region string        `yaml:"region"`
+	// told is what a recorded stream says the player did (nil for a
+	// listed join: the scenario's cancel and accept sections decide).
+	told *toldBehaviour
+}
+
+// toldBehaviour is a recorded join's behaviour, as far as the record
+// tells it: whether and when the player cancelled, and their answer to an
+// accept window when known (replyKnown), with its delay when known.
+type toldBehaviour struct {
+	cancelAfter            time.Duration // 0: did not cancel while waiting
+	replyKnown, afterKnown bool
+	reply                  reply
+	replyAfter             time.Duration
 }
 
 // Shape is 24 hourly multipliers of the rate.
