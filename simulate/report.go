@@ -78,6 +78,9 @@ type ConfigReport struct {
 	// Hours is the same by hour of the day (UTC, modulo 24): tickets by
 	// the hour they joined, matches by the hour they formed.
 	Hours []HourReport `json:"hours"`
+
+	// Provider is set for a provider queue only (providers.go).
+	Provider *ProviderReport `json:"provider,omitempty"`
 }
 
 // HourReport is one hour of the day.
@@ -93,6 +96,8 @@ type HourReport struct {
 	TimeoutFraction   float64 `json:"timeoutFraction"`
 	ExpiredFraction   float64 `json:"expiredFraction"`
 	CancelledFraction float64 `json:"cancelledFraction"`
+	// Provider is set for a provider queue only.
+	Provider *HourProvider `json:"provider,omitempty"`
 }
 
 // Ticket outcomes other than a match.

@@ -203,6 +203,9 @@ func runConfig(ctx context.Context, sc *Scenario, idx int, opt Options) (*Config
 		seed[i] = byte(sc.Seed >> (8 * i))
 	}
 	uuid.SetRand(rand.NewChaCha8(seed))
+	if q.Kind == matcher.KindProvider {
+		return runProviderConfig(ctx, sc, idx, opt) // providers.go
+	}
 
 	clock := &vclock{now: sc.Start}
 	box := &inbox{}

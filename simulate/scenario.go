@@ -45,6 +45,10 @@ type Scenario struct {
 	// defaults).
 	Defaults matcher.QueueConfig `yaml:"defaults"`
 	Configs  []Config            `yaml:"configs"`
+	// Providers and Requesters are the two sides of a provider queue
+	// (providers.go); a provider queue's config needs Providers.
+	Providers  *Providers `yaml:"providers"`
+	Requesters Requesters `yaml:"requesters"`
 
 	dir      string // the scenario file's directory: arrivals.file is relative to it
 	recorded bool   // Arrivals.List was read from Arrivals.File
@@ -363,6 +367,7 @@ func (sc *Scenario) Normalize() error {
 	} else if err := a.After.validate("accept: after"); err != nil {
 		errs = append(errs, err)
 	}
+	errs = append(errs, sc.normalizeProviders()...)
 	if len(sc.Configs) == 0 {
 		errs = append(errs, errors.New("configs: none to simulate"))
 	}
@@ -394,8 +399,8 @@ func (sc *Scenario) normalizeConfig(c *Config) error {
 	}
 	q := qc.Queues[0]
 	switch {
-	case q.Kind == matcher.KindProvider:
-		return errors.New("provider queues are not simulated yet")
+	case q.Kind == matcher.KindProvider && sc.Providers == nil:
+		return errors.New("a provider queue needs the scenario's providers")
 	case !q.Matched():
 		return errors.New("admission queues are not simulated")
 	case q.Admission != "":

@@ -1,0 +1,102 @@
+package simulate
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestProviderDeterministic(t *testing.T) {
+	first := outputs(t, runScenario(t, readScenario(t, "testdata/providers.yaml"), Options{}))
+	second := outputs(t, runScenario(t, readScenario(t, "testdata/providers.yaml"), Options{}))
+	if !bytes.Equal(first, second) {
+		t.Fatalf("two runs of one seed differ:\n%s\n---\n%s", first, second)
+	}
+	other := readScenario(t, "testdata/providers.yaml")
+	other.Seed++
+	if bytes.Equal(first, outputs(t, runScenario(t, other, Options{}))) {
+		t.Fatal("two seeds gave the same output")
+	}
+}
+
+// Every requester ends one way, no provider ever holds more than its
+// capacity, and every offer is accepted, declined or let pass.
+func TestProviderOutcomes(t *testing.T) {
+	rep := runScenario(t, readScenario(t, "testdata/providers.yaml"), Options{})
+	for _, c := range rep.Configs {
+		p := c.Provider
+		if p == nil {
+			t.Fatalf("%s: no provider report", c.Name)
+		}
+		if c.Joins < 200 {
+			t.Fatalf("%s: %d joins, want about 290", c.Name, c.Joins)
+		}
+		ended := c.Matched + c.Cancelled + c.Declined + c.AcceptTimeout + c.Expired + c.Other
+		if ended != c.Joins || c.WaitingAtEnd != 0 || c.PassErrors != 0 {
+			t.Errorf("%s: %d joins, %d ended, %d left waiting, %d pass errors", c.Name, c.Joins, ended, c.WaitingAtEnd, c.PassErrors)
+		}
+		if p.OverCapacity != 0 {
+			t.Errorf("%s: a provider held more than its capacity %d times", c.Name, p.OverCapacity)
+		}
+		if p.Offers != c.Matches+p.Declined+p.Lapsed || c.Dissolved != p.Declined+p.Lapsed {
+			t.Errorf("%s: %d offers, %d accepted, %d declined, %d let pass, %d dissolved", c.Name, p.Offers, c.Matches, p.Declined, p.Lapsed, c.Dissolved)
+		}
+		if p.Declined == 0 || p.Lapsed == 0 {
+			t.Errorf("%s: %d declined and %d let pass, want some of each", c.Name, p.Declined, p.Lapsed)
+		}
+		if !(p.Utilisation > 0 && p.Utilisation <= 1) || !(p.ScoreP50 > 0 && p.ScoreP50 <= p.ScoreP90) {
+			t.Errorf("%s: utilisation %v, score p50 %v p90 %v", c.Name, p.Utilisation, p.ScoreP50, p.ScoreP90)
+		}
+		if p.SessionsEnded == 0 || p.SessionsEnded > c.Matches {
+			t.Errorf("%s: %d sessions ended of %d begun", c.Name, p.SessionsEnded, c.Matches)
+		}
+	}
+}
+
+// A requester whose language no provider speaks waits until the relax
+// drops it, then is served.
+func TestProviderLanguageNobodySpeaks(t *testing.T) {
+	sc, err := ParseScenario([]byte(`
+seed: 3
+arrivals:
+  list: [{at: 0s, user: a}, {at: 1s, user: b}, {at: 2s, user: c}]
+providers:
+  groups: [{count: 3, languages: {en: 1}}]
+  session: {fixed: 1m}
+requesters:
+  language: {xx: 1}
+configs:
+  - name: relaxed
+    queue:
+      kind: provider
+      acceptWindow: 0s
+      deadline: 2m
+      relax: [{after: 20s, drop: language}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := runScenario(t, sc, Options{}).Configs[0]
+	if c.Matched != 3 {
+		t.Fatalf("%d of 3 served", c.Matched)
+	}
+	// Served at the first pass after the relax: within a tick of it.
+	if c.WaitP50 < 20 || c.WaitP99 > 20.6 {
+		t.Errorf("waits p50 %vs p99 %vs, want from 20s to a tick after", c.WaitP50, c.WaitP99)
+	}
+}
+
+func TestProviderScenarioStrict(t *testing.T) {
+	for _, tc := range []struct{ yaml, want string }{
+		{"duration: 1m\narrivals: {rate: 1}\nconfigs: [{name: p, queue: {kind: provider}}]", "needs the scenario's providers"},
+		{"duration: 1m\narrivals: {rate: 1}\nproviders: {groups: [{count: 1, colour: red}]}\nconfigs: [{name: p, queue: {kind: provider}}]", "colour"},
+		{"duration: 1m\narrivals: {rate: 1}\nproviders: {groups: [{count: 0}]}\nconfigs: [{name: p, queue: {kind: provider}}]", "count must be"},
+		{"duration: 1m\narrivals: {rate: 1}\nproviders: {groups: [{count: 1, shift: [9, 9]}]}\nconfigs: [{name: p, queue: {kind: provider}}]", "shift"},
+		{"duration: 1m\narrivals: {rate: 1}\nproviders: {groups: [{count: 1}]}\nrequesters: {minRating: {\"7\": 1}}\nconfigs: [{name: p, queue: {kind: provider}}]", "minRating"},
+	} {
+		_, err := ParseScenario([]byte(tc.yaml))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: error %v, want one with %q", tc.yaml, err, tc.want)
+		}
+	}
+}
