@@ -100,3 +100,30 @@ func TestProviderScenarioStrict(t *testing.T) {
 		}
 	}
 }
+
+// The table and the CSV show the provider figures, and leave empty what
+// does not apply to a provider queue.
+func TestProviderOutput(t *testing.T) {
+	rep := runScenario(t, readScenario(t, "testdata/providers.yaml"), Options{})
+	var table, csv bytes.Buffer
+	if err := rep.WriteTable(&table); err != nil {
+		t.Fatal(err)
+	}
+	if err := rep.WriteCSV(&csv); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"score p50", "utilisation", "declined by provider", "let pass", "score p90  utilisation"} {
+		if !strings.Contains(table.String(), want) {
+			t.Errorf("table without %q", want)
+		}
+	}
+	lines := strings.Split(csv.String(), "\n")
+	if !strings.HasSuffix(lines[0], ",score_p50,score_p90,offers,offers_declined,offers_lapsed,utilisation") {
+		t.Errorf("csv header %q", lines[0])
+	}
+	p := rep.Configs[0].Provider
+	all := strings.Split(lines[1], ",")
+	if all[1] != "all" || all[7] != "" || all[14] != "" || all[18] != n(p.Offers) || all[21] != f(p.Utilisation, 4) {
+		t.Errorf("csv row %q: want empty spread and bots, offers %d, utilisation %v", lines[1], p.Offers, p.Utilisation)
+	}
+}
