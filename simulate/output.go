@@ -75,6 +75,7 @@ var providerRows = []row{
 	{"offers", ifProvider(func(p *ProviderReport) string { return n(p.Offers) })},
 	{"  declined by provider", ifProvider(func(p *ProviderReport) string { return n(p.Declined) })},
 	{"  let pass", ifProvider(func(p *ProviderReport) string { return n(p.Lapsed) })},
+	{"  withdrawn (offline)", ifProvider(func(p *ProviderReport) string { return n(p.Withdrawn) })},
 	{"sessions ended", ifProvider(func(p *ProviderReport) string { return n(p.SessionsEnded) })},
 	{"utilisation", ifProvider(func(p *ProviderReport) string { return pct(p.Utilisation) })},
 	{"over capacity", ifProvider(func(p *ProviderReport) string { return n(p.OverCapacity) })},

@@ -312,6 +312,7 @@ type psim struct {
 	seq        int64
 	acc        *accum
 	pacc       *provAccum
+	shifting   bool // a provider goes offline: the offers dissolved now are withdrawn
 	provs      []*simProvider
 	byID       map[string]*simProvider
 	prefs      [4]regionPicker // language, specialty, sessionType, minRating
@@ -386,6 +387,13 @@ func (s *psim) loop(opt Options, idx int) error {
 	nextRefresh := start.Add(refreshEvery)
 	nextPass := start.Add(tick)
 	cfg := s.sc.Configs[idx].Name
+	progress := func(at time.Time, done bool) {
+		if opt.Progress != nil {
+			opt.Progress(Progress{Config: cfg, Index: idx, Of: len(s.sc.Configs), Virtual: min(at.Sub(start), s.sc.Duration),
+				End: s.sc.Duration, Joins: s.acc.joins, Done: done})
+		}
+	}
+	nextReport := start.Add(time.Minute)
 	for {
 		if err := s.ctx.Err(); err != nil {
 			return err
@@ -420,6 +428,10 @@ func (s *psim) loop(opt Options, idx int) error {
 		if t.After(hardEnd) {
 			break
 		}
+		for !t.Before(nextReport) && !nextReport.After(end) {
+			progress(nextReport, false)
+			nextReport = nextReport.Add(time.Minute)
+		}
 		s.integrate(t)
 		s.clock.now = t
 		var err error
@@ -446,10 +458,7 @@ func (s *psim) loop(opt Options, idx int) error {
 	}
 	s.integrate(end)
 	s.acc.waitingAtEnd = int64(len(s.live))
-	if opt.Progress != nil {
-		opt.Progress(Progress{Config: cfg, Index: idx, Of: len(s.sc.Configs), Virtual: s.sc.Duration,
-			End: s.sc.Duration, Joins: s.acc.joins, Done: true})
-	}
+	progress(end, true)
 	return nil
 }
 
@@ -496,13 +505,16 @@ func (s *psim) shift() error {
 		if want {
 			_, err = s.svc.ProviderOnline(s.ctx, s.q.Name, p.id, gateway, p.capacity, p.attrs)
 		} else {
+			s.shifting = true
 			_, err = s.svc.ProviderOffline(s.ctx, s.q.Name, p.id, gateway)
 		}
 		if err != nil {
 			return fmt.Errorf("provider %s online=%v at %s: %w", p.id, want, s.clock.now.Format(time.RFC3339), err)
 		}
 		p.online = want
-		if err := s.take(); err != nil {
+		err = s.take()
+		s.shifting = false
+		if err != nil {
 			return err
 		}
 	}
@@ -564,7 +576,10 @@ func (s *psim) act(t timed) error {
 	case evProvAccept:
 		_, err = s.svc.Accept(s.ctx, t.user, t.match)
 	case evProvDecline:
-		_, err = s.svc.Decline(s.ctx, t.user, t.match)
+		// Counted once done: an offer withdrawn meanwhile is declined no more.
+		if _, err = s.svc.Decline(s.ctx, t.user, t.match); err == nil {
+			s.pacc.declined++
+		}
 	case evEnd:
 		_, err = s.svc.EndAssignment(s.ctx, t.user, t.match)
 		if err == nil {
@@ -673,6 +688,10 @@ func (s *psim) take() error {
 			s.acc.dissolved++
 			if e.Match.Provider != nil {
 				s.byID[e.Match.Provider.UserID].held--
+				s.pacc.dissolved++
+				if s.shifting {
+					s.pacc.withdrawn++
+				}
 			}
 		}
 	}
@@ -731,9 +750,7 @@ func (s *psim) answer(m matcher.Match) {
 		ev.kind = evProvAccept
 	case u < a.Accept+a.Decline:
 		ev.kind = evProvDecline
-		s.pacc.declined++
 	default:
-		s.pacc.lapsed++
 		return // silent: the window closes on it
 	}
 	s.schedule(ev)
@@ -780,9 +797,10 @@ func (s *psim) played(m matcher.Match) {
 
 // provAccum gathers a provider run's own figures.
 type provAccum struct {
-	hours                    [24]provHour
-	offers, declined, lapsed int64
-	ended, overCapacity      int64
+	hours                       [24]provHour
+	offers, declined, withdrawn int64
+	dissolved                   int64 // offers dissolved: declined, withdrawn or let pass
+	ended, overCapacity         int64
 }
 
 type provHour struct {
@@ -801,10 +819,12 @@ type ProviderReport struct {
 	ScoreP50 float64 `json:"scoreP50"`
 	ScoreP90 float64 `json:"scoreP90"`
 	// Offers made with an accept window; of them Declined by the
-	// provider and Lapsed (let pass in silence).
-	Offers   int64 `json:"offers"`
-	Declined int64 `json:"declined"`
-	Lapsed   int64 `json:"lapsed"`
+	// provider, Lapsed (its window passed in silence) and Withdrawn (the
+	// provider went offline with the offer open).
+	Offers    int64 `json:"offers"`
+	Declined  int64 `json:"declined"`
+	Lapsed    int64 `json:"lapsed"`
+	Withdrawn int64 `json:"withdrawn"`
 	// SessionsEnded by their provider within the run.
 	SessionsEnded int64 `json:"sessionsEnded"`
 	// Utilisation is slot-seconds busy (a session running, its provider
@@ -825,8 +845,8 @@ type HourProvider struct {
 
 // report adds the provider figures to r.
 func (a *provAccum) report(r *ConfigReport) {
-	pr := &ProviderReport{Offers: a.offers, Declined: a.declined, Lapsed: a.lapsed,
-		SessionsEnded: a.ended, OverCapacity: a.overCapacity}
+	pr := &ProviderReport{Offers: a.offers, Declined: a.declined, Withdrawn: a.withdrawn,
+		Lapsed: a.dissolved - a.declined - a.withdrawn, SessionsEnded: a.ended, OverCapacity: a.overCapacity}
 	var all []float32
 	on, busy := 0.0, 0.0
 	for hr := range a.hours {

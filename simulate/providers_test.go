@@ -38,8 +38,9 @@ func TestProviderOutcomes(t *testing.T) {
 		if p.OverCapacity != 0 {
 			t.Errorf("%s: a provider held more than its capacity %d times", c.Name, p.OverCapacity)
 		}
-		if p.Offers != c.Matches+p.Declined+p.Lapsed || c.Dissolved != p.Declined+p.Lapsed {
-			t.Errorf("%s: %d offers, %d accepted, %d declined, %d let pass, %d dissolved", c.Name, p.Offers, c.Matches, p.Declined, p.Lapsed, c.Dissolved)
+		if p.Offers != c.Matches+p.Declined+p.Lapsed+p.Withdrawn || c.Dissolved != p.Declined+p.Lapsed+p.Withdrawn || p.Lapsed < 0 {
+			t.Errorf("%s: %d offers, %d accepted, %d declined, %d let pass, %d withdrawn, %d dissolved",
+				c.Name, p.Offers, c.Matches, p.Declined, p.Lapsed, p.Withdrawn, c.Dissolved)
 		}
 		if p.Declined == 0 || p.Lapsed == 0 {
 			t.Errorf("%s: %d declined and %d let pass, want some of each", c.Name, p.Declined, p.Lapsed)
@@ -125,5 +126,54 @@ func TestProviderOutput(t *testing.T) {
 	all := strings.Split(lines[1], ",")
 	if all[1] != "all" || all[7] != "" || all[14] != "" || all[18] != n(p.Offers) || all[21] != f(p.Utilisation, 4) {
 		t.Errorf("csv row %q: want empty spread and bots, offers %d, utilisation %v", lines[1], p.Offers, p.Utilisation)
+	}
+}
+
+// One provider of capacity 2 and five requesters at once: two sessions at
+// a time, each a minute, so the last requester waits two minutes.
+func TestProviderCapacityServesInTurn(t *testing.T) {
+	sc, err := ParseScenario([]byte(`
+seed: 4
+arrivals:
+  list: [{at: 0s, user: a}, {at: 0s, user: b}, {at: 0s, user: c}, {at: 0s, user: d}, {at: 0s, user: e}]
+providers:
+  groups: [{count: 1, capacity: 2}]
+  session: {fixed: 1m}
+configs:
+  - name: one
+    queue: {kind: provider, acceptWindow: 0s, deadline: 5m}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := runScenario(t, sc, Options{}).Configs[0]
+	if c.Matched != 5 || c.Provider.OverCapacity != 0 || c.Provider.SessionsEnded < 4 {
+		t.Fatalf("%d served, %d over capacity, %d sessions ended", c.Matched, c.Provider.OverCapacity, c.Provider.SessionsEnded)
+	}
+	// Waits 0, 0, 1m, 1m, 2m (each plus a wake): p50 is the third.
+	if c.WaitP50 < 60 || c.WaitP50 > 61 || c.WaitP99 < 120 || c.WaitP99 > 121 {
+		t.Errorf("waits p50 %vs p99 %vs, want about 60s and 120s", c.WaitP50, c.WaitP99)
+	}
+}
+
+// Providers whose shift begins at 01:00 serve a requester who joined
+// before it at 01:00.
+func TestProviderShift(t *testing.T) {
+	sc, err := ParseScenario([]byte(`
+seed: 4
+arrivals:
+  list: [{at: 59m50s, user: a}]
+providers:
+  groups: [{count: 2, shift: [1, 3]}]
+configs:
+  - name: late
+    queue: {kind: provider, acceptWindow: 0s, deadline: 5m}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := runScenario(t, sc, Options{}).Configs[0]
+	if c.Matched != 1 || c.WaitP50 < 10 || c.WaitP50 > 11 {
+		t.Errorf("%d served, wait %vs, want 1 after about 10s", c.Matched, c.WaitP50)
 	}
 }
