@@ -155,12 +155,16 @@ func (r *Report) WriteTable(w io.Writer) error {
 func writeProviderHours(tw *tabwriter.Writer, c *ConfigReport) {
 	fmt.Fprintln(tw, "hour\tjoins\tmatches\twait p50\twait p90\twait p99\tscore p50\tscore p90\tutilisation\texpired\tcancelled\t")
 	for _, h := range c.Hours {
-		if h.Joins == 0 && h.Matches == 0 && (h.Provider == nil || h.Provider.Utilisation == 0) {
+		p := h.Provider
+		if h.Joins == 0 && h.Matches == 0 && (p == nil || p.SlotSeconds == 0) {
 			continue
 		}
 		var sp50, sp90, util string
-		if p := h.Provider; p != nil {
-			sp50, sp90, util = f(p.ScoreP50, 2), f(p.ScoreP90, 2), pct(p.Utilisation)
+		if p != nil {
+			sp50, sp90 = f(p.ScoreP50, 2), f(p.ScoreP90, 2)
+			if p.SlotSeconds > 0 {
+				util = pct(p.Utilisation)
+			}
 		}
 		fmt.Fprintf(tw, "%02d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", h.Hour, h.Joins, h.Matches,
 			f(h.WaitP50, 3), f(h.WaitP90, 3), f(h.WaitP99, 3), sp50, sp90, util,
@@ -214,8 +218,10 @@ func (r *Report) WriteCSV(w io.Writer) error {
 				spread50, spread90, "", "", f(h.TimeoutFraction, 4),
 				f(h.ExpiredFraction, 4), f(h.CancelledFraction, 4), "", ""}
 			switch hp := h.Provider; {
-			case hp != nil:
+			case hp != nil && hp.SlotSeconds > 0:
 				row = append(row, f(hp.ScoreP50, 2), f(hp.ScoreP90, 2), "", "", "", f(hp.Utilisation, 4))
+			case hp != nil: // no provider online in the hour
+				row = append(row, f(hp.ScoreP50, 2), f(hp.ScoreP90, 2), "", "", "", "")
 			case prov:
 				row = append(row, "", "", "", "", "", "")
 			}

@@ -838,8 +838,11 @@ type ProviderReport struct {
 // HourProvider is a provider queue's hour of the day: the scores of the
 // sessions begun in it, and its utilisation.
 type HourProvider struct {
-	ScoreP50    float64 `json:"scoreP50"`
-	ScoreP90    float64 `json:"scoreP90"`
+	ScoreP50 float64 `json:"scoreP50"`
+	ScoreP90 float64 `json:"scoreP90"`
+	// SlotSeconds is the providers' slot-seconds online in the hour,
+	// within the stream's duration; Utilisation the share of them busy.
+	SlotSeconds float64 `json:"slotSeconds"`
 	Utilisation float64 `json:"utilisation"`
 }
 
@@ -856,7 +859,7 @@ func (a *provAccum) report(r *ConfigReport) {
 		on += h.online
 		busy += h.busy
 		r.Hours[hr].Provider = &HourProvider{ScoreP50: spreadAt(h.scores, 0.5), ScoreP90: spreadAt(h.scores, 0.9),
-			Utilisation: ratio(h.busy, h.online)}
+			SlotSeconds: round(h.online, 3), Utilisation: ratio(h.busy, h.online)}
 	}
 	slices.Sort(all)
 	pr.ScoreP50, pr.ScoreP90 = spreadAt(all, 0.5), spreadAt(all, 0.9)
