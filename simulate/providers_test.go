@@ -177,3 +177,48 @@ configs:
 		t.Errorf("%d served, wait %vs, want 1 after about 10s", c.Matched, c.WaitP50)
 	}
 }
+
+// A skill queue beside a provider queue: its provider figures are empty,
+// the provider queue's spread is.
+func TestProviderBesideSkillQueue(t *testing.T) {
+	sc, err := ParseScenario([]byte(`
+seed: 9
+duration: 2m
+arrivals: {rate: 2}
+skill: {mean: 1500, sd: 200}
+providers:
+  groups: [{count: 20, capacity: 2}]
+  session: {fixed: 30s}
+configs:
+  - name: pairs
+    queue: {players: 2, deadline: 1m, window: {start: 100, step: 50, every: 5s, max: 400}}
+  - name: desk
+    queue: {kind: provider, deadline: 1m}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := runScenario(t, sc, Options{})
+	if rep.Configs[0].Provider != nil || rep.Configs[1].Provider == nil {
+		t.Fatal("the provider report belongs to the provider queue only")
+	}
+	var csv bytes.Buffer
+	if err := rep.WriteCSV(&csv); err != nil {
+		t.Fatal(err)
+	}
+	var pairs, desk []string
+	for _, l := range strings.Split(csv.String(), "\n") {
+		switch {
+		case strings.HasPrefix(l, "pairs,all,"):
+			pairs = strings.Split(l, ",")
+		case strings.HasPrefix(l, "desk,all,"):
+			desk = strings.Split(l, ",")
+		}
+	}
+	if len(pairs) != 22 || len(desk) != 22 {
+		t.Fatalf("rows of %d and %d columns, want 22:\n%s", len(pairs), len(desk), csv.String())
+	}
+	if pairs[7] == "" || strings.Join(pairs[16:], "") != "" || desk[7] != "" || desk[18] == "" {
+		t.Errorf("pairs %q, desk %q", pairs, desk)
+	}
+}
