@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"cmp"
 	"container/heap"
 	"context"
 	"errors"
@@ -280,8 +281,7 @@ func drawSet(rng *rand.Rand, chances map[string]float64) []string {
 
 // Kinds of a provider run's timed events, after run.go's.
 const (
-	evShift uint8 = iota + 16 // a provider's hour of the day begins
-	evProvAccept
+	evProvAccept uint8 = iota + 16
 	evProvDecline
 	evEnd
 )
@@ -320,6 +320,7 @@ type psim struct {
 	answerRng  *rand.Rand
 	outboxed   int
 	integrated time.Time // utilisation is summed up to here
+	onPlayed   func(matcher.Match)
 }
 
 // runProviderConfig runs a provider queue's config.
@@ -359,6 +360,9 @@ func runProviderConfig(ctx context.Context, sc *Scenario, idx int, opt Options) 
 			s.engines = append(s.engines, e)
 			s.wakeAt = append(s.wakeAt, 0)
 		}
+	}
+	if opt.Played != nil {
+		s.onPlayed = func(m matcher.Match) { opt.Played(c.Name, m) }
 	}
 	s.provs = genProviders(sc)
 	for _, p := range s.provs {
@@ -470,7 +474,7 @@ func (s *psim) integrate(t time.Time) {
 		t = end
 	}
 	for s.integrated.Before(t) {
-		next := min64t(s.integrated.Truncate(time.Hour).Add(time.Hour), t)
+		next := earlier(s.integrated.Truncate(time.Hour).Add(time.Hour), t)
 		d := next.Sub(s.integrated).Seconds()
 		on, busy := 0, 0
 		for _, p := range s.provs {
@@ -486,7 +490,7 @@ func (s *psim) integrate(t time.Time) {
 	}
 }
 
-func min64t(a, b time.Time) time.Time {
+func earlier(a, b time.Time) time.Time {
 	if a.Before(b) {
 		return a
 	}
@@ -696,7 +700,7 @@ func (s *psim) take() error {
 		}
 	}
 	slices.SortFunc(offers, func(a, b matcher.Match) int {
-		return compareStrings(a.Players[0].UserID, b.Players[0].UserID)
+		return cmp.Compare(a.Players[0].UserID, b.Players[0].UserID)
 	})
 	for _, m := range offers {
 		s.answer(m)
@@ -711,16 +715,6 @@ func (s *psim) take() error {
 		}
 	}
 	return nil
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // held counts a slot taken by a match, and whether it took one too many.
@@ -780,6 +774,9 @@ func (s *psim) ticketUpdated(t matcher.Ticket) {
 // provider ends it after the drawn length.
 func (s *psim) played(m matcher.Match) {
 	s.acc.match(m)
+	if s.onPlayed != nil {
+		s.onPlayed(m)
+	}
 	for _, p := range m.Players {
 		if l := s.live[p.TicketID]; l != nil {
 			s.acc.seated(l.joinHr, m.CreatedAt.Sub(l.enq))

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/matchgate/matchgate/matcher"
 )
 
 func TestProviderDeterministic(t *testing.T) {
@@ -146,7 +148,15 @@ configs:
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := runScenario(t, sc, Options{}).Configs[0]
+	seated := 0
+	c := runScenario(t, sc, Options{Played: func(_ string, m matcher.Match) {
+		if m.Provider != nil && m.Provider.UserID == "g0-0" && len(m.Players) == 1 {
+			seated++
+		}
+	}}).Configs[0]
+	if seated != 5 {
+		t.Errorf("%d sessions told to Played, want 5 with provider g0-0", seated)
+	}
 	if c.Matched != 5 || c.Provider.OverCapacity != 0 || c.Provider.SessionsEnded < 4 {
 		t.Fatalf("%d served, %d over capacity, %d sessions ended", c.Matched, c.Provider.OverCapacity, c.Provider.SessionsEnded)
 	}
