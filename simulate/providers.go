@@ -321,6 +321,7 @@ type psim struct {
 	outboxed   int
 	integrated time.Time // utilisation is summed up to here
 	onPlayed   func(matcher.Match)
+	rec        *record.Memory
 }
 
 // runProviderConfig runs a provider queue's config.
@@ -339,10 +340,11 @@ func runProviderConfig(ctx context.Context, sc *Scenario, idx int, opt Options) 
 	for i, m := range []map[string]float64{r.Language, r.Specialty, r.SessionType, r.MinRating} {
 		s.prefs[i] = newRegionPicker(m)
 	}
+	s.rec = record.NewMemory()
 	deps := engine.Deps{
 		Pool: statsless{pool.NewMemory(clock.Now, 0)}, Ledger: led, Notifier: box, Presence: present{clock},
 		Now: clock.Now, Logger: slog.New(slog.DiscardHandler),
-		Providers: providerpool.NewMemory(providerpool.WithClock(clock.Now)), Assignments: record.NewMemory(),
+		Providers: providerpool.NewMemory(providerpool.WithClock(clock.Now)), Assignments: s.rec,
 	}
 	svc, err := engine.NewService(engine.ServiceConfig{Queues: matcher.Config{Queues: []matcher.QueueConfig{q}}, Deps: deps, Wake: s.woken})
 	if err != nil {
@@ -677,7 +679,9 @@ func (s *psim) take() error {
 		case matcher.EventTicketUpdated:
 			s.ticketUpdated(e.Ticket)
 		case matcher.EventMatchFound:
-			s.held(e.Match)
+			if err := s.held(e.Match); err != nil {
+				return err
+			}
 			if e.Match.State == matcher.MatchPendingAccept {
 				s.pending++
 				offers = append(offers, e.Match)
@@ -717,16 +721,23 @@ func (s *psim) take() error {
 	return nil
 }
 
-// held counts a slot taken by a match, and whether it took one too many.
-func (s *psim) held(m matcher.Match) {
+// held counts a slot taken by a match, and whether it took one too many:
+// by the run's own count of the provider's offers and sessions, or by the
+// live assignments the record holds for it.
+func (s *psim) held(m matcher.Match) error {
 	if m.Provider == nil {
-		return
+		return nil
 	}
 	p := s.byID[m.Provider.UserID]
 	p.held++
-	if p.held > p.capacity {
+	as, err := s.rec.Live(s.ctx, s.q.Name, p.id)
+	if err != nil {
+		return fmt.Errorf("read the assignments of %s: %w", p.id, err)
+	}
+	if p.held > p.capacity || len(as) > p.capacity {
 		s.pacc.overCapacity++
 	}
+	return nil
 }
 
 // answer schedules the provider's answer to an offer.
