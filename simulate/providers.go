@@ -29,7 +29,10 @@ import (
 // when, what each offers, and how they answer offers and end sessions
 // (docs/SIMULATE.md, "Provider queues").
 type Providers struct {
+	// Groups are the providers; or, for one group, its fields right here
+	// (providers: {count: 10, capacity: 2}).
 	Groups []ProviderGroup `yaml:"groups"`
+	One    ProviderGroup   `yaml:",inline"`
 	// Session is how long a session lasts once its offer is accepted.
 	// Default {exponential: 10m}.
 	Session Dist `yaml:"session"`
@@ -124,7 +127,12 @@ func (sc *Scenario) normalizeProviders() []error {
 		return nil
 	}
 	var errs []error
-	if len(p.Groups) == 0 {
+	switch {
+	case len(p.Groups) > 0 && p.One.Count != 0:
+		errs = append(errs, errors.New("providers: groups, or one group's count here, not both"))
+	case len(p.Groups) == 0 && p.One.Count != 0:
+		p.Groups, p.One = []ProviderGroup{p.One}, ProviderGroup{}
+	case len(p.Groups) == 0:
 		errs = append(errs, errors.New("providers: no groups"))
 	}
 	names := map[string]bool{}

@@ -94,6 +94,7 @@ func TestProviderScenarioStrict(t *testing.T) {
 		{"duration: 1m\narrivals: {rate: 1}\nconfigs: [{name: p, queue: {kind: provider}}]", "needs the scenario's providers"},
 		{"duration: 1m\narrivals: {rate: 1}\nproviders: {groups: [{count: 1, colour: red}]}\nconfigs: [{name: p, queue: {kind: provider}}]", "colour"},
 		{"duration: 1m\narrivals: {rate: 1}\nproviders: {groups: [{count: 0}]}\nconfigs: [{name: p, queue: {kind: provider}}]", "count must be"},
+		{"duration: 1m\narrivals: {rate: 1}\nproviders: {count: 2, groups: [{count: 1}]}\nconfigs: [{name: p, queue: {kind: provider}}]", "not both"},
 		{"duration: 1m\narrivals: {rate: 1}\nproviders: {groups: [{count: 1, shift: [9, 9]}]}\nconfigs: [{name: p, queue: {kind: provider}}]", "shift"},
 		{"duration: 1m\narrivals: {rate: 1}\nproviders: {groups: [{count: 1}]}\nrequesters: {minRating: {\"7\": 1}}\nconfigs: [{name: p, queue: {kind: provider}}]", "minRating"},
 	} {
@@ -139,7 +140,8 @@ seed: 4
 arrivals:
   list: [{at: 0s, user: a}, {at: 0s, user: b}, {at: 0s, user: c}, {at: 0s, user: d}, {at: 0s, user: e}]
 providers:
-  groups: [{count: 1, capacity: 2}]
+  count: 1
+  capacity: 2
   session: {fixed: 1m}
 configs:
   - name: one
