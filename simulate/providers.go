@@ -163,10 +163,11 @@ func (sc *Scenario) normalizeProviders() []error {
 		if !(sum > 0) {
 			errs = append(errs, fmt.Errorf("%s: capacity: weights sum to 0", what))
 		}
-		for attr, m := range map[string]map[string]float64{"languages": g.Languages, "specialties": g.Specialties, "sessionTypes": g.SessionTypes} {
-			for v, x := range m {
-				if v == "" || !(x >= 0 && x <= 1) {
-					errs = append(errs, fmt.Errorf("%s: %s: %q: a value with a chance in [0, 1]", what, attr, v))
+		for k, m := range []map[string]float64{g.Languages, g.Specialties, g.SessionTypes} {
+			for _, v := range sortedKeys(m) {
+				if x := m[v]; v == "" || !(x >= 0 && x <= 1) {
+					errs = append(errs, fmt.Errorf("%s: %s: %q: a value with a chance in [0, 1]", what,
+						[]string{"languages", "specialties", "sessionTypes"}[k], v))
 				}
 			}
 		}
@@ -209,9 +210,11 @@ func (sc *Scenario) normalizeProviders() []error {
 		errs = append(errs, err)
 	}
 	r := sc.Requesters
-	for attr, m := range map[string]map[string]float64{"language": r.Language, "specialty": r.Specialty, "sessionType": r.SessionType, "minRating": r.MinRating} {
+	for k, m := range []map[string]float64{r.Language, r.Specialty, r.SessionType, r.MinRating} {
+		attr := []string{"language", "specialty", "sessionType", "minRating"}[k]
 		sum := 0.0
-		for v, w := range m {
+		for _, v := range sortedKeys(m) {
+			w := m[v]
 			if !(w >= 0) || math.IsInf(w, 0) {
 				errs = append(errs, fmt.Errorf("requesters: %s: %q: weight must be ≥ 0", attr, v))
 			}
@@ -227,6 +230,16 @@ func (sc *Scenario) normalizeProviders() []error {
 		}
 	}
 	return errs
+}
+
+// sortedKeys are m's keys in order, for errors in a stable order.
+func sortedKeys(m map[string]float64) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
 }
 
 // simProvider is one provider of a run.
@@ -273,13 +286,8 @@ func genProviders(sc *Scenario) []*simProvider {
 
 // drawSet keeps each value with its chance, in name order.
 func drawSet(rng *rand.Rand, chances map[string]float64) []string {
-	vals := make([]string, 0, len(chances))
-	for v := range chances {
-		vals = append(vals, v)
-	}
-	sort.Strings(vals)
 	var out []string
-	for _, v := range vals {
+	for _, v := range sortedKeys(chances) {
 		if rng.Float64() < chances[v] {
 			out = append(out, v)
 		}
