@@ -404,6 +404,10 @@ func readPool(ctx context.Context, pl Pool, part string, r plan.Read) ([]matcher
 		return pl.Window(ctx, part, r.Lo, r.Hi, r.N)
 	case plan.ReadOldest, plan.ReadAnchors:
 		return pl.Oldest(ctx, part, r.N)
+	case plan.ReadSize:
+		// A planner that needs no waiters to decide (a provider queue's
+		// expiry: nobody is seated beside a requester) reads none.
+		return nil, nil
 	}
 	return nil, fmt.Errorf("no read of kind %d", r.Kind)
 }

@@ -415,3 +415,26 @@ func TestProviderOrphanedAssignmentIsEnded(t *testing.T) {
 		t.Fatalf("the orphan is %s and ana holds %d slots", a.Status, h.held("ana"))
 	}
 }
+
+// A requester no provider can serve expires at its deadline, and the
+// pass goes on: the requester behind it is still offered a provider.
+func TestProviderRequesterExpiresAtItsDeadline(t *testing.T) {
+	h := newProviderHarness(t, matcher.QueueConfig{Name: "advice", Timing: matcher.Timing{Deadline: time.Minute}})
+	h.online("ana", 1, en(4))
+	lost := h.request("u1", map[string]string{"language": "fr"})
+	h.tick()
+	if got := h.ticket(lost.ID).Status; got != matcher.StatusWaiting {
+		t.Fatalf("before its deadline: %s", got)
+	}
+	h.advance(time.Minute + time.Second)
+	h.online("ana", 1, en(4))
+	served := h.request("u2", map[string]string{"language": "en"})
+	h.tick()
+	h.tick()
+	if got := h.ticket(lost.ID).Status; got != matcher.StatusExpired {
+		t.Fatalf("past its deadline: %s, want EXPIRED", got)
+	}
+	if tk := h.ticket(served.ID); tk.Status != matcher.StatusMatched || h.match(tk.MatchID).Provider.UserID != "ana" {
+		t.Fatalf("the requester behind it: %+v", tk)
+	}
+}
