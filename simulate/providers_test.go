@@ -89,6 +89,34 @@ configs:
 	}
 }
 
+// Without the relax the same requesters expire at their deadline, and no
+// pass fails on the way.
+func TestProviderRequesterExpires(t *testing.T) {
+	sc, err := ParseScenario([]byte(`
+seed: 3
+arrivals:
+  list: [{at: 0s, user: a}, {at: 1s, user: b}, {at: 2s, user: c}]
+providers:
+  groups: [{count: 3, languages: {en: 1}}]
+  session: {fixed: 1m}
+requesters:
+  language: {xx: 1}
+configs:
+  - name: strict
+    queue:
+      kind: provider
+      acceptWindow: 0s
+      deadline: 30s
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := runScenario(t, sc, Options{}).Configs[0]
+	if c.Matched != 0 || c.Expired != 3 || c.PassErrors != 0 {
+		t.Fatalf("%d matched, %d expired, %d pass errors: want 0, 3, 0", c.Matched, c.Expired, c.PassErrors)
+	}
+}
+
 func TestProviderScenarioStrict(t *testing.T) {
 	for _, tc := range []struct{ yaml, want string }{
 		{"duration: 1m\narrivals: {rate: 1}\nconfigs: [{name: p, queue: {kind: provider}}]", "needs the scenario's providers"},
