@@ -255,6 +255,7 @@ func (s *sim) loop(opt Options, idx int) error {
 	nextPass := start.Add(tick)
 	reportEvery := time.Minute
 	nextReport := start.Add(reportEvery)
+	nextForget := start.Add(forgetEvery)
 	cfg := s.sc.Configs[idx].Name
 	progress := func(at time.Time, done bool) {
 		if opt.Progress != nil {
@@ -303,6 +304,13 @@ func (s *sim) loop(opt Options, idx int) error {
 			progress(nextReport, false)
 			nextReport = nextReport.Add(reportEvery)
 		}
+		if !t.Before(nextForget) {
+			// The run's figures were taken from the events as they came:
+			// the record needs to keep only what is live and what a late
+			// player's action may still name.
+			s.led.Forget(t.Add(-forgetAfter))
+			nextForget = t.Add(forgetEvery)
+		}
 		s.clock.now = t
 		var err error
 		switch kind {
@@ -324,6 +332,14 @@ func (s *sim) loop(opt Options, idx int) error {
 	progress(end, true)
 	return nil
 }
+
+// A run has the record forget, every forgetEvery of virtual time, the
+// tickets and matches that became final forgetAfter before: without it the
+// record holds every ticket of the stream, most of a long run's memory.
+const (
+	forgetEvery = time.Minute
+	forgetAfter = 5 * time.Minute
+)
 
 // woken is the Service's Wake: the partition's engine passes after the
 // scenario's wake delay, unless a pass for a wake is due by then.
