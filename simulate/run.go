@@ -83,10 +83,8 @@ func (p present) LastSeen(_ context.Context, users []string) (map[string]time.Ti
 }
 
 // statsless is the memory pool without its recent-wait statistics: they
-// feed only the Service's explain and estimates, which a run never asks,
-// and the memory pool keeps them by copying its whole window on every
-// outcome (most of a run's time, measured). The run keeps figures of its
-// own.
+// feed only the Service's explain and estimates, which a run never asks.
+// The run keeps figures of its own.
 type statsless struct{ *pool.Memory }
 
 func (statsless) RecordOutcomes(context.Context, string, []time.Time, []pool.Outcome) error {
