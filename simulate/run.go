@@ -83,10 +83,8 @@ func (p present) LastSeen(_ context.Context, users []string) (map[string]time.Ti
 }
 
 // statsless is the memory pool without its recent-wait statistics: they
-// feed only the Service's explain and estimates, which a run never asks,
-// and the memory pool keeps them by copying its whole window on every
-// outcome (most of a run's time, measured). The run keeps figures of its
-// own.
+// feed only the Service's explain and estimates, which a run never asks.
+// The run keeps figures of its own.
 type statsless struct{ *pool.Memory }
 
 func (statsless) RecordOutcomes(context.Context, string, []time.Time, []pool.Outcome) error {
@@ -258,6 +256,7 @@ func (s *sim) loop(opt Options, idx int) error {
 	nextPass := start.Add(tick)
 	reportEvery := time.Minute
 	nextReport := start.Add(reportEvery)
+	nextForget := start.Add(forgetEvery)
 	cfg := s.sc.Configs[idx].Name
 	progress := func(at time.Time, done bool) {
 		if opt.Progress != nil {
@@ -306,6 +305,13 @@ func (s *sim) loop(opt Options, idx int) error {
 			progress(nextReport, false)
 			nextReport = nextReport.Add(reportEvery)
 		}
+		if !t.Before(nextForget) {
+			// The run's figures were taken from the events as they came:
+			// the record needs to keep only what is live and what a late
+			// player's action may still name.
+			s.led.Forget(t.Add(-forgetAfter))
+			nextForget = t.Add(forgetEvery)
+		}
 		s.clock.now = t
 		var err error
 		switch kind {
@@ -327,6 +333,14 @@ func (s *sim) loop(opt Options, idx int) error {
 	progress(end, true)
 	return nil
 }
+
+// A run has the record forget, every forgetEvery of virtual time, the
+// tickets and matches that became final forgetAfter before: without it the
+// record holds every ticket of the stream, most of a long run's memory.
+const (
+	forgetEvery = time.Minute
+	forgetAfter = 5 * time.Minute
+)
 
 // woken is the Service's Wake: the partition's engine passes after the
 // scenario's wake delay, unless a pass for a wake is due by then.

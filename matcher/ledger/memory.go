@@ -14,8 +14,9 @@ import (
 
 // Memory is a matcher.Ledger held in process memory, for the embedded
 // single-node default and for tests. One mutex serialises every method, which
-// gives it the isolation PostgreSQL's transactions give Postgres; it keeps
-// every ticket and match for the life of the process.
+// gives it the isolation PostgreSQL's transactions give Postgres. It keeps
+// every ticket and match for the life of the process unless told to Forget
+// what resolved.
 type Memory struct {
 	mu sync.Mutex
 
@@ -44,6 +45,17 @@ type Memory struct {
 	// now stamps outbox events and judges their age, as PostgreSQL's now()
 	// does in Postgres.
 	now func() time.Time
+
+	// final lists, in the order they were made, the tickets and matches
+	// that reached a state they never leave, for Forget; from finalHead on.
+	final     []finalRec
+	finalHead int
+}
+
+// finalRec is a ticket or a match (ticket "") that became final at at.
+type finalRec struct {
+	at            time.Time
+	ticket, match string
 }
 
 // NewMemory returns an empty in-memory ledger on the wall clock.
@@ -264,6 +276,7 @@ func (l *Memory) Resolve(ctx context.Context, id string, status matcher.TicketSt
 	t.Version++
 	l.tickets[t.ID] = t
 	l.leaveWaiting(t)
+	l.final = append(l.final, finalRec{at: t.UpdatedAt, ticket: t.ID})
 	e := l.appendEvent(matcher.TicketUpdatedEvent(t))
 	return cloneTicket(t), []matcher.Event{e}, nil
 }
@@ -403,6 +416,9 @@ func (l *Memory) commit(m matcher.Match) []matcher.Event {
 		l.tickets[t.ID] = t
 		l.leaveWaiting(t)
 	}
+	if m.State != matcher.MatchPendingAccept {
+		l.finalMatch(m, stamp(m.CreatedAt))
+	}
 	e := l.appendEvent(matcher.MatchFoundEvent(m))
 	return []matcher.Event{e}
 }
@@ -453,6 +469,7 @@ func (l *Memory) Accept(ctx context.Context, matchID, userID string, at time.Tim
 	var events []matcher.Event
 	if m.State == matcher.MatchReady {
 		l.setPending(m, false)
+		l.finalMatch(m, stamp(at))
 		events = append(events, l.appendEvent(matcher.MatchReadyEvent(m)))
 	}
 	return cloneMatch(m), events, nil
@@ -495,13 +512,104 @@ func (l *Memory) Dissolve(ctx context.Context, req matcher.DissolveRequest) (mat
 			d.Requeued = append(d.Requeued, cloneTicket(t))
 		} else {
 			d.Cancelled = append(d.Cancelled, cloneTicket(t))
+			l.final = append(l.final, finalRec{at: t.UpdatedAt, ticket: t.ID})
 		}
 	}
+	l.final = append(l.final, finalRec{at: stamp(req.At), match: m.ID})
 	var events []matcher.Event
 	for _, e := range dissolveEvents(d, req.Reason()) {
 		events = append(events, l.appendEvent(e))
 	}
 	return d, events, nil
+}
+
+// finalMatch notes that m, no longer waiting for accepts, and its tickets
+// became final at at.
+func (l *Memory) finalMatch(m matcher.Match, at time.Time) {
+	for _, p := range m.Players {
+		l.final = append(l.final, finalRec{at: at, ticket: p.TicketID, match: m.ID})
+	}
+	l.final = append(l.final, finalRec{at: at, match: m.ID})
+}
+
+// Forget drops what became final before before: tickets no longer WAITING
+// and not seated in a match waiting for accepts, matches no longer waiting
+// for accepts once no ticket kept names them, their places in their users'
+// history, and their events still in the outbox (but those a drain holds).
+// What is forgotten is as if it never was: reads find nothing, a user's
+// history goes without it, and a commit retried after it is refused. It
+// goes through them in the order they became final, so one stamped before
+// one made earlier may stay until that one goes. A long-running record
+// calls it to bound its memory; it returns how many tickets and matches
+// went.
+func (l *Memory) Forget(before time.Time) (tickets, matches int) {
+	before = stamp(before)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	goneT, goneM := map[string]bool{}, map[string]bool{}
+	for l.finalHead < len(l.final) && l.final[l.finalHead].at.Before(before) {
+		r := l.final[l.finalHead]
+		l.final[l.finalHead] = finalRec{}
+		l.finalHead++
+		if r.ticket != "" {
+			if t, ok := l.tickets[r.ticket]; ok && l.finalTicket(t) {
+				l.forgetTicket(t)
+				goneT[t.ID] = true
+			}
+		}
+		if r.match != "" {
+			if m, ok := l.matches[r.match]; ok && m.State != matcher.MatchPendingAccept && !l.named(m) {
+				delete(l.matches, m.ID)
+				goneM[m.ID] = true
+			}
+		}
+	}
+	if l.finalHead > len(l.final)/2 {
+		l.final = append(l.final[:0], l.final[l.finalHead:]...)
+		l.finalHead = 0
+	}
+	if len(goneT)+len(goneM) > 0 {
+		l.outbox = slices.DeleteFunc(l.outbox, func(e matcher.Event) bool {
+			if _, busy := l.inFlight[e.ID]; busy {
+				return false
+			}
+			if e.Kind == matcher.EventTicketUpdated {
+				return goneT[e.Ticket.ID]
+			}
+			return goneM[e.Match.ID]
+		})
+	}
+	return len(goneT), len(goneM)
+}
+
+// finalTicket reports whether t is in a state it never leaves.
+func (l *Memory) finalTicket(t matcher.Ticket) bool {
+	if t.Status == matcher.StatusWaiting {
+		return false
+	}
+	m, ok := l.matches[t.MatchID]
+	return t.MatchID == "" || !ok || m.State != matcher.MatchPendingAccept
+}
+
+// named reports whether a ticket kept is seated in m.
+func (l *Memory) named(m matcher.Match) bool {
+	for _, p := range m.Players {
+		if t, ok := l.tickets[p.TicketID]; ok && t.MatchID == m.ID {
+			return true
+		}
+	}
+	return false
+}
+
+// forgetTicket drops t from the record and from its user's history.
+func (l *Memory) forgetTicket(t matcher.Ticket) {
+	delete(l.tickets, t.ID)
+	ids := slices.DeleteFunc(l.ticketsOf[t.UserID], func(id string) bool { return id == t.ID })
+	if len(ids) == 0 {
+		delete(l.ticketsOf, t.UserID)
+	} else {
+		l.ticketsOf[t.UserID] = ids
+	}
 }
 
 // enterWaiting adds t, WAITING again, to the waiting indexes.

@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -23,11 +24,10 @@ import (
 //
 // Ticket hashes and claims' marks end by the clock it is given, as the
 // Redis pool's do by its WithClock; leases, offers and everything else by
-// the caller's now, as the Redis pool's. It has no expiry of its own to
-// free memory: an ended hash goes when it is next read. One mutex
-// guards it all: every call is atomic, as a script is. Scans sort what they
-// read on each call, which is fine for the pools of tests and simulations,
-// not for a million waiting.
+// the caller's now, as the Redis pool's; an ended hash is dropped by the
+// next call that writes a hash. One mutex guards it all: every call is
+// atomic, as a script is. Each partition keeps its sets in order as they
+// change (memory_index.go), so a scan reads only the range it returns.
 type Memory struct {
 	clock    func() time.Time
 	claimTTL time.Duration
@@ -40,6 +40,31 @@ type Memory struct {
 	leases  map[string]memLease
 	fences  map[string]int64
 	allocTo map[string]time.Time
+	// ends holds when each hash written ends, soonest first, so that an
+	// ended hash is dropped then, as Redis expires a key, instead of staying
+	// until it is next read: most are never read again.
+	ends endHeap
+}
+
+// memEnd is when a hash written ends. A hash written again ends later and
+// has another memEnd; the earlier one finds it still live and passes.
+type memEnd struct {
+	until time.Time
+	tag   *memTag
+	id    string
+}
+
+type endHeap []memEnd
+
+func (h endHeap) Len() int           { return len(h) }
+func (h endHeap) Less(i, j int) bool { return h[i].until.Before(h[j].until) }
+func (h endHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *endHeap) Push(x any)        { *h = append(*h, x.(memEnd)) }
+func (h *endHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }
 
 type memPart struct {
@@ -47,13 +72,18 @@ type memPart struct {
 	enq    map[string]int64   // member → effective enqueue, unix ms
 	watch  map[string]int64   // member → when to look, unix ms
 	offers map[string]memOffer
+	// The three sets above in their order, kept by add, del and setWatch.
+	bySkill        *ordered[float64]
+	byEnq, byWatch *ordered[int64]
 }
 
 type memTag struct {
 	tickets map[string]*memTicket // by ticket id
 	pending map[string]int64      // match id → accept by, unix ms
-	waits   []Outcome             // newest first
-	matches []time.Time           // newest first
+	// Oldest first, cut back to the newest StatsCap once twice as many:
+	// an outcome costs O(1) amortized, not a copy of the window.
+	waits   []Outcome
+	matches []time.Time
 }
 
 // memTicket is a ticket hash: m "" is a hash a claim created without one.
@@ -101,7 +131,8 @@ func NewMemory(clock func() time.Time, claimTTL time.Duration) *Memory {
 func (p *Memory) part(partition string) *memPart {
 	pt := p.parts[partition]
 	if pt == nil {
-		pt = &memPart{pool: map[string]float64{}, enq: map[string]int64{}, watch: map[string]int64{}, offers: map[string]memOffer{}}
+		pt = &memPart{pool: map[string]float64{}, enq: map[string]int64{}, watch: map[string]int64{}, offers: map[string]memOffer{},
+			bySkill: newOrdered[float64](), byEnq: newOrdered[int64](), byWatch: newOrdered[int64]()}
 		p.parts[partition] = pt
 	}
 	return pt
@@ -117,6 +148,22 @@ func (p *Memory) tag(partition string) *memTag {
 	return t
 }
 
+// ending notes that the hash id of tg ends at until.
+func (p *Memory) ending(tg *memTag, id string, until time.Time) {
+	heap.Push(&p.ends, memEnd{until: until, tag: tg, id: id})
+}
+
+// sweep drops the hashes that ended by now.
+func (p *Memory) sweep() {
+	now := p.clock()
+	for len(p.ends) > 0 && !now.Before(p.ends[0].until) {
+		e := heap.Pop(&p.ends).(memEnd)
+		if h := e.tag.tickets[e.id]; h != nil && !now.Before(h.until) {
+			delete(e.tag.tickets, e.id)
+		}
+	}
+}
+
 // ticket is the live hash of a ticket, nil when there is none or it expired.
 func (p *Memory) ticket(partition, id string) *memTicket {
 	tg := p.tag(partition)
@@ -129,13 +176,37 @@ func (p *Memory) ticket(partition, id string) *memTicket {
 }
 
 func (pt *memPart) add(m string, skill float64, enq, watch int64) {
-	pt.pool[m], pt.enq[m], pt.watch[m] = skill, enq, watch
+	pt.del(m)
+	pt.pool[m], pt.enq[m] = skill, enq
+	pt.bySkill.insert(skill, m)
+	pt.byEnq.insert(enq, m)
+	pt.setWatch(m, watch)
 }
 
 func (pt *memPart) del(m string) {
-	delete(pt.pool, m)
-	delete(pt.enq, m)
-	delete(pt.watch, m)
+	if sk, ok := pt.pool[m]; ok {
+		pt.bySkill.remove(sk, m)
+		delete(pt.pool, m)
+	}
+	if enq, ok := pt.enq[m]; ok {
+		pt.byEnq.remove(enq, m)
+		delete(pt.enq, m)
+	}
+	if w, ok := pt.watch[m]; ok {
+		pt.byWatch.remove(w, m)
+		delete(pt.watch, m)
+	}
+}
+
+func (pt *memPart) setWatch(m string, w int64) {
+	if old, ok := pt.watch[m]; ok {
+		if old == w {
+			return
+		}
+		pt.byWatch.remove(old, m)
+	}
+	pt.watch[m] = w
+	pt.byWatch.insert(w, m)
 }
 
 // byScore is the members of a set in its order: by score, then member.
@@ -224,8 +295,10 @@ func (p *Memory) Enqueue(_ context.Context, partition string, e matcher.Entry, t
 	if p.ticket(partition, e.TicketID) != nil {
 		return false, nil
 	}
-	m := member(e)
-	p.tag(partition).tickets[e.TicketID] = &memTicket{m: m, state: "waiting", hb: msOf(e.Heartbeat), until: p.clock().Add(ttl)}
+	p.sweep()
+	m, tg, until := member(e), p.tag(partition), p.clock().Add(ttl)
+	tg.tickets[e.TicketID] = &memTicket{m: m, state: "waiting", hb: msOf(e.Heartbeat), until: until}
+	p.ending(tg, e.TicketID, until)
 	p.part(partition).add(m, e.Skill, e.Enqueue.UnixMilli(), watchMS(msOf(e.Heartbeat), e.Enqueue.UnixMilli(), e.Deadline.UnixMilli(), timeout))
 	return true, nil
 }
@@ -313,6 +386,7 @@ func (p *Memory) claim(partition string, fence int64, reqs []ClaimRequest) ([]Cl
 	if fence != 0 && p.fences[partition] != fence {
 		return nil, ErrStaleFence
 	}
+	p.sweep()
 	pt, tg := p.part(partition), p.tag(partition)
 	taken := map[string]bool{}
 	out := make([]ClaimResult, len(reqs))
@@ -340,6 +414,7 @@ func (p *Memory) claim(partition string, fence int64, reqs []ClaimRequest) ([]Cl
 				tg.tickets[e.TicketID] = h
 			}
 			h.state, h.match, h.from, h.fence, h.until = "claimed", r.MatchID, partition, fence, until
+			p.ending(tg, e.TicketID, until)
 		}
 		out[g] = ClaimResult{OK: true}
 	}
@@ -429,6 +504,7 @@ func (p *Memory) requeue(partition string, siblings []string, deadOnly bool, ent
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.sweep()
 	pt, tg := p.part(partition), p.tag(partition)
 	fence := p.fences[partition]
 	lostMS := msOf(lost)
@@ -454,6 +530,7 @@ func (p *Memory) requeue(partition string, siblings []string, deadOnly bool, ent
 			h.hb = hb
 		}
 		h.m, h.state, h.match, h.from, h.fence, h.until = m, "waiting", "", "", 0, until
+		p.ending(tg, e.TicketID, until)
 		if !hasMember(pt.pool, m) {
 			n++
 		}
@@ -509,7 +586,7 @@ func (p *Memory) HeartbeatAny(_ context.Context, partitions []string, ticketID s
 	w := watchMS(h.hb, h.hb, e.Deadline.UnixMilli(), timeout)
 	for _, part := range partitions {
 		if pt := p.part(part); hasMember(pt.pool, h.m) {
-			pt.watch[h.m] = w
+			pt.setWatch(h.m, w)
 		}
 	}
 	return true, nil
@@ -534,28 +611,6 @@ func (p *Memory) scanMany(partition string, scans []Scan) (_ [][]matcher.Entry, 
 		}
 	}
 	pt, tg := p.part(partition), p.tag(partition)
-	var bySkill []string // the pool in skill order, once per call
-	rank := func() map[string]int {
-		r := make(map[string]int, len(bySkill))
-		for i, m := range bySkill {
-			r[m] = i
-		}
-		return r
-	}
-	var ranks map[string]int
-	skillOrder := func() {
-		if bySkill == nil {
-			bySkill = byScore(pt.pool)
-			ranks = rank()
-		}
-	}
-	around := func(n, c int) []any {
-		lo, hi := max(c-n, 0), min(c+n, len(bySkill))
-		if lo >= hi {
-			return nil
-		}
-		return anys(bySkill[lo:hi])
-	}
 	out := make([][]matcher.Entry, len(scans))
 	for i, s := range scans {
 		if s.n <= 0 {
@@ -563,18 +618,19 @@ func (p *Memory) scanMany(partition string, scans []Scan) (_ [][]matcher.Entry, 
 		}
 		switch s.mode {
 		case "oldest", "anchors":
-			ms := byScore(pt.enq)
-			ms = ms[:min(s.n, len(ms))]
+			ms := make([]string, 0, min(s.n, pt.byEnq.n))
+			for x := pt.byEnq.first(); x != nil && len(ms) < s.n; x = x.next[0] {
+				ms = append(ms, x.m)
+			}
 			if out[i], err = parsed(ms); err != nil {
 				return nil, err
 			}
 			if s.mode == "anchors" && len(ms) == s.n {
-				skillOrder()
 				near := make([][]matcher.Entry, len(ms))
 				for j, m := range ms {
 					near[j] = []matcher.Entry{}
-					if r, in := ranks[m]; in {
-						if near[j], err = closestMembers(around(s.limit, r+1), out[i][j].Skill, s.limit); err != nil {
+					if x := pt.bySkill.find(pt.pool[m], m); x != nil {
+						if near[j], err = closestMembers(pt.bySkill.around(x.next[0], s.limit), out[i][j].Skill, s.limit); err != nil {
 							return nil, err
 						}
 					}
@@ -587,10 +643,8 @@ func (p *Memory) scanMany(partition string, scans []Scan) (_ [][]matcher.Entry, 
 				return nil, err
 			}
 			var es []matcher.Entry
-			for _, m := range byScore(pt.watch) {
-				if pt.watch[m] > now || len(es) == s.n {
-					break
-				}
+			for x := pt.byWatch.first(); x != nil && x.score <= now && len(es) < s.n; x = x.next[0] {
+				m := x.m
 				e, err := parseMember(m)
 				if err != nil {
 					return nil, err
@@ -609,35 +663,27 @@ func (p *Memory) scanMany(partition string, scans []Scan) (_ [][]matcher.Entry, 
 		case "window":
 			lo, _ := strconv.ParseFloat(s.params[0], 64)
 			hi, _ := strconv.ParseFloat(s.params[1], 64)
-			skillOrder()
 			es := []matcher.Entry{}
-			for _, m := range bySkill {
-				if sk := pt.pool[m]; sk >= lo && sk <= hi && len(es) < s.n {
-					e, err := parseMember(m)
-					if err != nil {
-						return nil, err
-					}
-					es = append(es, e)
+			for x := pt.bySkill.seek(lo, false); x != nil && x.score <= hi && len(es) < s.n; x = x.next[0] {
+				e, err := parseMember(x.m)
+				if err != nil {
+					return nil, err
 				}
+				es = append(es, e)
 			}
 			out[i] = es
 		case "nearest":
-			skillOrder()
-			c := -1
+			var at *ixNode[float64]
+			found := false
 			if len(s.params) > 1 && s.params[1] != "" {
-				if r, in := ranks[s.params[1]]; in {
-					c = r + 1
+				if sk, in := pt.pool[s.params[1]]; in {
+					at, found = pt.bySkill.find(sk, s.params[1]).next[0], true
 				}
 			}
-			if c < 0 {
-				c, _ = slices.BinarySearchFunc(bySkill, s.skill, func(m string, sk float64) int {
-					if pt.pool[m] <= sk {
-						return -1
-					}
-					return 1
-				})
+			if !found {
+				at = pt.bySkill.seek(s.skill, true)
 			}
-			if out[i], err = closestMembers(around(s.n, c), s.skill, s.n); err != nil {
+			if out[i], err = closestMembers(pt.bySkill.around(at, s.n), s.skill, s.n); err != nil {
 				return nil, err
 			}
 		default:
@@ -708,7 +754,12 @@ func (p *Memory) Members(_ context.Context, partition string) ([]matcher.Entry, 
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return parsed(byScore(p.part(partition).pool))
+	pt := p.part(partition)
+	ms := make([]string, 0, pt.bySkill.n)
+	for x := pt.bySkill.first(); x != nil; x = x.next[0] {
+		ms = append(ms, x.m)
+	}
+	return parsed(ms)
 }
 
 // Rewatch is Pool.Rewatch.
@@ -724,7 +775,7 @@ func (p *Memory) Rewatch(_ context.Context, partition string, es []matcher.Entry
 			continue
 		}
 		if m := member(e); hasMember(pt.pool, m) && !hasMember(pt.watch, m) {
-			pt.watch[m] = watchAt(e, timeout).UnixMilli()
+			pt.setWatch(m, watchAt(e, timeout).UnixMilli())
 			n++
 		}
 	}
@@ -773,10 +824,11 @@ func (p *Memory) Promote(_ context.Context, from, to string, cutoff time.Time, n
 	defer p.mu.Unlock()
 	f, t := p.part(from), p.part(to)
 	moved = []string{}
-	for _, m := range byScore(f.enq) {
-		if f.enq[m] > cutoff.UnixMilli() || len(moved) == n {
-			break
-		}
+	var ms []string
+	for x := f.byEnq.first(); x != nil && x.score <= cutoff.UnixMilli() && len(ms) < n; x = x.next[0] {
+		ms = append(ms, x.m)
+	}
+	for _, m := range ms {
 		t.add(m, f.pool[m], f.enq[m], f.watch[m])
 		f.del(m)
 		moved = append(moved, memberID(m))
@@ -1024,10 +1076,10 @@ func (p *Memory) RecordOutcomes(_ context.Context, partition string, matchAts []
 	tg := p.tag(partition)
 	for _, o := range outcomes {
 		o = Outcome{At: time.UnixMilli(o.At.UnixMilli()), Wait: time.Duration(o.Wait.Milliseconds()) * time.Millisecond, Kind: o.Kind}
-		tg.waits = append([]Outcome{o}, tg.waits[:min(len(tg.waits), StatsCap-1)]...)
+		tg.waits = keepNewest(append(tg.waits, o))
 	}
 	for _, at := range matchAts {
-		tg.matches = append([]time.Time{time.UnixMilli(at.UnixMilli())}, tg.matches[:min(len(tg.matches), StatsCap-1)]...)
+		tg.matches = keepNewest(append(tg.matches, time.UnixMilli(at.UnixMilli())))
 	}
 	return nil
 }
@@ -1043,10 +1095,27 @@ func (p *Memory) Stats(_ context.Context, partition string) ([]Outcome, []time.T
 	var outs []Outcome
 	var ms []time.Time
 	if len(tg.waits) > 0 {
-		outs = slices.Clone(tg.waits)
+		outs = newestFirst(tg.waits)
 	}
 	if len(tg.matches) > 0 {
-		ms = slices.Clone(tg.matches)
+		ms = newestFirst(tg.matches)
 	}
 	return outs, ms, nil
+}
+
+// keepNewest cuts an oldest-first list back to its newest StatsCap once it
+// holds twice as many.
+func keepNewest[T any](l []T) []T {
+	if len(l) < 2*StatsCap {
+		return l
+	}
+	return append(l[:0], l[len(l)-StatsCap:]...)
+}
+
+// newestFirst is the newest StatsCap of an oldest-first list, newest first,
+// as the Redis lists are read.
+func newestFirst[T any](l []T) []T {
+	out := slices.Clone(l[max(0, len(l)-StatsCap):])
+	slices.Reverse(out)
+	return out
 }
