@@ -311,22 +311,12 @@ const gateway = "sim"
 
 // psim is the run of one provider queue's config.
 type psim struct {
-	ctx        context.Context
-	sc         *Scenario
+	passes
 	q          matcher.QueueConfig
-	clock      *vclock
 	svc        *engine.Service
-	engines    []*engine.Engine
-	byPart     map[string]int
-	wakeAt     []int64
-	nextWake   int64
 	led        *ledger.Memory
 	box        *inbox
-	live       map[string]*live
 	pending    int
-	timed      timedHeap
-	seq        int64
-	acc        *accum
 	pacc       *provAccum
 	shifting   bool // a provider goes offline: the offers dissolved now are withdrawn
 	provs      []*simProvider
@@ -347,11 +337,12 @@ func runProviderConfig(ctx context.Context, sc *Scenario, idx int, opt Options) 
 	clock := &vclock{now: sc.Start}
 	box := &inbox{}
 	led := ledger.NewMemoryAt(clock.Now)
-	s := &psim{ctx: ctx, sc: sc, q: q, clock: clock, led: led, box: box, live: map[string]*live{},
-		acc: newAccum(), pacc: &provAccum{}, byPart: map[string]int{}, byID: map[string]*simProvider{},
+	s := &psim{passes: newPasses(ctx, sc, clock), q: q, led: led, box: box,
+		pacc: &provAccum{}, byID: map[string]*simProvider{},
 		prefRng:    rand.New(rand.NewPCG(sc.Seed, 0x70726566)), // "pref"
 		answerRng:  rand.New(rand.NewPCG(sc.Seed, 0x616e73)),   // "ans"
 		integrated: sc.Start}
+	s.collect = s.take
 	r := sc.Requesters
 	for i, m := range []map[string]float64{r.Language, r.Specialty, r.SessionType, r.MinRating} {
 		s.prefs[i] = newRegionPicker(m)
@@ -374,9 +365,7 @@ func runProviderConfig(ctx context.Context, sc *Scenario, idx int, opt Options) 
 			if err != nil {
 				return nil, err
 			}
-			s.byPart[p.String()] = len(s.engines)
-			s.engines = append(s.engines, e)
-			s.wakeAt = append(s.wakeAt, 0)
+			s.add(p.String(), e)
 		}
 	}
 	if opt.Played != nil {
@@ -569,19 +558,8 @@ func (s *psim) join(a *arrival) error {
 	if err != nil {
 		return fmt.Errorf("join %s at %s: %w", a.user, s.clock.now.Format(time.RFC3339Nano), err)
 	}
-	hr := t.EnqueuedAt.Hour()
-	s.live[t.ID] = &live{user: a.user, enq: t.EnqueuedAt, joinHr: hr, arrival: a}
-	s.acc.joined(hr)
-	if a.cancelAfter > 0 {
-		s.schedule(timed{at: t.EnqueuedAt.Add(a.cancelAfter).UnixNano(), kind: evCancel, user: a.user, ticket: t.ID})
-	}
+	s.joined(t, a)
 	return s.take()
-}
-
-func (s *psim) schedule(t timed) {
-	s.seq++
-	t.seq = s.seq
-	heap.Push(&s.timed, t)
 }
 
 // act is a requester's cancel, or a provider's answer or session end,
@@ -616,71 +594,6 @@ func (s *psim) act(t timed) error {
 		return fmt.Errorf("%s at %s: %w", t.user, s.clock.now.Format(time.RFC3339Nano), err)
 	}
 	return s.take()
-}
-
-func (s *psim) woken(p matcher.Partition) {
-	if i, ok := s.byPart[p.String()]; ok && !s.sc.Wake.Off {
-		s.wakeEngine(i)
-	}
-}
-
-func (s *psim) wakeEngine(i int) {
-	at := s.clock.now.Add(s.sc.Wake.Delay).UnixNano()
-	if s.wakeAt[i] == 0 || at < s.wakeAt[i] {
-		s.wakeAt[i] = at
-	}
-	if s.nextWake == 0 || at < s.nextWake {
-		s.nextWake = at
-	}
-}
-
-func (s *psim) wakePass() error {
-	now := s.clock.now.UnixNano()
-	for i, at := range s.wakeAt {
-		if at != 0 && at <= now {
-			s.wakeAt[i] = 0
-			if err := s.passOne(i); err != nil {
-				return err
-			}
-		}
-	}
-	s.nextWake = 0
-	for _, at := range s.wakeAt {
-		if at != 0 && (s.nextWake == 0 || at < s.nextWake) {
-			s.nextWake = at
-		}
-	}
-	return nil
-}
-
-func (s *psim) pass() error {
-	for i := range s.engines {
-		if err := s.passOne(i); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (s *psim) passOne(i int) error {
-	for range maxRepeats {
-		res, err := s.engines[i].Tick(s.ctx)
-		s.acc.passes++
-		if err != nil {
-			s.acc.passErrors++
-		}
-		if err := s.take(); err != nil {
-			return err
-		}
-		if err != nil || res.Matches == 0 {
-			return nil
-		}
-		if !s.sc.Wake.Off {
-			s.wakeEngine(i)
-			return nil
-		}
-	}
-	return nil
 }
 
 // take reads what the last step published. The offers of one step are

@@ -167,24 +167,12 @@ const maxRepeats = 16
 
 // sim is the run of one config.
 type sim struct {
-	ctx     context.Context
-	sc      *Scenario
-	q       matcher.QueueConfig
-	clock   *vclock
-	svc     *engine.Service
-	engines []*engine.Engine
-	led     *ledger.Memory
-	box     *inbox
-	live    map[string]*live
-	pending int // matches waiting for accepts
-	timed   timedHeap
-	seq     int64
-	acc     *accum
-	// byPart is each partition's engine, by index; wakeAt when each is to
-	// pass for a wake (unix ns, 0: none), the earliest of them nextWake.
-	byPart   map[string]int
-	wakeAt   []int64
-	nextWake int64
+	q   matcher.QueueConfig
+	svc *engine.Service
+	passes
+	led      *ledger.Memory
+	box      *inbox
+	pending  int // matches waiting for accepts
 	onPlayed func(matcher.Match)
 	// outboxed counts the events published since the outbox was last
 	// emptied.
@@ -212,8 +200,8 @@ func runConfig(ctx context.Context, sc *Scenario, idx int, opt Options) (*Config
 		Pool: statsless{pool.NewMemory(clock.Now, 0)}, Ledger: led, Notifier: box, Presence: present{clock},
 		Now: clock.Now, Logger: slog.New(slog.DiscardHandler),
 	}
-	s := &sim{ctx: ctx, sc: sc, q: q, clock: clock, led: led, box: box,
-		live: map[string]*live{}, acc: newAccum(), byPart: map[string]int{}}
+	s := &sim{passes: newPasses(ctx, sc, clock), q: q, led: led, box: box}
+	s.collect = s.take
 	qc := matcher.Config{Queues: []matcher.QueueConfig{q}}
 	svc, err := engine.NewService(engine.ServiceConfig{Queues: qc, Deps: deps, Wake: s.woken})
 	if err != nil {
@@ -227,9 +215,7 @@ func runConfig(ctx context.Context, sc *Scenario, idx int, opt Options) (*Config
 			if err != nil {
 				return nil, err
 			}
-			s.byPart[p.String()] = len(s.engines)
-			s.engines = append(s.engines, e)
-			s.wakeAt = append(s.wakeAt, 0)
+			s.add(p.String(), e)
 		}
 	}
 	if opt.Played != nil {
@@ -342,54 +328,6 @@ const (
 	forgetAfter = 5 * time.Minute
 )
 
-// woken is the Service's Wake: the partition's engine passes after the
-// scenario's wake delay, unless a pass for a wake is due by then.
-func (s *sim) woken(p matcher.Partition) {
-	if i, ok := s.byPart[p.String()]; ok && !s.sc.Wake.Off {
-		s.wakeEngine(i)
-	}
-}
-
-// wakeEngine asks engine i for a pass after the wake delay.
-func (s *sim) wakeEngine(i int) {
-	at := s.clock.now.Add(s.sc.Wake.Delay).UnixNano()
-	if s.wakeAt[i] == 0 || at < s.wakeAt[i] {
-		s.wakeAt[i] = at
-	}
-	if s.nextWake == 0 || at < s.nextWake {
-		s.nextWake = at
-	}
-}
-
-// wakePass runs the passes of the engines woken for now.
-func (s *sim) wakePass() error {
-	now := s.clock.now.UnixNano()
-	s.nextWake = 0
-	for i, at := range s.wakeAt {
-		if at == 0 {
-			continue
-		}
-		if at <= now {
-			s.wakeAt[i] = 0
-			if err := s.passOne(i); err != nil {
-				return err
-			}
-			continue
-		}
-		if s.nextWake == 0 || at < s.nextWake {
-			s.nextWake = at
-		}
-	}
-	// The passes may have woken engines again (a requeue): keep the
-	// earliest.
-	for _, at := range s.wakeAt {
-		if at != 0 && (s.nextWake == 0 || at < s.nextWake) {
-			s.nextWake = at
-		}
-	}
-	return nil
-}
-
 // join is an arrival: a join through the Service, as the gateway makes it.
 func (s *sim) join(a *arrival) error {
 	skill := a.skill
@@ -397,19 +335,8 @@ func (s *sim) join(a *arrival) error {
 	if err != nil {
 		return fmt.Errorf("join %s at %s: %w", a.user, s.clock.now.Format(time.RFC3339Nano), err)
 	}
-	hr := t.EnqueuedAt.Hour()
-	s.live[t.ID] = &live{user: a.user, enq: t.EnqueuedAt, joinHr: hr, arrival: a}
-	s.acc.joined(hr)
-	if a.cancelAfter > 0 {
-		s.schedule(timed{at: t.EnqueuedAt.Add(a.cancelAfter).UnixNano(), kind: evCancel, user: a.user, ticket: t.ID})
-	}
+	s.joined(t, a)
 	return s.take()
-}
-
-func (s *sim) schedule(t timed) {
-	s.seq++
-	t.seq = s.seq
-	heap.Push(&s.timed, t)
 }
 
 // act is a player's cancel, accept or decline through the Service. One
@@ -437,43 +364,6 @@ func (s *sim) act(t timed) error {
 		return fmt.Errorf("player %s at %s: %w", t.user, s.clock.now.Format(time.RFC3339Nano), err)
 	}
 	return s.take()
-}
-
-// pass is every engine's Tick at one instant, in partition order.
-func (s *sim) pass() error {
-	for i := range s.engines {
-		if err := s.passOne(i); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// passOne is one engine's pass. As the engine's Run, a pass that formed
-// matches wakes the engine again: its next pass comes after the wake
-// delay, which stands for the time a pass takes; with wakes off, at once
-// (a bounded number of times).
-func (s *sim) passOne(i int) error {
-	for range maxRepeats {
-		res, err := s.engines[i].Tick(s.ctx)
-		s.acc.passes++
-		if err != nil {
-			// The stores are in memory: a failed pass is a fault of the
-			// run, counted and reported.
-			s.acc.passErrors++
-		}
-		if err := s.take(); err != nil {
-			return err
-		}
-		if err != nil || res.Matches == 0 {
-			return nil
-		}
-		if !s.sc.Wake.Off {
-			s.wakeEngine(i)
-			return nil
-		}
-	}
-	return nil
 }
 
 // take reads what the last step published: matches formed, accepted and
