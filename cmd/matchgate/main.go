@@ -35,6 +35,8 @@ Usage:
                               compare queue configs on a virtual clock (docs/SIMULATE.md)
   matchgate export-arrivals --postgres-url URL --since T [--until T] [--queue Q]
                               write the record's joins as a stream simulate reads
+  matchgate token --secret S --sub USER [--role provider] [--skill N] [--ttl D]
+                              print a signed token for testing and tools
   matchgate help              show this text
 
 With no --redis-url and no --postgres-url, serve runs the embedded default:
@@ -60,6 +62,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return simulateCmd(ctx, args[1:], getenv, stdout, stderr)
 	case "export-arrivals":
 		return exportArrivals(ctx, args[1:], getenv, stdout, stderr)
+	case "token":
+		return tokenCmd(args[1:], getenv, stdout, stderr)
 	case "help", "-h", "--help", "-help":
 		fmt.Fprint(stdout, usage)
 		return nil
