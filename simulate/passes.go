@@ -3,22 +3,34 @@ package simulate
 import (
 	"container/heap"
 	"context"
+	"fmt"
+	"log/slog"
+	"time"
 
 	"github.com/matchgate/matchgate/matcher"
 	"github.com/matchgate/matchgate/matcher/engine"
+	"github.com/matchgate/matchgate/matcher/ledger"
+	"github.com/matchgate/matchgate/matcher/pool"
 )
 
-// passes are what every kind of run shares: the engines of its
-// partitions, when each is woken, the players' and providers' timed
-// actions, and the figures every run keeps. collect reads what a pass or
-// an action published (the run's own take).
+// passes are what every kind of run shares: the virtual clock, the memory
+// record and what it publishes, the engines of the partitions and when
+// each is woken, the players' and providers' timed actions, and the
+// figures every run keeps. collect reads what a pass or an action
+// published (the run's own take).
 type passes struct {
 	ctx     context.Context
 	sc      *Scenario
 	clock   *vclock
+	led     *ledger.Memory
+	box     *inbox
 	acc     *accum
 	collect func() error
-	engines []*engine.Engine
+	// outboxed counts the events published since the outbox was last
+	// emptied; nextForget is when the record next forgets (zero: never).
+	outboxed   int
+	nextForget time.Time
+	engines    []*engine.Engine
 	// byPart is each partition's engine, by index; wakeAt when each is to
 	// pass for a wake (unix ns, 0: none), the earliest of them nextWake.
 	byPart   map[string]int
@@ -30,8 +42,77 @@ type passes struct {
 	live map[string]*live
 }
 
-func newPasses(ctx context.Context, sc *Scenario, clock *vclock) passes {
-	return passes{ctx: ctx, sc: sc, clock: clock, acc: newAccum(), byPart: map[string]int{}, live: map[string]*live{}}
+func newPasses(ctx context.Context, sc *Scenario) passes {
+	clock := &vclock{now: sc.Start}
+	return passes{ctx: ctx, sc: sc, clock: clock, led: ledger.NewMemoryAt(clock.Now), box: &inbox{}, acc: newAccum(),
+		nextForget: sc.Start.Add(forgetEvery), byPart: map[string]int{}, live: map[string]*live{}}
+}
+
+// deps are the stores of a run: the memory pool and record, the run's
+// clock, every player present.
+func (s *passes) deps() engine.Deps {
+	return engine.Deps{
+		Pool: statsless{pool.NewMemory(s.clock.Now, 0)}, Ledger: s.led, Notifier: s.box, Presence: present{s.clock},
+		Now: s.clock.Now, Logger: slog.New(slog.DiscardHandler),
+	}
+}
+
+// start builds the Service of q on deps, its wakes the run's, and an
+// engine for each of q's partitions.
+func (s *passes) start(q matcher.QueueConfig, deps engine.Deps) (*engine.Service, error) {
+	svc, err := engine.NewService(engine.ServiceConfig{Queues: matcher.Config{Queues: []matcher.QueueConfig{q}}, Deps: deps, Wake: s.woken})
+	if err != nil {
+		return nil, err
+	}
+	noSleep := func(context.Context, time.Duration) error { return nil }
+	for _, region := range q.Regions {
+		for _, p := range q.Pools(region) {
+			e, err := engine.NewEngine(engine.EngineConfig{Queue: q, Region: region, Shard: p.Shard, Deps: deps, Sleep: noSleep})
+			if err != nil {
+				return nil, err
+			}
+			s.add(p.String(), e)
+		}
+	}
+	return svc, nil
+}
+
+// A run has the record forget, every forgetEvery of virtual time, the
+// tickets and matches that became final forgetAfter before: without it the
+// record holds every ticket of the stream, most of a long run's memory.
+const (
+	forgetEvery = time.Minute
+	forgetAfter = 5 * time.Minute
+)
+
+// forget has the record forget, once every forgetEvery of virtual time,
+// what became final forgetAfter before t: the run's figures were taken
+// from the events as they came, and the record needs to keep only what is
+// live and what a late player's action may still name.
+func (s *passes) forget(t time.Time) {
+	if !s.nextForget.IsZero() && !t.Before(s.nextForget) {
+		s.led.Forget(t.Add(-forgetAfter))
+		s.nextForget = t.Add(forgetEvery)
+	}
+}
+
+// outboxBatch is how many events the record's outbox gathers before a run
+// empties it.
+const outboxBatch = 1 << 14
+
+// emptyOutbox counts n events published and empties the record's outbox,
+// as the relay would, once it holds outboxBatch, so that the run's memory
+// does not grow with it.
+func (s *passes) emptyOutbox(n int) error {
+	s.outboxed += n
+	if s.outboxed < outboxBatch {
+		return nil
+	}
+	s.outboxed = 0
+	if _, err := s.led.DrainOutbox(s.ctx, 0, 1<<30, func([]matcher.Event) error { return nil }); err != nil {
+		return fmt.Errorf("empty the outbox: %w", err)
+	}
+	return nil
 }
 
 // add is the engine of one partition.

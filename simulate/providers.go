@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -18,8 +17,6 @@ import (
 
 	"github.com/matchgate/matchgate/matcher"
 	"github.com/matchgate/matchgate/matcher/engine"
-	"github.com/matchgate/matchgate/matcher/ledger"
-	"github.com/matchgate/matchgate/matcher/pool"
 	"github.com/matchgate/matchgate/provider"
 	providerpool "github.com/matchgate/matchgate/provider/pool"
 	"github.com/matchgate/matchgate/provider/record"
@@ -314,8 +311,6 @@ type psim struct {
 	passes
 	q          matcher.QueueConfig
 	svc        *engine.Service
-	led        *ledger.Memory
-	box        *inbox
 	pending    int
 	pacc       *provAccum
 	shifting   bool // a provider goes offline: the offers dissolved now are withdrawn
@@ -324,7 +319,6 @@ type psim struct {
 	prefs      [4]regionPicker // language, specialty, sessionType, minRating
 	prefRng    *rand.Rand
 	answerRng  *rand.Rand
-	outboxed   int
 	integrated time.Time // utilisation is summed up to here
 	onPlayed   func(matcher.Match)
 	rec        *record.Memory
@@ -334,40 +328,27 @@ type psim struct {
 func runProviderConfig(ctx context.Context, sc *Scenario, idx int, opt Options) (*ConfigReport, error) {
 	c := sc.Configs[idx]
 	q := c.Queue
-	clock := &vclock{now: sc.Start}
-	box := &inbox{}
-	led := ledger.NewMemoryAt(clock.Now)
-	s := &psim{passes: newPasses(ctx, sc, clock), q: q, led: led, box: box,
+	s := &psim{passes: newPasses(ctx, sc), q: q,
 		pacc: &provAccum{}, byID: map[string]*simProvider{},
 		prefRng:    rand.New(rand.NewPCG(sc.Seed, 0x70726566)), // "pref"
 		answerRng:  rand.New(rand.NewPCG(sc.Seed, 0x616e73)),   // "ans"
 		integrated: sc.Start}
+	// The record keeps every match: a provider's session, however long,
+	// ends against its match (Service.EndAssignment reads it).
+	s.nextForget = time.Time{}
 	s.collect = s.take
 	r := sc.Requesters
 	for i, m := range []map[string]float64{r.Language, r.Specialty, r.SessionType, r.MinRating} {
 		s.prefs[i] = newRegionPicker(m)
 	}
 	s.rec = record.NewMemory()
-	deps := engine.Deps{
-		Pool: statsless{pool.NewMemory(clock.Now, 0)}, Ledger: led, Notifier: box, Presence: present{clock},
-		Now: clock.Now, Logger: slog.New(slog.DiscardHandler),
-		Providers: providerpool.NewMemory(providerpool.WithClock(clock.Now)), Assignments: s.rec,
-	}
-	svc, err := engine.NewService(engine.ServiceConfig{Queues: matcher.Config{Queues: []matcher.QueueConfig{q}}, Deps: deps, Wake: s.woken})
+	deps := s.deps()
+	deps.Providers, deps.Assignments = providerpool.NewMemory(providerpool.WithClock(s.clock.Now)), s.rec
+	svc, err := s.start(q, deps)
 	if err != nil {
 		return nil, err
 	}
 	s.svc = svc
-	noSleep := func(context.Context, time.Duration) error { return nil }
-	for _, region := range q.Regions {
-		for _, p := range q.Pools(region) {
-			e, err := engine.NewEngine(engine.EngineConfig{Queue: q, Region: region, Shard: p.Shard, Deps: deps, Sleep: noSleep})
-			if err != nil {
-				return nil, err
-			}
-			s.add(p.String(), e)
-		}
-	}
 	if opt.Played != nil {
 		s.onPlayed = func(m matcher.Match) { opt.Played(c.Name, m) }
 	}
@@ -638,16 +619,7 @@ func (s *psim) take() error {
 	for _, m := range offers {
 		s.answer(m)
 	}
-	if len(evs) > 0 {
-		s.outboxed += len(evs)
-		if s.outboxed >= outboxBatch {
-			s.outboxed = 0
-			if _, err := s.led.DrainOutbox(s.ctx, 0, 1<<30, func([]matcher.Event) error { return nil }); err != nil {
-				return fmt.Errorf("empty the outbox: %w", err)
-			}
-		}
-	}
-	return nil
+	return s.emptyOutbox(len(evs))
 }
 
 // held counts a slot taken by a match, and whether it took one too many:

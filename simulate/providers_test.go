@@ -262,3 +262,27 @@ configs:
 		t.Errorf("pairs %q, desk %q", pairs, desk)
 	}
 }
+
+// Sessions longer than the record's forgetting horizon still end, and free
+// their slot: a provider run keeps every match its sessions end against.
+func TestProviderLongSessionsEnd(t *testing.T) {
+	sc, err := ParseScenario([]byte(`
+seed: 5
+arrivals:
+  list: [{at: 0s, user: a}, {at: 1s, user: b}, {at: 2s, user: c}]
+providers:
+  count: 1
+  capacity: 1
+  session: {fixed: 8m}
+configs:
+  - name: long
+    queue: {kind: provider, acceptWindow: 0s, deadline: 30m}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := runScenario(t, sc, Options{}).Configs[0]
+	if c.Matched != 3 || c.Provider.SessionsEnded < 2 || c.PassErrors != 0 {
+		t.Fatalf("%d of 3 served, %d sessions ended, %d pass errors", c.Matched, c.Provider.SessionsEnded, c.PassErrors)
+	}
+}

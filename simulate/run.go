@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/matchgate/matchgate/matcher"
 	"github.com/matchgate/matchgate/matcher/engine"
-	"github.com/matchgate/matchgate/matcher/ledger"
 	"github.com/matchgate/matchgate/matcher/pool"
 )
 
@@ -170,13 +168,8 @@ type sim struct {
 	q   matcher.QueueConfig
 	svc *engine.Service
 	passes
-	led      *ledger.Memory
-	box      *inbox
 	pending  int // matches waiting for accepts
 	onPlayed func(matcher.Match)
-	// outboxed counts the events published since the outbox was last
-	// emptied.
-	outboxed int
 }
 
 func runConfig(ctx context.Context, sc *Scenario, idx int, opt Options) (*ConfigReport, error) {
@@ -193,31 +186,13 @@ func runConfig(ctx context.Context, sc *Scenario, idx int, opt Options) (*Config
 		return runProviderConfig(ctx, sc, idx, opt) // providers.go
 	}
 
-	clock := &vclock{now: sc.Start}
-	box := &inbox{}
-	led := ledger.NewMemoryAt(clock.Now)
-	deps := engine.Deps{
-		Pool: statsless{pool.NewMemory(clock.Now, 0)}, Ledger: led, Notifier: box, Presence: present{clock},
-		Now: clock.Now, Logger: slog.New(slog.DiscardHandler),
-	}
-	s := &sim{passes: newPasses(ctx, sc, clock), q: q, led: led, box: box}
+	s := &sim{passes: newPasses(ctx, sc), q: q}
 	s.collect = s.take
-	qc := matcher.Config{Queues: []matcher.QueueConfig{q}}
-	svc, err := engine.NewService(engine.ServiceConfig{Queues: qc, Deps: deps, Wake: s.woken})
+	svc, err := s.start(q, s.deps())
 	if err != nil {
 		return nil, err
 	}
 	s.svc = svc
-	noSleep := func(context.Context, time.Duration) error { return nil }
-	for _, region := range q.Regions {
-		for _, p := range q.Pools(region) {
-			e, err := engine.NewEngine(engine.EngineConfig{Queue: q, Region: region, Shard: p.Shard, Deps: deps, Sleep: noSleep})
-			if err != nil {
-				return nil, err
-			}
-			s.add(p.String(), e)
-		}
-	}
 	if opt.Played != nil {
 		s.onPlayed = func(m matcher.Match) { opt.Played(c.Name, m) }
 	}
@@ -242,7 +217,6 @@ func (s *sim) loop(opt Options, idx int) error {
 	nextPass := start.Add(tick)
 	reportEvery := time.Minute
 	nextReport := start.Add(reportEvery)
-	nextForget := start.Add(forgetEvery)
 	cfg := s.sc.Configs[idx].Name
 	progress := func(at time.Time, done bool) {
 		if opt.Progress != nil {
@@ -291,13 +265,7 @@ func (s *sim) loop(opt Options, idx int) error {
 			progress(nextReport, false)
 			nextReport = nextReport.Add(reportEvery)
 		}
-		if !t.Before(nextForget) {
-			// The run's figures were taken from the events as they came:
-			// the record needs to keep only what is live and what a late
-			// player's action may still name.
-			s.led.Forget(t.Add(-forgetAfter))
-			nextForget = t.Add(forgetEvery)
-		}
+		s.forget(t)
 		s.clock.now = t
 		var err error
 		switch kind {
@@ -319,14 +287,6 @@ func (s *sim) loop(opt Options, idx int) error {
 	progress(end, true)
 	return nil
 }
-
-// A run has the record forget, every forgetEvery of virtual time, the
-// tickets and matches that became final forgetAfter before: without it the
-// record holds every ticket of the stream, most of a long run's memory.
-const (
-	forgetEvery = time.Minute
-	forgetAfter = 5 * time.Minute
-)
 
 // join is an arrival: a join through the Service, as the gateway makes it.
 func (s *sim) join(a *arrival) error {
@@ -391,21 +351,8 @@ func (s *sim) take() error {
 			s.acc.dissolved++
 		}
 	}
-	if len(evs) > 0 {
-		s.outboxed += len(evs)
-		if s.outboxed >= outboxBatch {
-			s.outboxed = 0
-			if _, err := s.led.DrainOutbox(s.ctx, 0, 1<<30, func([]matcher.Event) error { return nil }); err != nil {
-				return fmt.Errorf("empty the outbox: %w", err)
-			}
-		}
-	}
-	return nil
+	return s.emptyOutbox(len(evs))
 }
-
-// outboxBatch is how many events the record's outbox gathers before a run
-// empties it.
-const outboxBatch = 1 << 14
 
 func (s *sim) ticketUpdated(t matcher.Ticket) {
 	l := s.live[t.ID]
