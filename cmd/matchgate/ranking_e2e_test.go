@@ -16,21 +16,25 @@ import (
 // with the service credential are counted once, the day's ranking and an
 // item's rank are read with a player token, and new weights re-rank the
 // day that has passed under them.
-func rankingServer(t *testing.T, extra ...string) string {
+// boardServer starts a server whose queue file holds the queue duel and
+// the ranking boards given (YAML list items under rankings:).
+func boardServer(t *testing.T, boards string, args ...string) string {
 	t.Helper()
 	cfg := filepath.Join(t.TempDir(), "queues.yaml")
-	if err := os.WriteFile(cfg, []byte(`queues:
-  - {name: duel, players: 2}
-rankings:
-  - name: products
+	if err := os.WriteFile(cfg, []byte("queues:\n  - {name: duel, players: 2}\nrankings:\n"+boards), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return startServer(t, append([]string{"--config", cfg}, args...)...)
+}
+
+func rankingServer(t *testing.T, extra ...string) string {
+	t.Helper()
+	return boardServer(t, `  - name: products
     source: events
     metrics: {views: {weight: 1}, likes: {weight: 3}, sales: {weight: 5, transform: log1p}}
     top: 10
     refresh: 1s
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return startServer(t, append([]string{"--config", cfg, "--admin-token", admissionAdmin, "--guests", "true"}, extra...)...)
+`, append([]string{"--admin-token", admissionAdmin}, extra...)...)
 }
 
 func exerciseRankings(t *testing.T, base string) {
@@ -109,20 +113,13 @@ func TestRankingsRedisPostgres(t *testing.T) {
 // posted to it.
 func matchmakingBoardServer(t *testing.T, extra ...string) string {
 	t.Helper()
-	cfg := filepath.Join(t.TempDir(), "queues.yaml")
-	if err := os.WriteFile(cfg, []byte(`queues:
-  - {name: duel, players: 2}
-rankings:
-  - name: busy
+	return boardServer(t, `  - name: busy
     source: matchmaking
     metrics: {joins: {weight: 1}, matches: {weight: 3}, cancels: {weight: -1}}
     windows: [hour, day]
     top: 10
     refresh: 1s
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return startServer(t, append([]string{"--config", cfg, "--guests", "true"}, extra...)...)
+`, extra...)
 }
 
 func exerciseMatchmakingBoard(t *testing.T, base string) {

@@ -3,8 +3,6 @@ package main
 import (
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,20 +17,13 @@ import (
 
 func rankingPushServer(t *testing.T, extra ...string) string {
 	t.Helper()
-	cfg := filepath.Join(t.TempDir(), "queues.yaml")
-	if err := os.WriteFile(cfg, []byte(`queues:
-  - {name: duel, players: 2}
-rankings:
-  - name: trending
+	return boardServer(t, `  - name: trending
     source: events
     windows: [hour, day]
     metrics: {plays: {weight: 1}}
     top: 10
     refresh: 1s
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return startServer(t, append([]string{"--config", cfg, "--admin-token", admissionAdmin, "--guests", "true"}, extra...)...)
+`, append([]string{"--admin-token", admissionAdmin}, extra...)...)
 }
 
 type rankingPush struct {
