@@ -11,3 +11,9 @@ import _ "embed"
 //
 //go:embed openapi.yaml
 var OpenAPI []byte
+
+// AsyncAPI is docs/asyncapi.yaml: the AsyncAPI 3.0 description of the
+// WebSocket frames, served by the gateway at GET /v1/asyncapi.yaml.
+//
+//go:embed asyncapi.yaml
+var AsyncAPI []byte
