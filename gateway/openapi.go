@@ -23,3 +23,20 @@ func (s *Server) handleOpenAPI(w http.ResponseWriter, r *http.Request) {
 	}
 	_, _ = w.Write(docs.OpenAPI)
 }
+
+// asyncAPIRoute serves docs/asyncapi.yaml, the description of the
+// WebSocket frames.
+const asyncAPIRoute = "/v1/asyncapi.yaml"
+
+// handleAsyncAPI serves the embedded AsyncAPI document, public like the
+// OpenAPI one.
+func (s *Server) handleAsyncAPI(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Type", "application/yaml; charset=utf-8")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Content-Length", strconv.Itoa(len(docs.AsyncAPI)))
+	if r.Method == http.MethodHead {
+		return
+	}
+	_, _ = w.Write(docs.AsyncAPI)
+}

@@ -261,3 +261,24 @@ func TestOpenAPIServed(t *testing.T) {
 		t.Errorf("POST status %d, want 405", resp.StatusCode)
 	}
 }
+
+// TestAsyncAPIServed: GET /v1/asyncapi.yaml answers the embedded document
+// without a token.
+func TestAsyncAPIServed(t *testing.T) {
+	env := startServer(t, Config{})
+	resp, err := testClient.Get(env.base + asyncAPIRoute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d: %s", resp.StatusCode, body)
+	}
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/yaml") {
+		t.Errorf("Content-Type = %q", ct)
+	}
+	if !bytes.Equal(body, docs.AsyncAPI) {
+		t.Error("served document differs from docs/asyncapi.yaml")
+	}
+}

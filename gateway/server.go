@@ -196,6 +196,7 @@ func (s *Server) routes() *mux.Router {
 	s.providerRoutes(r)
 	s.adminRoutes(r)
 	r.HandleFunc(openAPIRoute, s.handleOpenAPI).Methods(http.MethodGet, http.MethodHead)
+	r.HandleFunc(asyncAPIRoute, s.handleAsyncAPI).Methods(http.MethodGet, http.MethodHead)
 	r.HandleFunc("/healthz", s.handleHealthz).Methods(http.MethodGet, http.MethodHead)
 	r.HandleFunc("/readyz", s.handleReadyz).Methods(http.MethodGet, http.MethodHead)
 	r.Handle("/metrics", promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{})).Methods(http.MethodGet)
