@@ -1,0 +1,89 @@
+#!/bin/sh
+# A local Redis Cluster for tests (internal/redistest Cluster): three masters
+# and three replicas on 127.0.0.1:7000-7005, nothing persisted, data under DIR
+# (default ${TMPDIR:-/tmp}/matchgate-redis-cluster).
+#
+#   scripts/redis-cluster.sh start|stop|status [DIR]
+#
+# start is a no-op when the cluster is already up; stop shuts the nodes down
+# and removes DIR. REDIS_SERVER and REDIS_CLI override the binaries.
+set -eu
+cmd=${1:?usage: redis-cluster.sh start|stop|status [DIR]}
+dir=${2:-${TMPDIR:-/tmp}/matchgate-redis-cluster}
+server=${REDIS_SERVER:-/usr/bin/redis-server}
+cli=${REDIS_CLI:-redis-cli}
+ports="7000 7001 7002 7003 7004 7005"
+
+up() { "$cli" -h 127.0.0.1 -p "$1" ping >/dev/null 2>&1; }
+state_ok() { "$cli" -h 127.0.0.1 -p "$1" cluster info 2>/dev/null | grep -q '^cluster_state:ok'; }
+all_ok() {
+  for p in $ports; do state_ok "$p" || return 1; done
+}
+
+case "$cmd" in
+start)
+  if all_ok; then
+    echo "redis cluster already up on 127.0.0.1:7000-7005"
+    exit 0
+  fi
+  mkdir -p "$dir"
+  for p in $ports; do
+    up "$p" && continue
+    mkdir -p "$dir/$p"
+    "$server" --port "$p" --bind 127.0.0.1 --cluster-enabled yes \
+      --cluster-config-file "$dir/$p/nodes.conf" --cluster-node-timeout 5000 \
+      --appendonly no --save "" --dir "$dir/$p" --daemonize yes \
+      --logfile "$dir/$p/redis.log" --pidfile "$dir/$p/redis.pid"
+  done
+  for p in $ports; do
+    i=0
+    until up "$p"; do
+      i=$((i + 1))
+      [ "$i" -le 100 ] || { echo "redis on port $p did not start" >&2; exit 1; }
+      sleep 0.1
+    done
+  done
+  # Create the cluster only when no node knows of another yet; a partly
+  # formed one is left alone to converge.
+  if "$cli" -h 127.0.0.1 -p 7000 cluster info | grep -q '^cluster_known_nodes:1'; then
+    nodes=""
+    for p in $ports; do nodes="$nodes 127.0.0.1:$p"; done
+    # shellcheck disable=SC2086
+    "$cli" --cluster create $nodes --cluster-replicas 1 --cluster-yes >"$dir/create.log" 2>&1 ||
+      { cat "$dir/create.log" >&2; exit 1; }
+  fi
+  i=0
+  until all_ok; do
+    i=$((i + 1))
+    [ "$i" -le 300 ] || { echo "redis cluster did not reach cluster_state:ok" >&2; exit 1; }
+    sleep 0.1
+  done
+  echo "redis cluster up on 127.0.0.1:7000-7005"
+  ;;
+stop)
+  for p in $ports; do
+    up "$p" && "$cli" -h 127.0.0.1 -p "$p" shutdown nosave >/dev/null 2>&1 || true
+  done
+  for p in $ports; do
+    i=0
+    while up "$p"; do
+      i=$((i + 1))
+      [ "$i" -le 100 ] || { echo "redis on port $p did not stop" >&2; exit 1; }
+      sleep 0.1
+    done
+  done
+  rm -rf "$dir"
+  echo "redis cluster stopped"
+  ;;
+status)
+  rc=0
+  for p in $ports; do
+    if state_ok "$p"; then echo "127.0.0.1:$p ok"; elif up "$p"; then echo "127.0.0.1:$p up, cluster not ok"; rc=1; else echo "127.0.0.1:$p down"; rc=1; fi
+  done
+  exit $rc
+  ;;
+*)
+  echo "usage: redis-cluster.sh start|stop|status [DIR]" >&2
+  exit 2
+  ;;
+esac
