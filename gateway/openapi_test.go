@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -221,64 +222,41 @@ func TestOpenAPIDocument(t *testing.T) {
 	}
 }
 
-// TestOpenAPIServed: GET /v1/openapi.yaml answers the embedded document
-// without a token; HEAD answers its headers.
-func TestOpenAPIServed(t *testing.T) {
+// TestDocumentsServed: GET /v1/openapi.yaml and /v1/asyncapi.yaml answer
+// the embedded documents without a token; HEAD answers their headers and
+// other methods are refused.
+func TestDocumentsServed(t *testing.T) {
 	env := startServer(t, Config{})
-	resp, err := testClient.Get(env.base + openAPIRoute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("status %d: %s", resp.StatusCode, body)
-	}
-	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/yaml") {
-		t.Errorf("Content-Type = %q", ct)
-	}
-	if !bytes.Equal(body, docs.OpenAPI) {
-		t.Error("served document differs from docs/openapi.yaml")
-	}
+	for route, doc := range map[string][]byte{openAPIRoute: docs.OpenAPI, asyncAPIRoute: docs.AsyncAPI} {
+		resp, err := testClient.Get(env.base + route)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: status %d: %s", route, resp.StatusCode, body)
+		}
+		if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/yaml") {
+			t.Errorf("%s: Content-Type = %q", route, ct)
+		}
+		if !bytes.Equal(body, doc) {
+			t.Errorf("%s: served document differs from the embedded one", route)
+		}
 
-	req, _ := http.NewRequest(http.MethodHead, env.base+openAPIRoute, nil)
-	resp, err = testClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Errorf("HEAD status %d", resp.StatusCode)
-	}
-
-	req, _ = http.NewRequest(http.MethodPost, env.base+openAPIRoute, nil)
-	resp, err = testClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusMethodNotAllowed {
-		t.Errorf("POST status %d, want 405", resp.StatusCode)
-	}
-}
-
-// TestAsyncAPIServed: GET /v1/asyncapi.yaml answers the embedded document
-// without a token.
-func TestAsyncAPIServed(t *testing.T) {
-	env := startServer(t, Config{})
-	resp, err := testClient.Get(env.base + asyncAPIRoute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("status %d: %s", resp.StatusCode, body)
-	}
-	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/yaml") {
-		t.Errorf("Content-Type = %q", ct)
-	}
-	if !bytes.Equal(body, docs.AsyncAPI) {
-		t.Error("served document differs from docs/asyncapi.yaml")
+		for method, want := range map[string]int{http.MethodHead: http.StatusOK, http.MethodPost: http.StatusMethodNotAllowed} {
+			req, _ := http.NewRequest(method, env.base+route, nil)
+			resp, err = testClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != want {
+				t.Errorf("%s %s: status %d, want %d", method, route, resp.StatusCode, want)
+			}
+			if method == http.MethodHead && resp.Header.Get("Content-Length") != strconv.Itoa(len(doc)) {
+				t.Errorf("HEAD %s: Content-Length %q, want %d", route, resp.Header.Get("Content-Length"), len(doc))
+			}
+		}
 	}
 }

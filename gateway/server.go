@@ -24,6 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/matchgate/matchgate/docs"
 	"github.com/matchgate/matchgate/internal/slots"
 	"github.com/matchgate/matchgate/protocol"
 	"github.com/matchgate/matchgate/ratelimit"
@@ -195,8 +196,8 @@ func (s *Server) routes() *mux.Router {
 	s.rankingRoutes(r)
 	s.providerRoutes(r)
 	s.adminRoutes(r)
-	r.HandleFunc(openAPIRoute, s.handleOpenAPI).Methods(http.MethodGet, http.MethodHead)
-	r.HandleFunc(asyncAPIRoute, s.handleAsyncAPI).Methods(http.MethodGet, http.MethodHead)
+	r.HandleFunc(openAPIRoute, serveYAML(docs.OpenAPI)).Methods(http.MethodGet, http.MethodHead)
+	r.HandleFunc(asyncAPIRoute, serveYAML(docs.AsyncAPI)).Methods(http.MethodGet, http.MethodHead)
 	r.HandleFunc("/healthz", s.handleHealthz).Methods(http.MethodGet, http.MethodHead)
 	r.HandleFunc("/readyz", s.handleReadyz).Methods(http.MethodGet, http.MethodHead)
 	r.Handle("/metrics", promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{})).Methods(http.MethodGet)

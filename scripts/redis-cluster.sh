@@ -19,6 +19,19 @@ state_ok() { "$cli" -h 127.0.0.1 -p "$1" cluster info 2>/dev/null | grep -q '^cl
 all_ok() {
   for p in $ports; do state_ok "$p" || return 1; done
 }
+# wait_for TRIES WHAT CMD...: run CMD every 0.1 s until it succeeds, or give
+# up after TRIES tries saying WHAT did not happen.
+wait_for() {
+  tries=$1 what=$2
+  shift 2
+  i=0
+  until "$@"; do
+    i=$((i + 1))
+    [ "$i" -le "$tries" ] || { echo "$what" >&2; exit 1; }
+    sleep 0.1
+  done
+}
+down() { ! up "$1"; }
 
 case "$cmd" in
 start)
@@ -35,14 +48,7 @@ start)
       --appendonly no --save "" --dir "$dir/$p" --daemonize yes \
       --logfile "$dir/$p/redis.log" --pidfile "$dir/$p/redis.pid"
   done
-  for p in $ports; do
-    i=0
-    until up "$p"; do
-      i=$((i + 1))
-      [ "$i" -le 100 ] || { echo "redis on port $p did not start" >&2; exit 1; }
-      sleep 0.1
-    done
-  done
+  for p in $ports; do wait_for 100 "redis on port $p did not start" up "$p"; done
   # Create the cluster only when no node knows of another yet; a partly
   # formed one is left alone to converge.
   if "$cli" -h 127.0.0.1 -p 7000 cluster info | grep -q '^cluster_known_nodes:1'; then
@@ -52,26 +58,14 @@ start)
     "$cli" --cluster create $nodes --cluster-replicas 1 --cluster-yes >"$dir/create.log" 2>&1 ||
       { cat "$dir/create.log" >&2; exit 1; }
   fi
-  i=0
-  until all_ok; do
-    i=$((i + 1))
-    [ "$i" -le 300 ] || { echo "redis cluster did not reach cluster_state:ok" >&2; exit 1; }
-    sleep 0.1
-  done
+  wait_for 300 "redis cluster did not reach cluster_state:ok" all_ok
   echo "redis cluster up on 127.0.0.1:7000-7005"
   ;;
 stop)
   for p in $ports; do
     up "$p" && "$cli" -h 127.0.0.1 -p "$p" shutdown nosave >/dev/null 2>&1 || true
   done
-  for p in $ports; do
-    i=0
-    while up "$p"; do
-      i=$((i + 1))
-      [ "$i" -le 100 ] || { echo "redis on port $p did not stop" >&2; exit 1; }
-      sleep 0.1
-    done
-  done
+  for p in $ports; do wait_for 100 "redis on port $p did not stop" down "$p"; done
   rm -rf "$dir"
   echo "redis cluster stopped"
   ;;

@@ -59,7 +59,7 @@ func TestProviderOutcomes(t *testing.T) {
 // A requester whose language no provider speaks waits until the relax
 // drops it, then is served.
 func TestProviderLanguageNobodySpeaks(t *testing.T) {
-	sc, err := ParseScenario([]byte(`
+	sc := mustScenario(t, `
 seed: 3
 arrivals:
   list: [{at: 0s, user: a}, {at: 1s, user: b}, {at: 2s, user: c}]
@@ -75,10 +75,7 @@ configs:
       acceptWindow: 0s
       deadline: 2m
       relax: [{after: 20s, drop: language}]
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	c := runScenario(t, sc, Options{}).Configs[0]
 	if c.Matched != 3 {
 		t.Fatalf("%d of 3 served", c.Matched)
@@ -92,7 +89,7 @@ configs:
 // Without the relax the same requesters expire at their deadline, and no
 // pass fails on the way.
 func TestProviderRequesterExpires(t *testing.T) {
-	sc, err := ParseScenario([]byte(`
+	sc := mustScenario(t, `
 seed: 3
 arrivals:
   list: [{at: 0s, user: a}, {at: 1s, user: b}, {at: 2s, user: c}]
@@ -107,10 +104,7 @@ configs:
       kind: provider
       acceptWindow: 0s
       deadline: 30s
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	c := runScenario(t, sc, Options{}).Configs[0]
 	if c.Matched != 0 || c.Expired != 3 || c.PassErrors != 0 {
 		t.Fatalf("%d matched, %d expired, %d pass errors: want 0, 3, 0", c.Matched, c.Expired, c.PassErrors)
@@ -163,7 +157,7 @@ func TestProviderOutput(t *testing.T) {
 // One provider of capacity 2 and five requesters at once: two sessions at
 // a time, each a minute, so the last requester waits two minutes.
 func TestProviderCapacityServesInTurn(t *testing.T) {
-	sc, err := ParseScenario([]byte(`
+	sc := mustScenario(t, `
 seed: 4
 arrivals:
   list: [{at: 0s, user: a}, {at: 0s, user: b}, {at: 0s, user: c}, {at: 0s, user: d}, {at: 0s, user: e}]
@@ -174,10 +168,7 @@ providers:
 configs:
   - name: one
     queue: {kind: provider, acceptWindow: 0s, deadline: 5m}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	seated := 0
 	c := runScenario(t, sc, Options{Played: func(_ string, m matcher.Match) {
 		if m.Provider != nil && m.Provider.UserID == "g0-0" && len(m.Players) == 1 {
@@ -199,7 +190,7 @@ configs:
 // Providers whose shift begins at 01:00 serve a requester who joined
 // before it at 01:00.
 func TestProviderShift(t *testing.T) {
-	sc, err := ParseScenario([]byte(`
+	sc := mustScenario(t, `
 seed: 4
 arrivals:
   list: [{at: 59m50s, user: a}]
@@ -208,10 +199,7 @@ providers:
 configs:
   - name: late
     queue: {kind: provider, acceptWindow: 0s, deadline: 5m}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	c := runScenario(t, sc, Options{}).Configs[0]
 	if c.Matched != 1 || c.WaitP50 < 10 || c.WaitP50 > 11 {
 		t.Errorf("%d served, wait %vs, want 1 after about 10s", c.Matched, c.WaitP50)
@@ -221,7 +209,7 @@ configs:
 // A skill queue beside a provider queue: its provider figures are empty,
 // the provider queue's spread is.
 func TestProviderBesideSkillQueue(t *testing.T) {
-	sc, err := ParseScenario([]byte(`
+	sc := mustScenario(t, `
 seed: 9
 duration: 2m
 arrivals: {rate: 2}
@@ -234,10 +222,7 @@ configs:
     queue: {players: 2, deadline: 1m, window: {start: 100, step: 50, every: 5s, max: 400}}
   - name: desk
     queue: {kind: provider, deadline: 1m}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	rep := runScenario(t, sc, Options{})
 	if rep.Configs[0].Provider != nil || rep.Configs[1].Provider == nil {
 		t.Fatal("the provider report belongs to the provider queue only")
@@ -266,7 +251,7 @@ configs:
 // Sessions longer than the record's forgetting horizon still end, and free
 // their slot: a provider run keeps every match its sessions end against.
 func TestProviderLongSessionsEnd(t *testing.T) {
-	sc, err := ParseScenario([]byte(`
+	sc := mustScenario(t, `
 seed: 5
 arrivals:
   list: [{at: 0s, user: a}, {at: 1s, user: b}, {at: 2s, user: c}]
@@ -277,10 +262,7 @@ providers:
 configs:
   - name: long
     queue: {kind: provider, acceptWindow: 0s, deadline: 30m}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	c := runScenario(t, sc, Options{}).Configs[0]
 	if c.Matched != 3 || c.Provider.SessionsEnded < 2 || c.PassErrors != 0 {
 		t.Fatalf("%d of 3 served, %d sessions ended, %d pass errors", c.Matched, c.Provider.SessionsEnded, c.PassErrors)

@@ -22,6 +22,15 @@ func runScenario(t *testing.T, sc *Scenario, opt Options) *Report {
 	return rep
 }
 
+func mustScenario(t *testing.T, doc string) *Scenario {
+	t.Helper()
+	sc, err := ParseScenario([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
 func readScenario(t *testing.T, path string) *Scenario {
 	t.Helper()
 	sc, err := ReadScenario(path)
@@ -176,10 +185,7 @@ func TestSimulateScenarioRefused(t *testing.T) {
 			t.Errorf("%s: accepted", name)
 		}
 	}
-	sc, err := ParseScenario([]byte("duration: 1m\narrivals: {rate: 1, shape: day}\nconfigs: [{name: a, queue: {}}]\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc := mustScenario(t, "duration: 1m\narrivals: {rate: 1, shape: day}\nconfigs: [{name: a, queue: {}}]\n")
 	sum := 0.0
 	for _, v := range sc.Arrivals.Shape {
 		sum += v
