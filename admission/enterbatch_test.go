@@ -75,7 +75,7 @@ func TestConcurrentEntriesAreToldTheirOwnRank(t *testing.T) {
 		}
 	}
 	t.Run("memory", func(t *testing.T) { check(t, line.NewMemory()) })
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		check(t, line.NewRedis(rdb, prefix))
 	})
 }

@@ -25,7 +25,7 @@ func TestMain(m *testing.M) {
 // bothStores runs fn against the Redis stores (miniredis and real Redis)
 // and the PostgreSQL stores.
 func bothStores(t *testing.T, fn func(t *testing.T, bans BanStore, queues QueueStore)) {
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		fn(t, NewRedisBans(rdb, prefix), NewRedisQueues(rdb, prefix))
 	})
 	t.Run("postgres", func(t *testing.T) {
@@ -326,7 +326,7 @@ func TestBanList(t *testing.T) {
 }
 
 func TestBus(t *testing.T) {
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		bus, err := NewBus(BusConfig{Redis: rdb, Prefix: prefix})
 		if err != nil {
 			t.Fatal(err)

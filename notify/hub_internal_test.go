@@ -22,7 +22,7 @@ func (h *Hub) waiting(userID string) (subs, waiters int) {
 // A subscribe that gives up (no confirmation, its context ended) leaves
 // neither its subscriber nor its waiter behind.
 func TestHubFailedSubscribeLeavesNoWaiter(t *testing.T) {
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		// Run is not started: nothing reads the confirmation.
 		h := NewHub(HubConfig{Redis: rdb, Prefix: prefix, ConfirmTimeout: 20 * time.Millisecond})
 		defer h.ps.Close()
@@ -47,7 +47,7 @@ func TestHubFailedSubscribeLeavesNoWaiter(t *testing.T) {
 // A user's second socket, subscribing while the first socket's
 // subscription is not confirmed yet, waits for the confirmation too.
 func TestHubSecondSocketWaitsForTheConfirmation(t *testing.T) {
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		h := NewHub(HubConfig{Redis: rdb, Prefix: prefix, ConfirmTimeout: time.Minute})
 		first := make(chan error, 1)
 		go func() {

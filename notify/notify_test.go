@@ -56,7 +56,7 @@ func (in *inbox) wait(t *testing.T, n int) []string {
 	}
 }
 
-func runHub(t *testing.T, rdb *redis.Client, prefix string) *notify.Hub {
+func runHub(t *testing.T, rdb redis.UniversalClient, prefix string) *notify.Hub {
 	t.Helper()
 	hub := notify.NewHub(notify.HubConfig{Redis: rdb, Prefix: prefix})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -67,7 +67,7 @@ func runHub(t *testing.T, rdb *redis.Client, prefix string) *notify.Hub {
 }
 
 func TestHub(t *testing.T) {
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		hub := runHub(t, rdb, prefix)
 		ctx := context.Background()
 		a1, a2, b := newInbox(), newInbox(), newInbox()
@@ -122,7 +122,7 @@ func TestHub(t *testing.T) {
 
 // Many users, many frames: none is lost between Redis and the subscribers.
 func TestHubNoLoss(t *testing.T) {
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		hub := runHub(t, rdb, prefix)
 		ctx := context.Background()
 		const users, each = 50, 40
@@ -192,7 +192,7 @@ func pending(t *testing.T, led matcher.Ledger) int {
 // Deliver publishes at once and then deletes the outbox rows; the relay has
 // nothing left to do.
 func TestPublisherDeliverAcks(t *testing.T) {
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		led := ledger.NewMemory()
 		hub := runHub(t, rdb, prefix)
 		ctx, cancel := context.WithCancel(context.Background())
@@ -219,7 +219,7 @@ func TestPublisherDeliverAcks(t *testing.T) {
 // A crash between commit and publish loses nothing: the relay publishes the
 // event from the outbox, once it is older than the grace period.
 func TestRelayPublishesWhatACrashLeft(t *testing.T) {
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		clk := clock.NewFixed(time.Now())
 		led := ledger.NewMemoryAt(clk.Now)
 		hub := runHub(t, rdb, prefix)
@@ -266,7 +266,7 @@ func TestRelayRetriesAfterOutage(t *testing.T) {
 // subscription: the unsubscribe of the old socket never overtakes the
 // subscribe of the new one.
 func TestHubResubscribeRace(t *testing.T) {
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		hub := runHub(t, rdb, prefix)
 		ctx := context.Background()
 		for i := range 300 {

@@ -17,7 +17,7 @@ func TestHubSubscribeRanking(t *testing.T) {
 	if got := notify.RankingChannel("p", "trending", "hour"); got != "p:ranking:trending:hour" {
 		t.Fatalf("channel %q", got)
 	}
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		hub := runHub(t, rdb, prefix)
 		ctx := context.Background()
 		hour, day := newInbox(), newInbox()

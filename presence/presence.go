@@ -3,6 +3,7 @@ package presence
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -226,7 +227,7 @@ func (t *Tracker) LastSeen(ctx context.Context, users []string) (map[string]time
 	for i, u := range users {
 		keys[i] = t.Key(u)
 	}
-	vals, err := t.cfg.Redis.MGet(ctx, keys...).Result()
+	vals, err := t.getAll(ctx, keys)
 	if err != nil {
 		return nil, fmt.Errorf("presence of %d users: %w", len(users), err)
 	}
@@ -243,6 +244,31 @@ func (t *Tracker) LastSeen(ctx context.Context, users []string) (map[string]time
 		}
 	}
 	return out, nil
+}
+
+// getAll reads keys in one round trip per node: one MGET on a single Redis;
+// on a cluster, whose MGET refuses keys of several slots, a pipeline of GETs
+// that the client sends to every master at once.
+func (t *Tracker) getAll(ctx context.Context, keys []string) ([]any, error) {
+	if _, ok := t.cfg.Redis.(*redis.ClusterClient); !ok {
+		return t.cfg.Redis.MGet(ctx, keys...).Result()
+	}
+	pipe := t.cfg.Redis.Pipeline()
+	cmds := make([]*redis.StringCmd, len(keys))
+	for i, k := range keys {
+		cmds[i] = pipe.Get(ctx, k)
+	}
+	_, _ = pipe.Exec(ctx) // each command's own error is read below
+	vals := make([]any, len(keys))
+	for i, c := range cmds {
+		switch v, err := c.Result(); {
+		case err == nil:
+			vals[i] = v
+		case !errors.Is(err, redis.Nil):
+			return nil, err
+		}
+	}
+	return vals, nil
 }
 
 // Where returns the node holding a socket of user, if any.

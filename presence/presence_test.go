@@ -14,7 +14,7 @@ import (
 )
 
 func TestPresence(t *testing.T) {
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		ctx := context.Background()
 		now := time.UnixMilli(1_800_000_000_000)
 		clock := func() time.Time { return now }
@@ -175,7 +175,7 @@ func (l *setLog) everyOneAtLeast(users, n int) bool {
 // close stays online there: the late close does not write "last seen" over
 // the other node's record (lua/disconnect.lua).
 func TestLateCloseKeepsAnotherNodesRecord(t *testing.T) {
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		ctx := context.Background()
 		now := time.UnixMilli(1_800_000_000_000)
 		clock := func() time.Time { return now }

@@ -23,7 +23,7 @@ func newClock(t time.Time) *clock {
 func (c *clock) Now() time.Time          { return time.Unix(0, c.ns.Load()) }
 func (c *clock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
 
-func mustLimiter(t *testing.T, rdb *redis.Client, prefix string, now func() time.Time) *Limiter {
+func mustLimiter(t *testing.T, rdb redis.UniversalClient, prefix string, now func() time.Time) *Limiter {
 	t.Helper()
 	l, err := New(Config{Redis: rdb, Prefix: prefix, Now: now})
 	if err != nil {
@@ -72,7 +72,7 @@ func TestParseLimit(t *testing.T) {
 // TestGCRA checks the limiter on an injected clock against miniredis and
 // real Redis: a burst of N, then one event per interval.
 func TestGCRA(t *testing.T) {
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		ctx := context.Background()
 		clk := newClock(time.Now())
 		l := mustLimiter(t, rdb, prefix, clk.Now)
@@ -124,7 +124,7 @@ func TestGCRA(t *testing.T) {
 // Redis: 10 per 10s with a burst of 5 allows 5 at once, then one a second,
 // and a steady pace of one a second is never refused.
 func TestGCRABurst(t *testing.T) {
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		ctx := context.Background()
 		clk := newClock(time.Now())
 		l := mustLimiter(t, rdb, prefix, clk.Now)
@@ -202,7 +202,7 @@ func TestGCRAServerClock(t *testing.T) {
 // TestGCRAAcrossGateways: two limiters (two gateways) hammering one subject
 // concurrently allow exactly N events between them.
 func TestGCRAAcrossGateways(t *testing.T) {
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		ctx := context.Background()
 		a := mustLimiter(t, rdb, prefix, nil)
 		b := mustLimiter(t, rdb, prefix, nil)
@@ -235,7 +235,7 @@ func TestGCRAAcrossGateways(t *testing.T) {
 }
 
 func TestSockets(t *testing.T) {
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		ctx := context.Background()
 		clk := newClock(time.Now())
 		s, err := NewSockets(SocketsConfig{Redis: rdb, Prefix: prefix, TTL: time.Minute, Now: clk.Now})

@@ -22,7 +22,7 @@ var t0 = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 type newLineFunc func(t *testing.T, opts ...Option) admission.Line
 
 func TestContractRedis(t *testing.T) {
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		n := 0
 		testContract(t, func(_ *testing.T, opts ...Option) admission.Line {
 			n++

@@ -19,7 +19,7 @@ import (
 
 // eachLine runs fn on a line in miniredis, in Redis and in memory.
 func eachLine(t *testing.T, fn func(t *testing.T, l admission.Line)) {
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		fn(t, NewRedis(rdb, prefix))
 	})
 	t.Run("memory", func(t *testing.T) { fn(t, NewMemory()) })

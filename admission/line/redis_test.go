@@ -17,7 +17,7 @@ import (
 // The keys are the package doc's, all under the queue's hash tag; those
 // that record instants expire a little after them, the others never.
 func TestKeyLayout(t *testing.T) {
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		ctx := context.Background()
 		l := NewRedis(rdb, prefix, WithAckedFor(30*time.Second))
 		const q = "sale:eu"
@@ -99,7 +99,7 @@ func TestKeyLayout(t *testing.T) {
 // A waiter in processing written before presence existed ("<seq> <taken
 // at>") is settled alike and, returned, is seen at its take.
 func TestProcessingWithoutASeenInstant(t *testing.T) {
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		ctx := context.Background()
 		l := NewRedis(rdb, prefix)
 		const q = "old"

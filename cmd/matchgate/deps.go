@@ -50,7 +50,7 @@ type deps struct {
 	node   string
 
 	ln        net.Listener // nil without the gateway role
-	rdb       *redis.Client
+	rdb       redis.UniversalClient
 	reg       *prometheus.Registry
 	clk       *clock.Synced
 	pg        *pgxpool.Pool // nil with the record in memory
@@ -251,22 +251,11 @@ func (d *deps) openRedis() error {
 		d.onClose(func() { _ = d.rdb.Close() })
 		return nil
 	}
-	opt, err := redis.ParseURL(d.f.redisURL)
+	rdb, err := redisClient(d.f.redisURL)
 	if err != nil {
 		return fmt.Errorf("--redis-url: %w", err)
 	}
-	// Fail fast while Redis is away (unless the URL says otherwise): a
-	// join should hear 503 in a moment, not after seconds of redials.
-	if opt.MaxRetries == 0 {
-		opt.MaxRetries = 1
-	}
-	if opt.DialerRetries == 0 {
-		opt.DialerRetries = 1
-	}
-	if opt.DialTimeout == 0 {
-		opt.DialTimeout = 2 * time.Second
-	}
-	d.rdb = redis.NewClient(opt)
+	d.rdb = rdb
 	d.onClose(func() { _ = d.rdb.Close() })
 	return nil
 }

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/matchgate/matchgate/internal/pgtest"
 	"github.com/matchgate/matchgate/internal/redistest"
@@ -348,6 +349,30 @@ func TestEndToEndRedisPostgres(t *testing.T) {
 	prefix := redistest.Prefix(t)
 	base := startServer(t, "--redis-url", redistest.URL(), "--postgres-url", pgURL(t), "--redis-prefix", prefix)
 	exercise(t, []string{base}, 24)
+}
+
+// The same run on a Redis Cluster named by its seed nodes.
+func TestEndToEndRedisCluster(t *testing.T) {
+	rdb := redistest.Cluster(t) // skips (or fails in CI) when no cluster is named
+	prefix := redistest.Prefix(t)
+	url := "redis+cluster://" + strings.Join(redistest.ClusterAddrs(), ",")
+	base := startServer(t, "--redis-url", url, "--postgres-url", pgURL(t), "--redis-prefix", prefix)
+	exercise(t, []string{base}, 24)
+	// The keys are spread over the masters: the server spoke to the cluster.
+	var mu sync.Mutex
+	holding := 0
+	err := rdb.ForEachMaster(context.Background(), func(ctx context.Context, node *redis.Client) error {
+		keys, err := node.Keys(ctx, prefix+"*").Result()
+		mu.Lock()
+		defer mu.Unlock()
+		if len(keys) > 0 {
+			holding++
+		}
+		return err
+	})
+	if err != nil || holding < 2 {
+		t.Fatalf("keys of the run on %d masters (err %v), want them spread", holding, err)
+	}
 }
 
 // Two server processes (the real binary) share one Redis and one

@@ -31,7 +31,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 		fs.PrintDefaults()
 	}
 	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on")
-	redisURL := fs.String("redis-url", "", "Redis URL (redis://host:port/db); empty runs an in-process Redis (not durable)")
+	redisURL := fs.String("redis-url", "", "Redis URL: redis://host:port/db, or a Redis Cluster as redis+cluster://host:port,host:port; empty runs an in-process Redis (not durable)")
 	pgURL := fs.String("postgres-url", "", "PostgreSQL URL; empty keeps the record in memory (not durable)")
 	roles := fs.String("roles", "gateway,matcher,relay", "comma-separated roles this process runs")
 	config := fs.String("config", "", "queue file (YAML); empty uses the built-in demo queues")

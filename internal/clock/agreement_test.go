@@ -22,7 +22,7 @@ import (
 // world is one deployment: a Redis, a record, and the way each process gets
 // its clock from the local clock skewed by some amount.
 type world struct {
-	rdb    *redis.Client
+	rdb    redis.UniversalClient
 	prefix string
 	led    matcher.Ledger
 	pool   *pool.Pool
@@ -34,7 +34,7 @@ type world struct {
 }
 
 // synced is the server's wiring: every process synchronizes with Redis TIME.
-func synced(rdb *redis.Client) func(t *testing.T, skew time.Duration) func() time.Time {
+func synced(rdb redis.UniversalClient) func(t *testing.T, skew time.Duration) func() time.Time {
 	return func(t *testing.T, skew time.Duration) func() time.Time {
 		c := clock.New(clock.Config{Source: clock.RedisTime(rdb), Skew: skew})
 		if err := c.Sync(context.Background()); err != nil {
@@ -45,7 +45,7 @@ func synced(rdb *redis.Client) func(t *testing.T, skew time.Duration) func() tim
 }
 
 // direct is the wiring the server had before: each process's own clock.
-func direct(*redis.Client) func(t *testing.T, skew time.Duration) func() time.Time {
+func direct(redis.UniversalClient) func(t *testing.T, skew time.Duration) func() time.Time {
 	return func(_ *testing.T, skew time.Duration) func() time.Time {
 		return func() time.Time { return time.Now().Add(skew) }
 	}
@@ -234,13 +234,13 @@ func TestSkewedProcessesAgree(t *testing.T) {
 		"deadline at the authority's":         deadlineOnTime,
 		"ghost check of a player seen 1s ago": ghostSeenLately,
 	}
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		newLedger := func(*testing.T) matcher.Ledger { return ledger.NewMemory() }
 		if t.Name() == "TestSkewedProcessesAgree/redis" {
 			newLedger = func(t *testing.T) matcher.Ledger { return ledger.NewPostgres(pgtest.New(t)) }
 		}
 		auth := synced(rdb)(t, 0)
-		for wiring, clocks := range map[string]func(*redis.Client) func(*testing.T, time.Duration) func() time.Time{
+		for wiring, clocks := range map[string]func(redis.UniversalClient) func(*testing.T, time.Duration) func() time.Time{
 			"synced": synced, "own clocks": direct,
 		} {
 			t.Run(wiring, func(t *testing.T) {

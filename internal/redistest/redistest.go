@@ -62,12 +62,21 @@ func Real(t testing.TB) *redis.Client {
 		t.Skipf("Redis not reachable at %s: %v", url, err)
 	}
 	rdb := redis.NewClient(opts)
+	registerCleanup(t, func(ctx context.Context, prefix string) error {
+		return DeletePrefix(ctx, rdb, prefix)
+	}, func() { _ = rdb.Close() })
+	return rdb
+}
+
+// registerCleanup marks t as having a real Redis and, at its cleanup, deletes
+// with del every prefix Prefix gave t, then calls closeClient.
+func registerCleanup(t testing.TB, del func(ctx context.Context, prefix string) error, closeClient func()) {
 	pl := prefixesOf(t)
 	pl.mu.Lock()
 	pl.real = true
 	pl.mu.Unlock()
 	t.Cleanup(func() {
-		defer rdb.Close()
+		defer closeClient()
 		v, ok := prefixes.LoadAndDelete(t)
 		if !ok {
 			return
@@ -76,12 +85,11 @@ func Real(t testing.TB) *redis.Client {
 		pl.mu.Lock()
 		defer pl.mu.Unlock()
 		for _, p := range pl.list {
-			if err := DeletePrefix(context.Background(), rdb, p); err != nil {
+			if err := del(context.Background(), p); err != nil {
 				t.Errorf("redistest: cleanup of %s*: %v", p, err)
 			}
 		}
 	})
-	return rdb
 }
 
 // probe pings once, without the client's retries and backoff, so that a
@@ -122,9 +130,14 @@ func Prefix(t testing.TB) string {
 	return p
 }
 
-// DeletePrefix deletes every key starting with prefix, in SCAN pages. The
-// prefix must not contain glob characters.
+// DeletePrefix deletes every key starting with prefix, in SCAN pages; on a
+// cluster, on every master. The prefix must not contain glob characters.
 func DeletePrefix(ctx context.Context, rdb redis.UniversalClient, prefix string) error {
+	if c, ok := rdb.(*redis.ClusterClient); ok {
+		return c.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+			return deletePrefixBySlot(ctx, node, prefix)
+		})
+	}
 	iter := rdb.Scan(ctx, 0, prefix+"*", 1000).Iterator()
 	batch := make([]string, 0, 500)
 	flush := func() error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -82,4 +83,41 @@ func TestBothRunsBoth(t *testing.T) {
 		t.Fatal("fn never ran")
 	}
 	t.Log(ran)
+}
+
+// Cluster's cleanup deletes the keys of its prefix on every master, in
+// whatever slot each one lives.
+func TestClusterCleanupDeletesEverySlot(t *testing.T) {
+	ctx := context.Background()
+	outer := Cluster(t)
+	var inner string
+	t.Run("inner", func(t *testing.T) {
+		rdb := Cluster(t)
+		inner = Prefix(t)
+		for i := range 50 {
+			if err := rdb.Set(ctx, inner+":"+strconv.Itoa(i), "1", 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var masters atomic.Int32 // ForEachMaster visits the masters at once
+		_ = rdb.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+			n, err := node.Keys(ctx, inner+"*").Result()
+			if err == nil && len(n) > 0 {
+				masters.Add(1)
+			}
+			return nil
+		})
+		if masters.Load() < 2 {
+			t.Fatalf("50 keys on %d masters: the test needs them spread", masters.Load())
+		}
+	})
+	var left atomic.Int32
+	err := outer.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+		keys, err := node.Keys(ctx, inner+"*").Result()
+		left.Add(int32(len(keys)))
+		return err
+	})
+	if err != nil || left.Load() != 0 {
+		t.Fatalf("%d keys left under %s (err %v)", left.Load(), inner, err)
+	}
 }

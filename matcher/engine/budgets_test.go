@@ -94,7 +94,7 @@ func (r refusingLedger) CommitMatches(ctx context.Context, ms []matcher.Match, _
 // and the requeues still run, on budgets of their own: after the passes
 // nobody has left the pool, and every allocated server was released.
 func TestPassPastItsBudgetPutsEveryoneBack(t *testing.T) {
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		mem := ledger.NewMemory()
 		q := matcher.QueueConfig{Name: "q", Seats: matcher.Seats{Players: 2}, Timing: matcher.Timing{Tick: 20 * time.Millisecond}}
 		h := newHarnessWith(t, q, rdb, prefix, mem)
@@ -152,7 +152,7 @@ func TestPassPastItsBudgetPutsEveryoneBack(t *testing.T) {
 // its own (which held a pass, and every deadline behind it, for seconds per
 // group), and all of them go back to the pool.
 func TestPassAllocationsShareOneBudget(t *testing.T) {
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		mem := ledger.NewMemory()
 		q := matcher.QueueConfig{Name: "q", Seats: matcher.Seats{Players: 2}}
 		h := newHarnessWith(t, q, rdb, prefix, mem)

@@ -107,7 +107,7 @@ func claimAs(t *testing.T, h *harness, part string, tok int64, matchID string, i
 // ticket promoted to the overflow pool, and one claimed there by a live
 // owner, are left where they are: no ticket is ever in two pools.
 func TestShardedTakeoverReconcileReturnsDeadClaims(t *testing.T) {
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		h := newHarnessWith(t, shardedQueue(), rdb, prefix, ledger.NewMemory())
 		ctx := context.Background()
 		s1, ov := "hot:global/s1", "hot:global/ov"
@@ -176,7 +176,7 @@ func TestShardedTakeoverReconcileReturnsDeadClaims(t *testing.T) {
 // The same for an unsharded queue reconciled as the Runner does it (with
 // its queue's configuration).
 func TestTakeoverReconcileReturnsDeadClaims(t *testing.T) {
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		h := newHarnessWith(t, matcher.QueueConfig{Name: "q", Seats: matcher.Seats{Players: 2}}, rdb, prefix, ledger.NewMemory())
 		ctx := context.Background()
 		a := h.join("a", 100)
@@ -318,7 +318,7 @@ func TestShardedReconcileUnderConcurrentPasses(t *testing.T) {
 // and a pass resolves the ticket at its deadline, long before the claim's
 // 30 s marker would have expired.
 func TestTakeoverResolvesADeadClaimByItsDeadline(t *testing.T) {
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		q := shardedQueue()
 		q.Deadline = 2 * time.Second
 		cfg := matcher.Config{Queues: []matcher.QueueConfig{q}}

@@ -40,7 +40,7 @@ func (c *fakeClock) set(t time.Time) {
 // backend is a Redis and a ledger: the embedded pair, and the real one.
 type backend struct {
 	name   string
-	rdb    *redis.Client
+	rdb    redis.UniversalClient
 	prefix string
 	led    matcher.Ledger
 }

@@ -33,7 +33,7 @@ func (l *slowLedger) Waiting(ctx context.Context, p matcher.Partition) ([]matche
 // Giving up a partition whose engine is slow to stop does not hold up the
 // lease loop: the other partitions' leases go on being renewed.
 func TestSlowReleaseDoesNotStopRenewals(t *testing.T) {
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		ctx := context.Background()
 		clock := &fakeClock{now: t0}
 		led := &slowLedger{Ledger: ledger.NewMemory(), queue: "b", gate: make(chan struct{})}

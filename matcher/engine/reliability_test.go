@@ -23,7 +23,7 @@ import (
 // its original enqueue time and deadline; entries with no WAITING record are
 // removed.
 func TestReconcileBothWays(t *testing.T) {
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		h := newHarnessWith(t, matcher.QueueConfig{Name: "q", Seats: matcher.Seats{Players: 4}}, rdb, prefix, ledger.NewMemory())
 		ctx := context.Background()
 		var joined []matcher.Ticket
@@ -357,7 +357,7 @@ func bareMembers(t *testing.T, h *harness, rdb redis.UniversalClient, part strin
 // the record no longer has them waiting, and are matched after that; the
 // reconciler rewrites them too.
 func TestBareMembersAreRestoredFromTheRecord(t *testing.T) {
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		h, part := pairsHarness(t, rdb, prefix)
 		ctx := context.Background()
 		// The pair can only be matched together; the third is far from
@@ -405,7 +405,7 @@ func TestBareMembersAreRestoredFromTheRecord(t *testing.T) {
 // A cancel removes the pool entry the join wrote even when its ticket hash
 // is gone (a partial loss of Redis): the record's ticket names the member.
 func TestCancelRemovesTheEntryWithoutItsHash(t *testing.T) {
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		h, part := pairsHarness(t, rdb, prefix)
 		ctx := context.Background()
 		a, _ := joinWithoutHash(t, h, rdb, part, "ua")
@@ -427,7 +427,7 @@ func TestCancelRemovesTheEntryWithoutItsHash(t *testing.T) {
 // due and hb sets) left every waiting ticket, is never looked at by its
 // deadline: the reconciler puts it back into watch and drops the old sets.
 func TestReconcilerWatchesWhatTheLayoutBeforeLeft(t *testing.T) {
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		h, part := pairsHarness(t, rdb, prefix)
 		ctx := context.Background()
 		a := h.join("ua", 10)
@@ -465,7 +465,7 @@ func TestReconcilerWatchesWhatTheLayoutBeforeLeft(t *testing.T) {
 // id: the pass restores it from the record then, rather than read past it
 // every pass until its deadline.
 func TestSilentTicketWithoutItsHashIsRestored(t *testing.T) {
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		h, part := pairsHarness(t, rdb, prefix)
 		ctx := context.Background()
 		a, key := joinWithoutHash(t, h, rdb, part, "ua")
@@ -482,14 +482,14 @@ func TestSilentTicketWithoutItsHashIsRestored(t *testing.T) {
 
 // pairsHarness is a harness of a pairs queue "q" on the memory ledger, and
 // its partition's name.
-func pairsHarness(t *testing.T, rdb *redis.Client, prefix string) (*harness, string) {
+func pairsHarness(t *testing.T, rdb redis.UniversalClient, prefix string) (*harness, string) {
 	h := newHarnessWith(t, matcher.QueueConfig{Name: "q", Seats: matcher.Seats{Players: 2}}, rdb, prefix, ledger.NewMemory())
 	return h, matcher.Partition{Queue: "q", Region: "global"}.String()
 }
 
 // joinWithoutHash joins user and deletes the ticket's hash, as a partial
 // loss of Redis would; it returns the ticket and the hash's key.
-func joinWithoutHash(t *testing.T, h *harness, rdb *redis.Client, part, user string) (matcher.Ticket, string) {
+func joinWithoutHash(t *testing.T, h *harness, rdb redis.UniversalClient, part, user string) (matcher.Ticket, string) {
 	t.Helper()
 	tk := h.join(user, 10)
 	key := h.pool.Key(part, "t:"+tk.ID)

@@ -16,7 +16,7 @@ import (
 // TestWakesCoalesce: wakes arriving while a publish is in flight are sent
 // together by the next one, once per partition, and none is lost.
 func TestWakesCoalesce(t *testing.T) {
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		sub := rdb.Subscribe(ctx, lease.WakeChannel(prefix))
@@ -25,8 +25,7 @@ func TestWakesCoalesce(t *testing.T) {
 			t.Fatal(err)
 		}
 		// A client of its own whose first publish is held until released.
-		prdb := redis.NewClient(rdb.Options())
-		defer prdb.Close()
+		prdb := redistest.Clone(t, rdb)
 		hold := &holdFirstPipeline{entered: make(chan struct{}), release: make(chan struct{})}
 		prdb.AddHook(hold)
 		w := lease.NewWakes(prdb, prefix, nil)

@@ -54,7 +54,7 @@ type contract interface {
 }
 
 func TestContractRedis(t *testing.T) {
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		testContract(t, func(_ *testing.T, clock func() time.Time, claimTTL time.Duration) contract {
 			return New(rdb, prefix, WithClock(clock), WithClaimTTL(claimTTL))
 		})

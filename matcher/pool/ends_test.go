@@ -17,7 +17,7 @@ import (
 // its end was stored lives until Redis expires it, and each key outlives
 // its end by expirySlack alone. Against miniredis and a real Redis.
 func TestEndsByTheClockNotTheKey(t *testing.T) {
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		ctx := context.Background()
 		now := t0
 		p := New(rdb, prefix, WithClock(func() time.Time { return now }), WithClaimTTL(5*time.Second))

@@ -13,7 +13,7 @@ import (
 )
 
 func TestLease(t *testing.T) {
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		ctx := context.Background()
 		p := New(rdb, prefix)
 		part := "q:global"
@@ -58,7 +58,7 @@ func TestLease(t *testing.T) {
 // After a wipe the counter restarts; the floor from the record keeps tokens
 // growing, and an owner of the old era is refused.
 func TestLeaseFloorAfterWipe(t *testing.T) {
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		ctx := context.Background()
 		p := New(rdb, prefix)
 		part := "q:global"
@@ -83,7 +83,7 @@ func TestLeaseFloorAfterWipe(t *testing.T) {
 // real time passing: Redis still has the key when its stored expiry has
 // passed, and that decides nothing.
 func TestLeaseByTheCallersClock(t *testing.T) {
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		ctx := context.Background()
 		p := New(rdb, prefix)
 		part := "q:global"
@@ -196,7 +196,7 @@ func TestLeaseKeyExpiryIsASafetyNet(t *testing.T) {
 // silent first; a heartbeat takes a ticket off the list until its new
 // timeout runs out, and claimed or removed tickets are never on it.
 func TestWatchedSilent(t *testing.T) {
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		ctx := context.Background()
 		p := New(rdb, prefix)
 		part := "q:global"

@@ -136,7 +136,7 @@ func TestMemberRoundTrip(t *testing.T) {
 // and heartbeats move the member's watch score. Against miniredis and a real
 // Redis.
 func TestMemberLayout(t *testing.T) {
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		p := New(rdb, prefix, WithClaimTTL(90*time.Second), WithClock(atT0))
 		if err := p.Load(context.Background()); err != nil {
 			t.Fatal(err)

@@ -208,7 +208,7 @@ func pick(m map[string]matcher.Entry, ticketIDs ...string) []matcher.Entry {
 
 // TestPool is the pool's contract, run against miniredis and a real Redis.
 func TestPool(t *testing.T) {
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		p := New(rdb, prefix, WithClaimTTL(90*time.Second), WithClock(atT0))
 		if err := p.Load(context.Background()); err != nil {
 			t.Fatal(err)

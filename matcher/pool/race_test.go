@@ -22,7 +22,7 @@ func TestClaimRemoveRace(t *testing.T) {
 	if testing.Short() {
 		rounds = 200
 	}
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		testClaimRemoveRace(t, New(rdb, prefix), rounds)
 	})
 }

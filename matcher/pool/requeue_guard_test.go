@@ -17,7 +17,7 @@ import (
 // sub-pool itself and one whose hash is gone. The claim names the pool it
 // was made from, and the requeue forgets it.
 func TestRequeueGuarded(t *testing.T) {
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		p := New(rdb, prefix)
 		ctx := context.Background()
 		s1, s2, ov := "g:eu/s1", "g:eu/s2", "g:eu/ov"
@@ -86,7 +86,7 @@ func TestRequeueGuarded(t *testing.T) {
 // (or unfenced, once the pool is leased). A live owner's claim, a claim
 // from a sibling and a ticket waiting in a sibling are left alone.
 func TestRequeueMissing(t *testing.T) {
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		p := New(rdb, prefix)
 		ctx := context.Background()
 		s1, ov := "m:eu/s1", "m:eu/ov"

@@ -20,7 +20,7 @@ import (
 // multi-pool cancel and heartbeat, offers, the pending index, the recent
 // outcomes and the per-user keys, against miniredis and a real Redis.
 func TestSubPools(t *testing.T) {
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		p := New(rdb, prefix)
 		if err := p.Load(context.Background()); err != nil {
 			t.Fatal(err)

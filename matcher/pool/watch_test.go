@@ -19,7 +19,7 @@ import (
 // which a watch scan drops, a bounded number a call; and what Watched
 // returns. Against miniredis and a real Redis.
 func TestWatch(t *testing.T) {
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		p := New(rdb, prefix, WithClaimTTL(90*time.Second))
 		if err := p.Load(context.Background()); err != nil {
 			t.Fatal(err)

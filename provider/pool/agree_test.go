@@ -22,7 +22,7 @@ func TestRedisAgreesWithMemory(t *testing.T) {
 	if testing.Short() {
 		steps = 300
 	}
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		ctx := context.Background()
 		c := &clock{now: t0}
 		pools := []provider.Live{NewRedis(rdb, prefix, WithClock(c.Now)), NewMemory(WithClock(c.Now))}

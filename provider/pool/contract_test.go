@@ -48,7 +48,7 @@ func (c *clock) Set(t time.Time) {
 type newPoolFunc func(t *testing.T, c *clock) provider.Live
 
 func TestContractRedis(t *testing.T) {
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		n := 0
 		testContract(t, func(_ *testing.T, c *clock) provider.Live {
 			n++

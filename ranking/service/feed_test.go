@@ -96,7 +96,7 @@ func trending(metrics map[string]ranking.Metric) ranking.Board {
 
 var jmc = map[string]ranking.Metric{"joins": {Weight: 1}, "matches": {Weight: 3}, "cancels": {Weight: -1}}
 
-func newFeedFixture(t *testing.T, rdb *redis.Client, prefix string, rec ranking.Record, act Activity, b ranking.Board) *fixture {
+func newFeedFixture(t *testing.T, rdb redis.UniversalClient, prefix string, rec ranking.Record, act Activity, b ranking.Board) *fixture {
 	t.Helper()
 	clk := newClock(now0)
 	s, err := New(Config{Boards: []ranking.Board{b}, Record: rec, Redis: rdb, Prefix: prefix, Now: clk.now, Activity: act})
@@ -120,7 +120,7 @@ func scanned(t *testing.T, rec ranking.Record, board string, from, to time.Time)
 }
 
 func TestFeedCountsReplaceAndFinalHours(t *testing.T) {
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		act, rec := &fakeActivity{}, record.NewMemory()
 		b := trending(jmc)
 		f := newFeedFixture(t, rdb, prefix, rec, act, b)
@@ -173,7 +173,7 @@ func TestFeedCountsReplaceAndFinalHours(t *testing.T) {
 }
 
 func TestFeedOnlyDeclaredMetrics(t *testing.T) {
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		act, rec := &fakeActivity{}, record.NewMemory()
 		b := trending(map[string]ranking.Metric{"joins": {Weight: 1}})
 		f := newFeedFixture(t, rdb, prefix, rec, act, b)
@@ -188,7 +188,7 @@ func TestFeedOnlyDeclaredMetrics(t *testing.T) {
 }
 
 func TestFeedLostLeaseWritesNothing(t *testing.T) {
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		act, rec := &fakeActivity{}, record.NewMemory()
 		b := trending(jmc)
 		f := newFeedFixture(t, rdb, prefix, rec, act, b)
@@ -223,7 +223,7 @@ func TestFeedLostLeaseWritesNothing(t *testing.T) {
 }
 
 func TestFeedNewHolderStartsFromTheRetention(t *testing.T) {
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		act, rec := &fakeActivity{}, record.NewMemory()
 		b := trending(jmc)
 		f := newFeedFixture(t, rdb, prefix, rec, act, b)
@@ -250,7 +250,7 @@ func TestFeedNewHolderStartsFromTheRetention(t *testing.T) {
 }
 
 func TestFeedWithoutActivity(t *testing.T) {
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		rec := record.NewMemory()
 		b := trending(jmc)
 		f := newFeedFixture(t, rdb, prefix, rec, nil, b)
@@ -265,7 +265,7 @@ func TestFeedWithoutActivity(t *testing.T) {
 }
 
 func TestFeedBoardRefusesEvents(t *testing.T) {
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		f := newFeedFixture(t, rdb, prefix, record.NewMemory(), &fakeActivity{}, trending(jmc))
 		_, _, err := f.s.Ingest(context.Background(), "trending", []ranking.Event{ev("duel", "joins", 1, now0)})
 		if !errors.Is(err, ranking.ErrInvalidEvent) {

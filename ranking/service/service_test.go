@@ -47,12 +47,12 @@ var ab = map[string]ranking.Metric{"a": {Weight: 1}, "b": {Weight: 2}}
 type fixture struct {
 	s   *Service
 	rec ranking.Record
-	rdb *redis.Client
+	rdb redis.UniversalClient
 	clk *clock
 	pfx string
 }
 
-func newFixture(t *testing.T, rdb *redis.Client, prefix string, rec ranking.Record, bs ...ranking.Board) *fixture {
+func newFixture(t *testing.T, rdb redis.UniversalClient, prefix string, rec ranking.Record, bs ...ranking.Board) *fixture {
 	t.Helper()
 	clk := newClock(now0)
 	s, err := New(Config{Boards: bs, Record: rec, Redis: rdb, Prefix: prefix, Now: clk.now})
@@ -121,7 +121,7 @@ func order(v View) []string {
 }
 
 func TestTopAfterIngestAndRefresh(t *testing.T) {
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		ctx := context.Background()
 		b := board("b1", 3, ab)
 		f := newFixture(t, rdb, prefix, record.NewMemory(), b)
@@ -250,7 +250,7 @@ func TestIngestRefusals(t *testing.T) {
 }
 
 func TestTiesByAhead(t *testing.T) {
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		b := board("b1", 10, ab)
 		f := newFixture(t, rdb, prefix, record.NewMemory(), b)
 		h := now0.Truncate(time.Hour)
@@ -277,7 +277,7 @@ func TestTiesByAhead(t *testing.T) {
 // TestItemMatchesBruteForce: inside and outside the Top N, an item's place
 // is its place in a ranking of every item.
 func TestItemMatchesBruteForce(t *testing.T) {
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		ctx := context.Background()
 		b := board("b1", 5, ab)
 		f := newFixture(t, rdb, prefix, record.NewMemory(), b)
@@ -311,7 +311,7 @@ func TestItemMatchesBruteForce(t *testing.T) {
 // TestReadYourWrite: an item's accepted events show in its rank at once
 // when computed on demand, and in the Top N after one refresh.
 func TestReadYourWrite(t *testing.T) {
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		ctx := context.Background()
 		b := board("b1", 2, ab)
 		f := newFixture(t, rdb, prefix, record.NewMemory(), b)
@@ -343,7 +343,7 @@ func TestReadYourWrite(t *testing.T) {
 // TestWeightsRescoreThePast: a new version re-ranks retained periods, and
 // says who set it.
 func TestWeightsRescoreThePast(t *testing.T) {
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		ctx := context.Background()
 		m := map[string]ranking.Metric{"a": {Weight: 1}, "b": {Weight: 0}}
 		b := board("b1", 5, m)
@@ -394,7 +394,7 @@ func TestWeightsRescoreThePast(t *testing.T) {
 // TestCarry: the Top carry.top of day D seed D+1 at carry.fraction of
 // their score.
 func TestCarry(t *testing.T) {
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		ctx := context.Background()
 		b := ranking.Board{Name: "b1", Source: ranking.SourceEvents, Metrics: map[string]ranking.Metric{"a": {Weight: 1}},
 			Windows: []ranking.Window{ranking.WindowHour, ranking.WindowDay}, Top: 5, Carry: ranking.Carry{Top: 2, Fraction: 0.5}}
@@ -433,7 +433,7 @@ func TestCarry(t *testing.T) {
 // TestLeaseOneRefresher: two Services on one Redis; only one refreshes a
 // board at a time.
 func TestLeaseOneRefresher(t *testing.T) {
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		rec := record.NewMemory()
 		b := board("b1", 3, ab)
 		f1 := newFixture(t, rdb, prefix, rec, b)
@@ -476,7 +476,7 @@ func TestLeaseOneRefresher(t *testing.T) {
 // TestRefreshRacesWeights: rebuilds on read racing a weights change never
 // leave an older version served.
 func TestRefreshRacesWeights(t *testing.T) {
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		ctx := context.Background()
 		rec := record.NewMemory()
 		b := ranking.Board{Name: "b1", Source: ranking.SourceEvents, Metrics: ab, Windows: []ranking.Window{ranking.WindowHour}, Top: 3}
@@ -577,7 +577,7 @@ func TestSetBoards(t *testing.T) {
 func TestPostgresRecord(t *testing.T) {
 	pgtest.Require(t)
 	rec := record.NewPostgres(pgtest.New(t))
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		b := board("pg"+prefix[len(prefix)-6:], 3, ab)
 		f := newFixture(t, rdb, prefix, rec, b)
 		at := now0.Add(-time.Hour)
@@ -600,7 +600,7 @@ func TestPostgresRecord(t *testing.T) {
 // TestCarryChain: with weeks ranked (14 days' retention) a day's carry
 // holds the day before's, which held the one before.
 func TestCarryChain(t *testing.T) {
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		b := ranking.Board{Name: "b1", Source: ranking.SourceEvents, Metrics: map[string]ranking.Metric{"a": {Weight: 1}},
 			Top: 5, Carry: ranking.Carry{Top: 1, Fraction: 0.5}}
 		if err := b.Normalize(); err != nil {
@@ -656,7 +656,7 @@ func BenchmarkTop(b *testing.B) {
 
 // TestFencedRefresh: a refresher whose lease was taken over writes nothing.
 func TestFencedRefresh(t *testing.T) {
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		ctx := context.Background()
 		rec := record.NewMemory()
 		b := board("b1", 3, ab)
@@ -705,7 +705,7 @@ func (g *gatedRecord) Scan(ctx context.Context, board string, from, to time.Time
 // TestWipedKeyOneScan: concurrent reads of a wiped key rebuild it once
 // in a process, and all answer the same Top N.
 func TestWipedKeyOneScan(t *testing.T) {
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		ctx := context.Background()
 		rec := &gatedRecord{Record: record.NewMemory(), gate: make(chan struct{})}
 		b := ranking.Board{Name: "b1", Source: ranking.SourceEvents, Metrics: ab, Windows: []ranking.Window{ranking.WindowHour}, Top: 3}
@@ -757,7 +757,7 @@ func TestWipedKeyOneScan(t *testing.T) {
 // refreshed unchanged, keeps it; another Top N changes it; a view answered
 // but not stored has none.
 func TestViewDigest(t *testing.T) {
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		b := board("dg", 2, ab)
 		f := newFixture(t, rdb, prefix, record.NewMemory(), b)
 		at := now0.Add(-time.Minute)
@@ -816,7 +816,7 @@ func (c *scanCounter) take() map[string]int {
 // boundary. A settled day's ranking is kept by weights version, so new
 // weights rank the chain again, once.
 func TestCarryChainRankedOnce(t *testing.T) {
-	redistest.Both(t, func(t *testing.T, rdb *redis.Client, prefix string) {
+	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		b := ranking.Board{Name: "ch", Source: ranking.SourceEvents, Metrics: map[string]ranking.Metric{"a": {Weight: 1}},
 			Windows: []ranking.Window{ranking.WindowDay, ranking.WindowWeek}, Top: 3, Carry: ranking.Carry{Top: 2, Fraction: 0.5},
 			Refresh: time.Minute}
