@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/matchgate/matchgate/internal/pubsub"
 )
 
 // Operations on the control channel.
@@ -76,7 +78,7 @@ func (b *Bus) Publish(ctx context.Context, m Message) error {
 	if err != nil {
 		return fmt.Errorf("control %s: %w", m.Op, err)
 	}
-	if err := b.cfg.Redis.Publish(ctx, b.Channel(), p).Err(); err != nil {
+	if err := pubsub.Publish(ctx, b.cfg.Redis, pubsub.Sharded(b.cfg.Redis), b.Channel(), p).Err(); err != nil {
 		return fmt.Errorf("control %s: %w", m.Op, err)
 	}
 	return nil
@@ -91,7 +93,7 @@ const maxControlMessage = 4 << 10
 // after a failure is reported as an OpResync message. ready, when not nil,
 // is closed once the first subscription is confirmed.
 func (b *Bus) Run(ctx context.Context, handle func(Message), ready chan<- struct{}) error {
-	ps := b.cfg.Redis.Subscribe(ctx, b.Channel())
+	ps := pubsub.Subscribe(ctx, b.cfg.Redis, b.Channel())
 	// Receive does not return when ctx is cancelled, only when the
 	// connection closes.
 	stop := context.AfterFunc(ctx, func() { _ = ps.Close() })
@@ -117,7 +119,7 @@ func (b *Bus) Run(ctx context.Context, handle func(Message), ready chan<- struct
 		backoff = 100 * time.Millisecond
 		switch m := msg.(type) {
 		case *redis.Subscription:
-			if m.Kind != "subscribe" {
+			if !pubsub.Confirms(m) {
 				continue
 			}
 			if subscribed {

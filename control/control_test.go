@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/matchgate/matchgate/internal/pgtest"
+	"github.com/matchgate/matchgate/internal/pubsub"
 	"github.com/matchgate/matchgate/internal/redistest"
 	"github.com/matchgate/matchgate/matcher"
 )
@@ -342,9 +343,9 @@ func TestBus(t *testing.T) {
 			t.Fatal("not subscribed")
 		}
 		// Garbage on the channel is dropped; resync is never taken from it.
-		_ = rdb.Publish(ctx, bus.Channel(), "not json").Err()
-		_ = rdb.Publish(ctx, bus.Channel(), `{"op":"resync"}`).Err()
-		_ = rdb.Publish(ctx, bus.Channel(), strings.Repeat("x", 5000)).Err()
+		_ = pubsub.Publish(ctx, rdb, pubsub.Sharded(rdb), bus.Channel(), "not json").Err()
+		_ = pubsub.Publish(ctx, rdb, pubsub.Sharded(rdb), bus.Channel(), `{"op":"resync"}`).Err()
+		_ = pubsub.Publish(ctx, rdb, pubsub.Sharded(rdb), bus.Channel(), strings.Repeat("x", 5000)).Err()
 		for _, m := range []Message{{Op: OpDisconnect, User: "u"}, {Op: OpDrain, Node: "n1"}, {Op: OpBan, User: "b", Ban: &Ban{UserID: "b"}}} {
 			if err := bus.Publish(ctx, m); err != nil {
 				t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/matchgate/matchgate/admission"
+	"github.com/matchgate/matchgate/internal/pubsub"
 	"github.com/matchgate/matchgate/protocol"
 )
 
@@ -50,13 +51,13 @@ func NewAnnouncer(cfg AnnouncerConfig) *Announcer {
 func (a *Announcer) Admitted(ctx context.Context, queue string, ready []admission.Place, passed int64) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.Timeout)
 	defer cancel()
-	pipe := a.cfg.Redis.Pipeline()
+	pipe, sharded := a.cfg.Redis.Pipeline(), pubsub.Sharded(a.cfg.Redis)
 	var buf []byte
 	for _, p := range ready {
 		buf = protocol.AppendAdmissionReady(buf[:0], queue, p.Token, p.ExpiresAt)
-		pipe.Publish(ctx, Channel(a.cfg.Prefix, p.UserID), string(buf))
+		pubsub.Publish(ctx, pipe, sharded, Channel(a.cfg.Prefix, p.UserID), string(buf))
 	}
-	pipe.Publish(ctx, QueueChannel(a.cfg.Prefix, queue), strconv.FormatInt(passed, 10))
+	pubsub.Publish(ctx, pipe, sharded, QueueChannel(a.cfg.Prefix, queue), strconv.FormatInt(passed, 10))
 	if _, err := pipe.Exec(ctx); err != nil {
 		a.cfg.Logger.Warn("announce an admission batch", "queue", queue, "admitted", len(ready), "err", err)
 		if a.cfg.Metrics != nil {

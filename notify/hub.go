@@ -9,13 +9,14 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/matchgate/matchgate/internal/pubsub"
 )
 
-// PubSubOpener opens the Hub's one shared pub/sub connection. Every go-redis
-// client is one.
-type PubSubOpener interface {
-	Subscribe(ctx context.Context, channels ...string) *redis.PubSub
-}
+// PubSubOpener opens the Hub's shared pub/sub connection. Every go-redis
+// client is one; a cluster client gets one sharded connection per master
+// (internal/pubsub).
+type PubSubOpener = pubsub.Opener
 
 // HubConfig configures a Hub.
 type HubConfig struct {
@@ -39,12 +40,12 @@ type subscriber struct {
 }
 
 // Hub multiplexes the channels of every user held by this gateway over one
-// pub/sub connection. Messages are read by one goroutine (Run) straight from
+// pub/sub connection (on a cluster, one per master). Messages are read by one goroutine (Run) straight from
 // the connection and handed to the subscribers' non-blocking deliver
 // functions, so no library buffer sits in between to overflow.
 type Hub struct {
-	cfg HubConfig
-	ps  *redis.PubSub
+	cfg   HubConfig
+	conns *pubsub.Conns
 
 	mu      sync.Mutex
 	subs    map[string][]*subscriber // channel → subscribers
@@ -69,7 +70,7 @@ func NewHub(cfg HubConfig) *Hub {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Hub{
-		cfg: cfg, ps: cfg.Redis.Subscribe(context.Background()),
+		cfg: cfg, conns: pubsub.NewConns(cfg.Redis),
 		subs: map[string][]*subscriber{}, waiters: map[string][]chan struct{}{},
 	}
 }
@@ -115,7 +116,7 @@ func (h *Hub) subscribe(ctx context.Context, ch, who string, deliver func([]byte
 		return nil, fmt.Errorf("subscribe %s: %w", who, err)
 	}
 	h.opMu.Lock()
-	err := h.ps.Subscribe(ctx, ch)
+	err := h.conns.Subscribe(ctx, ch)
 	h.opMu.Unlock()
 	if err != nil {
 		return fail(err)
@@ -181,26 +182,28 @@ func (h *Hub) remove(ch string, s *subscriber) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	if err := h.ps.Unsubscribe(ctx, ch); err != nil {
+	if err := h.conns.Unsubscribe(ctx, ch); err != nil {
 		h.cfg.Logger.Debug("unsubscribe", "err", err)
 	}
 }
 
-// Run reads the shared connection until ctx ends, then closes it.
+// Run reads the shared connections until ctx ends, then closes them.
 func (h *Hub) Run(ctx context.Context) error {
-	// A blocked Receive does not watch its context; closing the connection
-	// is what ends it.
-	stop := context.AfterFunc(ctx, func() { _ = h.ps.Close() })
-	defer stop()
-	defer h.ps.Close()
 	var resyncs sync.WaitGroup
 	defer resyncs.Wait()
+	h.conns.Run(ctx, func(ctx context.Context, ps *redis.PubSub) { h.read(ctx, ps, &resyncs) })
+	return nil
+}
+
+// read hands one connection's messages to the subscribers until ctx ends
+// (Conns.Run then closes the connection, which ends a blocked Receive).
+func (h *Hub) read(ctx context.Context, ps *redis.PubSub, resyncs *sync.WaitGroup) {
 	broken := false
 	for {
-		msg, err := h.ps.Receive(ctx)
+		msg, err := ps.Receive(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil
+				return
 			}
 			broken = true
 			// go-redis reconnects and resubscribes every channel on the next
@@ -208,7 +211,7 @@ func (h *Hub) Run(ctx context.Context) error {
 			h.cfg.Logger.Warn("pub/sub receive", "err", err)
 			select {
 			case <-ctx.Done():
-				return nil
+				return
 			case <-time.After(250 * time.Millisecond):
 			}
 			continue
@@ -217,7 +220,7 @@ func (h *Hub) Run(ctx context.Context) error {
 		case *redis.Message:
 			h.dispatch(m.Channel, []byte(m.Payload))
 		case *redis.Subscription:
-			if m.Kind == "subscribe" {
+			if pubsub.Confirms(m) {
 				h.confirm(m.Channel)
 			}
 		}

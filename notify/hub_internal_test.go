@@ -25,7 +25,7 @@ func TestHubFailedSubscribeLeavesNoWaiter(t *testing.T) {
 	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		// Run is not started: nothing reads the confirmation.
 		h := NewHub(HubConfig{Redis: rdb, Prefix: prefix, ConfirmTimeout: 20 * time.Millisecond})
-		defer h.ps.Close()
+		defer h.conns.Close()
 		for i := range 20 {
 			ctx := context.Background()
 			var cancel context.CancelFunc = func() {}

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/matchgate/matchgate/internal/clock"
+	"github.com/matchgate/matchgate/internal/pubsub"
 	"github.com/matchgate/matchgate/internal/redistest"
 	"github.com/matchgate/matchgate/matcher"
 	"github.com/matchgate/matchgate/matcher/ledger"
@@ -77,7 +78,7 @@ func TestHub(t *testing.T) {
 		}
 		// Subscribe returns only once Redis confirmed: a publish right after
 		// must arrive.
-		if err := rdb.Publish(ctx, notify.Channel(prefix, "alice"), "one").Err(); err != nil {
+		if err := pubsub.Publish(ctx, rdb, pubsub.Sharded(rdb), notify.Channel(prefix, "alice"), "one").Err(); err != nil {
 			t.Fatal(err)
 		}
 		a1.wait(t, 1)
@@ -89,8 +90,8 @@ func TestHub(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rdb.Publish(ctx, notify.Channel(prefix, "alice"), "two")
-		rdb.Publish(ctx, notify.Channel(prefix, "bob"), "for bob")
+		pubsub.Publish(ctx, rdb, pubsub.Sharded(rdb), notify.Channel(prefix, "alice"), "two")
+		pubsub.Publish(ctx, rdb, pubsub.Sharded(rdb), notify.Channel(prefix, "bob"), "for bob")
 		if got := a2.wait(t, 1); got[0] != "two" {
 			t.Fatalf("second socket got %v", got)
 		}
@@ -101,7 +102,7 @@ func TestHub(t *testing.T) {
 			t.Fatalf("bob got %v", got)
 		}
 		unA1()
-		rdb.Publish(ctx, notify.Channel(prefix, "alice"), "three")
+		pubsub.Publish(ctx, rdb, pubsub.Sharded(rdb), notify.Channel(prefix, "alice"), "three")
 		a2.wait(t, 2)
 		if n := len(a1.wait(t, 2)); n != 2 {
 			t.Fatalf("unsubscribed socket got %d frames", n)
@@ -115,7 +116,7 @@ func TestHub(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer unC()
-		rdb.Publish(ctx, notify.Channel(prefix, "alice"), "again")
+		pubsub.Publish(ctx, rdb, pubsub.Sharded(rdb), notify.Channel(prefix, "alice"), "again")
 		c.wait(t, 1)
 	})
 }
@@ -135,10 +136,10 @@ func TestHubNoLoss(t *testing.T) {
 			}
 			defer un()
 		}
-		pipe := rdb.Pipeline()
+		pipe, sharded := rdb.Pipeline(), pubsub.Sharded(rdb)
 		for k := range each {
 			for i := range users {
-				pipe.Publish(ctx, notify.Channel(prefix, fmt.Sprint("u", i)), fmt.Sprint(k))
+				pubsub.Publish(ctx, pipe, sharded, notify.Channel(prefix, fmt.Sprint("u", i)), fmt.Sprint(k))
 			}
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
@@ -288,7 +289,7 @@ func TestHubResubscribeRace(t *testing.T) {
 				unNext = un
 			})
 			wg.Wait()
-			if err := rdb.Publish(ctx, notify.Channel(prefix, user), fmt.Sprint(i)).Err(); err != nil {
+			if err := pubsub.Publish(ctx, rdb, pubsub.Sharded(rdb), notify.Channel(prefix, user), fmt.Sprint(i)).Err(); err != nil {
 				t.Fatal(err)
 			}
 			if got := next.wait(t, 1); got[0] != fmt.Sprint(i) {

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/matchgate/matchgate/internal/pubsub"
 	"github.com/matchgate/matchgate/matcher"
 	"github.com/matchgate/matchgate/protocol"
 )
@@ -130,7 +131,7 @@ func (p *Publisher) Deliver(ctx context.Context, events []matcher.Event) {
 }
 
 func publish(ctx context.Context, rdb Pipeliner, prefix string, events []matcher.Event) error {
-	pipe := rdb.Pipeline()
+	pipe, sharded := rdb.Pipeline(), pubsub.Sharded(rdb)
 	n := 0
 	for _, e := range events {
 		// Rendered once per event, whatever its number of users: the
@@ -151,7 +152,7 @@ func publish(ctx context.Context, rdb Pipeliner, prefix string, events []matcher
 			if u == seat && assignment != nil {
 				f = assignment
 			}
-			pipe.Publish(ctx, Channel(prefix, u), f)
+			pubsub.Publish(ctx, pipe, sharded, Channel(prefix, u), f)
 			n++
 		}
 	}

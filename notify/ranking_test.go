@@ -6,6 +6,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/matchgate/matchgate/internal/pubsub"
 	"github.com/matchgate/matchgate/internal/redistest"
 	"github.com/matchgate/matchgate/notify"
 )
@@ -31,19 +32,19 @@ func TestHubSubscribeRanking(t *testing.T) {
 		}
 		defer unDay()
 		msg := `{"board":"trending","window":"hour","period":"2026-12-02T14","weightsVersion":1}`
-		if err := rdb.Publish(ctx, prefix+":ranking:trending:hour", msg).Err(); err != nil {
+		if err := pubsub.Publish(ctx, rdb, pubsub.Sharded(rdb), prefix+":ranking:trending:hour", msg).Err(); err != nil {
 			t.Fatal(err)
 		}
 		if got := hour.wait(t, 1); got[0] != msg {
 			t.Fatalf("hour heard %q", got)
 		}
 		unHour()
-		if err := rdb.Publish(ctx, notify.RankingChannel(prefix, "trending", "hour"), "after").Err(); err != nil {
+		if err := pubsub.Publish(ctx, rdb, pubsub.Sharded(rdb), notify.RankingChannel(prefix, "trending", "hour"), "after").Err(); err != nil {
 			t.Fatal(err)
 		}
 		// The day's channel is another: a publish there reaches it, and
 		// only it (the hour's, unsubscribed, heard no more than its one).
-		if err := rdb.Publish(ctx, notify.RankingChannel(prefix, "trending", "day"), "day").Err(); err != nil {
+		if err := pubsub.Publish(ctx, rdb, pubsub.Sharded(rdb), notify.RankingChannel(prefix, "trending", "day"), "day").Err(); err != nil {
 			t.Fatal(err)
 		}
 		if got := day.wait(t, 1); len(got) != 1 || got[0] != "day" {

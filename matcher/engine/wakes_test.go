@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/matchgate/matchgate/internal/pubsub"
 	"github.com/matchgate/matchgate/internal/redistest"
 	"github.com/matchgate/matchgate/matcher"
 	"github.com/matchgate/matchgate/matcher/lease"
@@ -19,7 +20,7 @@ func TestWakesCoalesce(t *testing.T) {
 	redistest.All(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		sub := rdb.Subscribe(ctx, lease.WakeChannel(prefix))
+		sub := pubsub.Subscribe(ctx, rdb, lease.WakeChannel(prefix))
 		defer sub.Close()
 		if _, err := sub.Receive(ctx); err != nil { // the subscription is live
 			t.Fatal(err)

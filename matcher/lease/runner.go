@@ -16,6 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/matchgate/matchgate/internal/pubsub"
 	"github.com/matchgate/matchgate/matcher"
 	"github.com/matchgate/matchgate/matcher/engine"
 	"github.com/matchgate/matchgate/matcher/pool"
@@ -574,7 +575,7 @@ func (r *Runner) releaseAll() {
 
 // listen turns wake-ups published by any process into local wakes.
 func (r *Runner) listen(ctx context.Context) {
-	ps := r.cfg.Redis.Subscribe(ctx, WakeChannel(r.cfg.Prefix))
+	ps := pubsub.Subscribe(ctx, r.cfg.Redis, WakeChannel(r.cfg.Prefix))
 	// A blocked receive does not watch its context; closing the connection
 	// is what ends it.
 	stop := context.AfterFunc(ctx, func() { _ = ps.Close() })

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/matchgate/matchgate/internal/pubsub"
 	"github.com/matchgate/matchgate/matcher"
 	"github.com/redis/go-redis/v9"
 )
@@ -61,9 +62,9 @@ func (w *Wakes) Run(ctx context.Context) error {
 		if len(parts) == 0 {
 			continue
 		}
-		pipe := w.rdb.Pipeline()
+		pipe, sharded := w.rdb.Pipeline(), pubsub.Sharded(w.rdb)
 		for p := range parts {
-			pipe.Publish(ctx, WakeChannel(w.prefix), p)
+			pubsub.Publish(ctx, pipe, sharded, WakeChannel(w.prefix), p)
 		}
 		if _, err := pipe.Exec(ctx); err != nil && ctx.Err() == nil {
 			w.log.Debug("publish wakes", "partitions", len(parts), "err", err)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/matchgate/matchgate/internal/pubsub"
 	"github.com/matchgate/matchgate/internal/redislease"
 	"github.com/matchgate/matchgate/ranking"
 )
@@ -220,7 +221,7 @@ func (s *Service) refreshPeriod(ctx context.Context, b ranking.Board, p ranking.
 		return nil
 	}
 	msg, _ := json.Marshal(announcement{Board: b.Name, Window: p.Window, Period: v.Period, WeightsVersion: v.WeightsVersion})
-	if err := s.cfg.Redis.Publish(ctx, s.channel(b.Name, p.Window), msg).Err(); err != nil {
+	if err := pubsub.Publish(ctx, s.cfg.Redis, pubsub.Sharded(s.cfg.Redis), s.channel(b.Name, p.Window), msg).Err(); err != nil {
 		return fmt.Errorf("announce %s %s: %w", b.Name, p, err)
 	}
 	return nil

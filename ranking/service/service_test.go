@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/matchgate/matchgate/internal/pgtest"
+	"github.com/matchgate/matchgate/internal/pubsub"
 	"github.com/matchgate/matchgate/internal/redistest"
 	"github.com/matchgate/matchgate/ranking"
 	"github.com/matchgate/matchgate/ranking/record"
@@ -125,7 +126,7 @@ func TestTopAfterIngestAndRefresh(t *testing.T) {
 		ctx := context.Background()
 		b := board("b1", 3, ab)
 		f := newFixture(t, rdb, prefix, record.NewMemory(), b)
-		sub := rdb.Subscribe(ctx, prefix+":ranking:b1:day")
+		sub := pubsub.Subscribe(ctx, rdb, prefix+":ranking:b1:day")
 		defer sub.Close()
 		if _, err := sub.Receive(ctx); err != nil { // the subscription's confirmation
 			t.Fatal(err)
