@@ -595,47 +595,59 @@ func (a *adminCLI) queueRetire(pos []string) error {
 	return err
 }
 
-// admissionRate shows an admission queue's entry of the public queue list.
-func (a *adminCLI) admissionRate(queue string) error {
+// publicAdmission is an admission queue's entry of the public queue list.
+type publicAdmission struct {
+	Name, Kind   string
+	Rate         int
+	Waiting      int
+	MeasuredRate struct {
+		Mean, Low, High float64
+		Measured        bool
+	}
+}
+
+// admissionEntry finds queue in the public queue list (GET /v1/queues)
+// and checks it is an admission queue; raw is its entry as served.
+func (a *adminCLI) admissionEntry(queue string) (q publicAdmission, raw json.RawMessage, err error) {
 	b, err := a.do(http.MethodGet, "/v1/queues", nil, false)
 	if err != nil {
-		return wrap("admission rate "+queue, err)
+		return q, nil, err
 	}
 	var list struct{ Queues []json.RawMessage }
 	if err := json.Unmarshal(b, &list); err != nil {
-		return fmt.Errorf("admin admission rate %s: decode the queue list: %w", queue, err)
+		return q, nil, fmt.Errorf("decode the queue list: %w", err)
 	}
 	for _, raw := range list.Queues {
-		var q struct {
-			Name, Kind   string
-			Rate         int
-			Waiting      int
-			MeasuredRate struct {
-				Mean, Low, High float64
-				Measured        bool
-			}
-		}
 		if err := json.Unmarshal(raw, &q); err != nil {
-			return fmt.Errorf("admin admission rate %s: decode the queue list: %w", queue, err)
+			return q, nil, fmt.Errorf("decode the queue list: %w", err)
 		}
 		if q.Name != queue {
 			continue
 		}
 		if q.Kind != "admission" {
-			return fmt.Errorf("admin admission rate %s: the queue is of kind %s, not admission", queue, q.Kind)
+			return q, nil, fmt.Errorf("the queue is of kind %s, not admission", q.Kind)
 		}
-		if a.json {
-			a.printRaw(append(raw, '\n'))
-			return nil
-		}
-		measured := "none measured yet"
-		if q.MeasuredRate.Measured {
-			measured = fmt.Sprintf("measured %.2f/s (%.2f–%.2f)", q.MeasuredRate.Mean, q.MeasuredRate.Low, q.MeasuredRate.High)
-		}
-		_, err := fmt.Fprintf(a.stdout, "%s: rate %d/s, %d waiting, %s\n", q.Name, q.Rate, q.Waiting, measured)
-		return err
+		return q, raw, nil
 	}
-	return fmt.Errorf("admin admission rate %s: no such queue in force", queue)
+	return q, nil, fmt.Errorf("no queue named %s in force", queue)
+}
+
+// admissionRate shows an admission queue's configured and measured rate.
+func (a *adminCLI) admissionRate(queue string) error {
+	q, raw, err := a.admissionEntry(queue)
+	if err != nil {
+		return wrap("admission rate "+queue, err)
+	}
+	if a.json {
+		a.printRaw(raw)
+		return nil
+	}
+	measured := "none measured yet"
+	if q.MeasuredRate.Measured {
+		measured = fmt.Sprintf("measured %.2f/s (%.2f–%.2f)", q.MeasuredRate.Mean, q.MeasuredRate.Low, q.MeasuredRate.High)
+	}
+	_, err = fmt.Fprintf(a.stdout, "%s: rate %d/s, %d waiting, %s\n", q.Name, q.Rate, q.Waiting, measured)
+	return err
 }
 
 // setAdmissionRate stores the queue's last stored configuration with its
@@ -658,7 +670,7 @@ func (a *adminCLI) setAdmissionRate(queue, rateArg string, defaults bool) error 
 		return fmt.Errorf("admin %s: no queue named %s in force", what, queue)
 	}
 	cfg := map[string]any{}
-	old := "the file's"
+	var old string // the rate replaced, for the line printed
 	o, stored := v.latest()[queue]
 	switch {
 	case stored && !o.Retired:
@@ -674,9 +686,16 @@ func (a *adminCLI) setAdmissionRate(queue, rateArg string, defaults bool) error 
 		if cfg["rate"] == nil {
 			old = "the default"
 		}
-	case defaults:
-		cfg["kind"] = "admission"
 	default:
+		// Only the queue file defines it: its kind is in the public list.
+		q, _, err := a.admissionEntry(queue)
+		if err != nil {
+			return wrap(what, err)
+		}
+		if defaults {
+			cfg["kind"], old = "admission", strconv.Itoa(q.Rate)
+			break
+		}
 		return fmt.Errorf("admin %s: the queue has no stored configuration (only the queue file defines it): "+
 			"store it whole with \"matchgate admin queue put %s FILE\", or pass --defaults to store kind and rate alone", what, queue)
 	}
