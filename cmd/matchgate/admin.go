@@ -378,13 +378,24 @@ func untilText(t *time.Time) string {
 	return t.UTC().Format(time.RFC3339)
 }
 
+// table prints rows in aligned columns under header, without the padding
+// an empty last cell would leave.
 func (a *adminCLI) table(header string, rows [][]string) error {
-	tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
+	var b bytes.Buffer
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, header)
 	for _, r := range rows {
 		fmt.Fprintln(tw, strings.Join(r, "\t"))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for line := range strings.Lines(b.String()) {
+		if _, err := fmt.Fprintln(a.stdout, strings.TrimRight(line, " \n")); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (a *adminCLI) bans(_ []string) error {
