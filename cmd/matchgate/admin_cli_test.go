@@ -184,6 +184,16 @@ func TestAdminCLI(t *testing.T) {
 			b.Ban.UserID != g.UserID || b.Ban.Until != nil || b.CancelledTickets == nil {
 			t.Fatalf("ban --json: %+v %v", b, err)
 		}
+		until := time.Now().Add(48 * time.Hour).UTC().Truncate(time.Second).Format(time.RFC3339)
+		if out := admin(t, base, "ban", g.UserID, "--until", until); out != "banned "+g.UserID+" until "+until+"\n" {
+			t.Fatalf("ban --until printed %q", out)
+		}
+		if out := admin(t, base, "bans"); !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(g.UserID) + ` +` + until + ` `).MatchString(out) {
+			t.Fatalf("bans after ban --until:\n%s", out)
+		}
+		if msg := adminFails(t, base, "ban", g.UserID, "--for", "1h", "--until", until); !strings.Contains(msg, "not both") {
+			t.Fatalf("--for and --until: %s", msg)
+		}
 		admin(t, base, "unban", g.UserID)
 	})
 
