@@ -1,5 +1,6 @@
 // Command matchgate is the matchgate server: one binary for every role
-// (gateway, matcher, relay) plus the `migrate` subcommand.
+// (gateway, matcher, relay) plus the `migrate` subcommand and the tools
+// (simulate, export-arrivals, token, admin).
 package main
 
 import (
@@ -37,13 +38,16 @@ Usage:
                               write the record's joins as a stream simulate reads
   matchgate token --secret S --sub USER [--role provider] [--skill N] [--ttl D]
                               print a signed token for testing and tools
+  matchgate admin [--url URL] [--admin-token T] [--json] VERB ...
+                              ban, drain, change queues and weights through the admin API
   matchgate help              show this text
 
 With no --redis-url and no --postgres-url, serve runs the embedded default:
 an in-process Redis and an in-memory record (nothing is durable), guests
 enabled, the demo page at http://127.0.0.1:8080/.
 
-Run "matchgate serve --help" for the flags. Every flag has an environment
+Run "matchgate serve --help" for the flags ("matchgate admin --help" for
+the admin verbs). Every flag has an environment
 twin: --redis-url is MATCHGATE_REDIS_URL, and so on.
 `
 
@@ -64,6 +68,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return exportArrivals(ctx, args[1:], getenv, stdout, stderr)
 	case "token":
 		return tokenCmd(args[1:], getenv, stdout, stderr)
+	case "admin":
+		return adminCmd(ctx, args[1:], getenv, stdout, stderr)
 	case "help", "-h", "--help", "-help":
 		fmt.Fprint(stdout, usage)
 		return nil
