@@ -1,17 +1,23 @@
 package web
 
 import (
+	"bytes"
+	"io"
 	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 )
 
-// TestFSServesTheDemo: the page, its script, the client module, the style
-// and the icon are embedded, and nothing else (no Go files, no tests).
+// TestFSServesTheDemo: the page, its script, the client module and its
+// declarations, the style and the icon are embedded, and nothing else (no
+// Go files, no tests, not package.json).
 func TestFSServesTheDemo(t *testing.T) {
-	want := []string{"app.js", "favicon.svg", "index.html", "matchgate.js", "style.css"}
+	want := []string{"app.js", "favicon.svg", "index.html", "matchgate.d.ts", "matchgate.js", "style.css"}
 	var got []string
 	err := fs.WalkDir(FS, ".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -75,5 +81,49 @@ func TestNoExternalResources(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestServesTheClient: a file server of FS (the gateway's is one) serves
+// the client as JavaScript and its declarations as text, whatever the
+// system's table says of .ts, byte for byte as in this folder; and not
+// package.json.
+func TestServesTheClient(t *testing.T) {
+	srv := httptest.NewServer(http.FileServerFS(FS))
+	defer srv.Close()
+	for _, tc := range []struct{ path, contentType string }{
+		{"/matchgate.js", "text/javascript; charset=utf-8"},
+		{"/matchgate.d.ts", "text/plain; charset=utf-8"},
+	} {
+		res, err := http.Get(srv.URL + tc.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(res.Body)
+		res.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %s", tc.path, res.Status)
+		}
+		if got := res.Header.Get("Content-Type"); got != tc.contentType {
+			t.Errorf("GET %s: Content-Type %q, want %q", tc.path, got, tc.contentType)
+		}
+		want, err := os.ReadFile(tc.path[1:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(body, want) {
+			t.Errorf("GET %s: %d bytes, not the %d of the file", tc.path, len(body), len(want))
+		}
+	}
+	res, err := http.Get(srv.URL + "/package.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusNotFound {
+		t.Errorf("GET /package.json: %s, want 404", res.Status)
 	}
 }
