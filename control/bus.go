@@ -93,34 +93,31 @@ const maxControlMessage = 4 << 10
 // after a failure is reported as an OpResync message. ready, when not nil,
 // is closed once the first subscription is confirmed.
 func (b *Bus) Run(ctx context.Context, handle func(Message), ready chan<- struct{}) error {
-	ps := pubsub.Subscribe(ctx, b.cfg.Redis, b.Channel())
-	// Receive does not return when ctx is cancelled, only when the
-	// connection closes.
-	stop := context.AfterFunc(ctx, func() { _ = ps.Close() })
-	defer stop()
-	defer ps.Close()
-	subscribed := false
-	backoff := 100 * time.Millisecond
-	for {
-		msg, err := ps.Receive(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			b.cfg.Logger.Warn("control channel: receive failed; retrying", "err", err)
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-time.After(backoff):
-			}
-			backoff = min(2*backoff, 5*time.Second)
-			continue
+	conns := pubsub.NewConns(b.cfg.Redis, b.cfg.Logger)
+	defer conns.Close()
+	// A failed first subscribe is retried like a lost connection: the bus
+	// must come up once Redis does.
+	for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, 5*time.Second) {
+		err := conns.Subscribe(ctx, b.Channel())
+		if err == nil {
+			break
 		}
-		backoff = 100 * time.Millisecond
+		b.cfg.Logger.Warn("control channel: subscribe failed; retrying", "err", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(backoff):
+		}
+	}
+	// Messages come from the one connection that holds the channel, one at
+	// a time; a subscription confirmed again (after a failure or a move) is
+	// reported as OpResync.
+	subscribed := false
+	conns.Run(ctx, func(msg any) {
 		switch m := msg.(type) {
 		case *redis.Subscription:
 			if !pubsub.Confirms(m) {
-				continue
+				return
 			}
 			if subscribed {
 				handle(Message{Op: OpResync})
@@ -131,14 +128,15 @@ func (b *Bus) Run(ctx context.Context, handle func(Message), ready chan<- struct
 		case *redis.Message:
 			if len(m.Payload) > maxControlMessage {
 				b.cfg.Logger.Warn("control channel: oversized message dropped", "bytes", len(m.Payload))
-				continue
+				return
 			}
 			var cm Message
 			if err := json.Unmarshal([]byte(m.Payload), &cm); err != nil || cm.Op == "" || cm.Op == OpResync {
 				b.cfg.Logger.Warn("control channel: malformed message dropped", "err", err)
-				continue
+				return
 			}
 			handle(cm)
 		}
-	}
+	}, nil)
+	return nil
 }

@@ -70,7 +70,7 @@ func NewHub(cfg HubConfig) *Hub {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Hub{
-		cfg: cfg, conns: pubsub.NewConns(cfg.Redis),
+		cfg: cfg, conns: pubsub.NewConns(cfg.Redis, cfg.Logger),
 		subs: map[string][]*subscriber{}, waiters: map[string][]chan struct{}{},
 	}
 }
@@ -191,31 +191,7 @@ func (h *Hub) remove(ch string, s *subscriber) {
 func (h *Hub) Run(ctx context.Context) error {
 	var resyncs sync.WaitGroup
 	defer resyncs.Wait()
-	h.conns.Run(ctx, func(ctx context.Context, ps *redis.PubSub) { h.read(ctx, ps, &resyncs) })
-	return nil
-}
-
-// read hands one connection's messages to the subscribers until ctx ends
-// (Conns.Run then closes the connection, which ends a blocked Receive).
-func (h *Hub) read(ctx context.Context, ps *redis.PubSub, resyncs *sync.WaitGroup) {
-	broken := false
-	for {
-		msg, err := ps.Receive(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			broken = true
-			// go-redis reconnects and resubscribes every channel on the next
-			// receive; pause so an outage does not spin.
-			h.cfg.Logger.Warn("pub/sub receive", "err", err)
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(250 * time.Millisecond):
-			}
-			continue
-		}
+	h.conns.Run(ctx, func(msg any) {
 		switch m := msg.(type) {
 		case *redis.Message:
 			h.dispatch(m.Channel, []byte(m.Payload))
@@ -224,14 +200,13 @@ func (h *Hub) read(ctx context.Context, ps *redis.PubSub, resyncs *sync.WaitGrou
 				h.confirm(m.Channel)
 			}
 		}
-		if broken {
-			broken = false
-			h.cfg.Logger.Info("pub/sub connection restored")
-			if h.cfg.OnResubscribe != nil {
-				resyncs.Go(h.cfg.OnResubscribe)
-			}
+	}, func() {
+		h.cfg.Logger.Info("pub/sub connection restored")
+		if h.cfg.OnResubscribe != nil {
+			resyncs.Go(h.cfg.OnResubscribe)
 		}
-	}
+	})
+	return nil
 }
 
 func (h *Hub) confirm(ch string) {

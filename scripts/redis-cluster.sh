@@ -1,18 +1,22 @@
 #!/bin/sh
 # A local Redis Cluster for tests (internal/redistest Cluster): three masters
-# and three replicas on 127.0.0.1:7000-7005, nothing persisted, data under DIR
-# (default ${TMPDIR:-/tmp}/matchgate-redis-cluster).
+# and three replicas on 127.0.0.1:PORT to PORT+5 (PORT is REDIS_CLUSTER_PORT,
+# default 7000), nothing persisted, data under DIR (default
+# ${TMPDIR:-/tmp}/matchgate-redis-cluster-PORT).
 #
 #   scripts/redis-cluster.sh start|stop|status [DIR]
 #
-# start is a no-op when the cluster is already up; stop shuts the nodes down
-# and removes DIR. REDIS_SERVER and REDIS_CLI override the binaries.
+# start is a no-op when the cluster is already up, and restarts a node that
+# is down (it rejoins from its nodes.conf); stop shuts the nodes down and
+# removes DIR. REDIS_SERVER and REDIS_CLI override the binaries.
 set -eu
 cmd=${1:?usage: redis-cluster.sh start|stop|status [DIR]}
-dir=${2:-${TMPDIR:-/tmp}/matchgate-redis-cluster}
+base=${REDIS_CLUSTER_PORT:-7000}
+dir=${2:-${TMPDIR:-/tmp}/matchgate-redis-cluster-$base}
 server=${REDIS_SERVER:-/usr/bin/redis-server}
 cli=${REDIS_CLI:-redis-cli}
-ports="7000 7001 7002 7003 7004 7005"
+ports="$base $((base + 1)) $((base + 2)) $((base + 3)) $((base + 4)) $((base + 5))"
+span="127.0.0.1:$base-$((base + 5))"
 
 up() { "$cli" -h 127.0.0.1 -p "$1" ping >/dev/null 2>&1; }
 state_ok() { "$cli" -h 127.0.0.1 -p "$1" cluster info 2>/dev/null | grep -q '^cluster_state:ok'; }
@@ -36,7 +40,7 @@ down() { ! up "$1"; }
 case "$cmd" in
 start)
   if all_ok; then
-    echo "redis cluster already up on 127.0.0.1:7000-7005"
+    echo "redis cluster already up on $span"
     exit 0
   fi
   mkdir -p "$dir"
@@ -51,7 +55,7 @@ start)
   for p in $ports; do wait_for 100 "redis on port $p did not start" up "$p"; done
   # Create the cluster only when no node knows of another yet; a partly
   # formed one is left alone to converge.
-  if "$cli" -h 127.0.0.1 -p 7000 cluster info | grep -q '^cluster_known_nodes:1'; then
+  if "$cli" -h 127.0.0.1 -p "$base" cluster info | grep -q '^cluster_known_nodes:1'; then
     nodes=""
     for p in $ports; do nodes="$nodes 127.0.0.1:$p"; done
     # shellcheck disable=SC2086
@@ -59,7 +63,7 @@ start)
       { cat "$dir/create.log" >&2; exit 1; }
   fi
   wait_for 300 "redis cluster did not reach cluster_state:ok" all_ok
-  echo "redis cluster up on 127.0.0.1:7000-7005"
+  echo "redis cluster up on $span"
   ;;
 stop)
   for p in $ports; do

@@ -160,16 +160,6 @@ func adminCmd(ctx context.Context, args []string, getenv func(string) string, st
 	return v.run(a, pos)
 }
 
-// secretValue is a string flag whose value help never prints.
-type secretValue struct{ p *string }
-
-func (v secretValue) String() string { return "" }
-
-func (v secretValue) Set(s string) error {
-	*v.p = s
-	return nil
-}
-
 // firstToken is the first of a comma-separated list: the server's
 // MATCHGATE_ADMIN_TOKEN may hold several during a rotation, and the
 // environment may be shared with it.

@@ -36,7 +36,7 @@ func exportArrivals(ctx context.Context, args []string, getenv func(string) stri
 		fmt.Fprint(stderr, exportUsage)
 		fs.PrintDefaults()
 	}
-	url := fs.String("postgres-url", "", "PostgreSQL URL of the record (required)")
+	url := fs.Secret("postgres-url", "PostgreSQL URL of the record (required)")
 	// The span and the queue have no environment twins: they describe one
 	// export, not a deployment.
 	since := fs.FlagSet.String("since", "", "first join time exported, RFC 3339 (required)")

@@ -43,6 +43,25 @@ func (f *flagSet) String(name, def, usage string) *string {
 	return f.FlagSet.String(name, def, f.help(name, usage))
 }
 
+// Secret is String for a credential (a key, a token, a URL that may hold a
+// password): its environment twin is used the same way, but help never
+// prints the value as the default.
+func (f *flagSet) Secret(name, usage string) *string {
+	v, _ := f.env(name)
+	f.FlagSet.Var(secretValue{&v}, name, f.help(name, usage))
+	return &v
+}
+
+// secretValue is a string flag whose value help never prints.
+type secretValue struct{ p *string }
+
+func (v secretValue) String() string { return "" }
+
+func (v secretValue) Set(s string) error {
+	*v.p = s
+	return nil
+}
+
 func (f *flagSet) Bool(name string, def bool, usage string) *bool {
 	if v, ok := f.env(name); ok {
 		b, err := strconv.ParseBool(v)

@@ -15,7 +15,7 @@ func migrate(ctx context.Context, args []string, getenv func(string) string, std
 		fmt.Fprintln(stderr, "Usage: matchgate migrate --postgres-url URL\n\nApplies the embedded migrations in order and exits. Flags:")
 		fs.PrintDefaults()
 	}
-	url := fs.String("postgres-url", "", "PostgreSQL URL (required)")
+	url := fs.Secret("postgres-url", "PostgreSQL URL (required)")
 	if err := fs.parse(args); err != nil {
 		return err
 	}

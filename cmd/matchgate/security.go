@@ -43,9 +43,9 @@ const defaultLimitExempt = "127.0.0.0/8,::1/128"
 // addSecurityFlags declares the flags on fs; the returned function reads
 // them once fs has parsed.
 func addSecurityFlags(fs *flagSet) func() (securityFlags, error) {
-	secrets := fs.String("secrets", "", "more HS256 keys for rotation, kid=key,… (at least 16 bytes each): a token whose header names a kid is verified with that key")
+	secrets := fs.Secret("secrets", "more HS256 keys for rotation, kid=key,… (at least 16 bytes each): a token whose header names a kid is verified with that key")
 	signingKID := fs.String("signing-kid", "", "kid of the --secrets key that signs guest tokens (default: --secret, no kid)")
-	admin := fs.String("admin-token", "", "bearer token(s) of the admin API /v1/admin/, comma-separated for rotation, at least 32 bytes each; empty disables the admin API")
+	admin := fs.Secret("admin-token", "bearer token(s) of the admin API /v1/admin/, comma-separated for rotation, at least 32 bytes each; empty disables the admin API")
 	trusted := fs.String("trusted-proxies", "", "comma-separated IPs/CIDRs of reverse proxies whose X-Forwarded-For is believed (default: none, the TCP peer is the client)")
 	exempt := fs.String("limit-exempt", defaultLimitExempt, "comma-separated IPs/CIDRs the per-IP limits skip (load tests on loopback); empty for none")
 	def := gateway.DefaultLimits

@@ -28,7 +28,7 @@ func tokenCmd(args []string, getenv func(string) string, stdout, stderr io.Write
 		fmt.Fprint(stderr, tokenUsage)
 		fs.PrintDefaults()
 	}
-	secret := fs.String("secret", "", "HS256 key of the servers, at least 16 bytes (required)")
+	secret := fs.Secret("secret", "HS256 key of the servers, at least 16 bytes (required)")
 	// The token's own claims have no environment twins: they describe one
 	// token, not a deployment.
 	sub := fs.FlagSet.String("sub", "", "the user id (required)")

@@ -11,7 +11,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -56,20 +59,38 @@ type Opener interface {
 // Conns holds the subscriptions of a changing set of channels: one
 // connection on one Redis; on a cluster, one per master, each channel on
 // the connection of its slot's master. Run reads them all.
+//
+// A cluster moves slots in a failover (or a resharding), and the node that
+// lost a slot unsubscribes its channels (SUNSUBSCRIBE pushed by the server)
+// or answers MOVED: messages sent there would be lost without a word. Conns
+// then retires that connection and subscribes its channels again where
+// their slots live now, and tells Run's caller, which resends what may
+// have been missed.
 type Conns struct {
 	cluster *redis.ClusterClient // nil: one connection
+	log     *slog.Logger
 
-	mu     sync.Mutex
-	closed bool
-	one    *redis.PubSub
-	shards map[string]*redis.PubSub // master address → its connection
-	of     map[string]*redis.PubSub // channel → the connection holding it
-	added  chan struct{}            // a shard was opened: Run starts its read
+	mu      sync.Mutex
+	closed  bool
+	one     *redis.PubSub
+	shards  map[string]*redis.PubSub // master address → its connection
+	addrOf  map[*redis.PubSub]string
+	of      map[string]*redis.PubSub // channel → the connection holding it
+	want    map[string]bool          // subscribed and not unsubscribed since
+	pending map[string]bool          // wanted channels of retired connections
+	wake    chan struct{}            // a shard opened or one retired
 }
 
-// NewConns opens connections lazily, on the first Subscribe of each.
-func NewConns(rdb Opener) *Conns {
-	c := &Conns{shards: map[string]*redis.PubSub{}, of: map[string]*redis.PubSub{}, added: make(chan struct{}, 1)}
+// NewConns opens connections lazily, on the first Subscribe of each. log
+// may be nil.
+func NewConns(rdb Opener, log *slog.Logger) *Conns {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	c := &Conns{log: log,
+		shards: map[string]*redis.PubSub{}, addrOf: map[*redis.PubSub]string{},
+		of: map[string]*redis.PubSub{}, want: map[string]bool{}, pending: map[string]bool{}, wake: make(chan struct{}, 1),
+	}
 	if cc, ok := rdb.(*redis.ClusterClient); ok {
 		c.cluster = cc
 	} else {
@@ -96,6 +117,8 @@ func (c *Conns) Subscribe(ctx context.Context, ch string) error {
 	if c.closed {
 		return ErrClosed
 	}
+	c.want[ch] = true
+	delete(c.pending, ch)
 	if ps, ok := c.shards[addr]; ok {
 		c.of[ch] = ps
 		return ps.SSubscribe(ctx, ch)
@@ -108,12 +131,16 @@ func (c *Conns) Subscribe(ctx context.Context, ch string) error {
 		_ = ps.Close()
 		return err
 	}
-	c.shards[addr], c.of[ch] = ps, ps
+	c.shards[addr], c.addrOf[ps], c.of[ch] = ps, addr, ps
+	c.signal()
+	return nil
+}
+
+func (c *Conns) signal() {
 	select {
-	case c.added <- struct{}{}:
+	case c.wake <- struct{}{}:
 	default: // Run has yet to see an earlier one, and will see this too
 	}
-	return nil
 }
 
 // Unsubscribe sends the unsubscribe of ch.
@@ -124,6 +151,8 @@ func (c *Conns) Unsubscribe(ctx context.Context, ch string) error {
 	c.mu.Lock()
 	ps := c.of[ch]
 	delete(c.of, ch)
+	delete(c.want, ch)
+	delete(c.pending, ch)
 	c.mu.Unlock()
 	if ps == nil {
 		return nil
@@ -131,46 +160,183 @@ func (c *Conns) Unsubscribe(ctx context.Context, ch string) error {
 	return ps.SUnsubscribe(ctx, ch)
 }
 
-// Run calls read with each connection, in a goroutine of its own, those
-// opened later too, until ctx ends; then closes every connection (which ends
-// a blocked Receive) and waits for the reads to return.
-func (c *Conns) Run(ctx context.Context, read func(ctx context.Context, ps *redis.PubSub)) {
+// Run reads every connection, those opened later too, each in a goroutine
+// of its own, until ctx ends; then closes them all and waits for the reads.
+// handle gets each *redis.Message and *redis.Subscription, from any of the
+// connections at once, and must not block. restored, when not nil, is
+// called (from Run's goroutines) when a connection comes back after a
+// failure or channels have moved to another node: messages sent meanwhile
+// are lost.
+func (c *Conns) Run(ctx context.Context, handle func(msg any), restored func()) {
 	var reads sync.WaitGroup
 	defer reads.Wait()
 	defer c.Close()
-	start := func(ps *redis.PubSub) { reads.Go(func() { read(ctx, ps) }) }
+	if restored == nil {
+		restored = func() {}
+	}
 	if c.one != nil {
-		start(c.one)
+		reads.Go(func() { c.read(ctx, c.one, handle, restored) })
 		<-ctx.Done()
 		return
 	}
 	started := map[*redis.PubSub]bool{}
+	backoff := retryFirst
 	for {
 		c.mu.Lock()
-		for _, ps := range c.shards {
+		for ps := range c.addrOf {
 			if !started[ps] {
 				started[ps] = true
-				start(ps)
+				reads.Go(func() { c.read(ctx, ps, handle, restored) })
 			}
 		}
+		moving := len(c.pending) > 0
 		c.mu.Unlock()
+		var retry <-chan time.Time
+		if moving {
+			retry = time.After(backoff)
+		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-c.added:
+		case <-c.wake:
+		case <-retry:
+			if c.move(ctx) {
+				backoff = retryFirst
+				restored()
+			} else {
+				backoff = min(2*backoff, retryMost)
+			}
 		}
 	}
+}
+
+// How long a move waits before it reads the cluster's slots again.
+const (
+	retryFirst = 100 * time.Millisecond
+	retryMost  = 2 * time.Second
+)
+
+// read hands one connection's messages to handle until ctx ends or the
+// connection is retired.
+func (c *Conns) read(ctx context.Context, ps *redis.PubSub, handle func(any), restored func()) {
+	broken := false
+	for {
+		msg, err := ps.Receive(ctx)
+		if err != nil {
+			switch {
+			case ctx.Err() != nil || c.retired(ps):
+				return
+			case c.cluster != nil && movedError(err):
+				c.log.Info("pub/sub: slot moved; subscribing where it is now", "err", err)
+				c.retire(ps)
+				return
+			}
+			broken = true
+			c.log.Warn("pub/sub receive", "err", err)
+			// go-redis reconnects and resubscribes every channel on the next
+			// receive, on a cluster to the master of the first channel's
+			// slot: read the slots again in case it is another node now.
+			if c.cluster != nil {
+				c.cluster.ReloadState(ctx)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(250 * time.Millisecond):
+			}
+			continue
+		}
+		if s, ok := msg.(*redis.Subscription); ok && s.Kind == "sunsubscribe" && c.wanted(s.Channel, ps) {
+			// The server let go of a channel nobody unsubscribed: its slot
+			// is served elsewhere now.
+			c.log.Info("pub/sub: a node let go of a channel; subscribing where its slot is now", "channel", s.Channel)
+			c.retire(ps)
+			return
+		}
+		handle(msg)
+		if broken {
+			broken = false
+			restored()
+		}
+	}
+}
+
+// movedError tells whether err says a slot lives on another node.
+func movedError(err error) bool {
+	s := err.Error()
+	return strings.HasPrefix(s, "MOVED ") || strings.HasPrefix(s, "ASK ")
+}
+
+func (c *Conns) wanted(ch string, ps *redis.PubSub) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.of[ch] == ps
+}
+
+func (c *Conns) retired(ps *redis.PubSub) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, held := c.addrOf[ps]
+	return c.closed || !held
+}
+
+// retire closes a connection on a node that no longer serves its channels'
+// slots and queues the channels for Run to subscribe where they are now.
+func (c *Conns) retire(ps *redis.PubSub) {
+	c.mu.Lock()
+	addr, held := c.addrOf[ps]
+	if held {
+		delete(c.addrOf, ps)
+		if c.shards[addr] == ps {
+			delete(c.shards, addr)
+		}
+		for ch, p := range c.of {
+			if p == ps {
+				delete(c.of, ch)
+				c.pending[ch] = true
+			}
+		}
+	}
+	c.mu.Unlock()
+	if held {
+		_ = ps.Close()
+		c.signal()
+	}
+}
+
+// move subscribes the channels of retired connections again, after reading
+// the cluster's slots afresh. It reports whether every one was sent.
+func (c *Conns) move(ctx context.Context) bool {
+	c.cluster.ReloadState(ctx)
+	c.mu.Lock()
+	chs := make([]string, 0, len(c.pending))
+	for ch := range c.pending {
+		chs = append(chs, ch)
+	}
+	c.mu.Unlock()
+	ok := true
+	for _, ch := range chs {
+		if err := c.Subscribe(ctx, ch); err != nil {
+			ok = false
+			c.mu.Lock()
+			if c.want[ch] && c.of[ch] == nil { // still wanted, still nowhere
+				c.pending[ch] = true
+			}
+			c.mu.Unlock()
+		}
+	}
+	return ok
 }
 
 // Close closes every connection; Run closes them too when it returns.
 func (c *Conns) Close() {
 	c.mu.Lock()
 	c.closed = true
-	list := make([]*redis.PubSub, 0, len(c.shards)+1)
+	list := make([]*redis.PubSub, 0, len(c.addrOf)+1)
 	if c.one != nil {
 		list = append(list, c.one)
 	}
-	for _, ps := range c.shards {
+	for ps := range c.addrOf {
 		list = append(list, ps)
 	}
 	c.mu.Unlock()

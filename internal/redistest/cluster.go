@@ -15,9 +15,20 @@ import (
 // scripts/redis-cluster.sh starts it.
 const ClusterEnv = "MATCHGATE_TEST_REDIS_CLUSTER"
 
+// FailoverClusterEnv names a second cluster, which tests may fail over (see
+// FailOver) without disturbing the tests of other packages that use the
+// first one meanwhile; scripts/redis-cluster.sh starts it with
+// REDIS_CLUSTER_PORT=7100.
+const FailoverClusterEnv = "MATCHGATE_TEST_REDIS_CLUSTER_FAILOVER"
+
 // ClusterAddrs are the seed nodes of ClusterEnv, or nil when it is unset.
-func ClusterAddrs() []string {
-	v := strings.TrimSpace(os.Getenv(ClusterEnv))
+func ClusterAddrs() []string { return addrsOf(ClusterEnv) }
+
+// FailoverClusterAddrs are the seed nodes of FailoverClusterEnv.
+func FailoverClusterAddrs() []string { return addrsOf(FailoverClusterEnv) }
+
+func addrsOf(env string) []string {
+	v := strings.TrimSpace(os.Getenv(env))
 	if v == "" {
 		return nil
 	}
@@ -37,12 +48,27 @@ func ClusterAddrs() []string {
 // deleted on every master, and the client is closed.
 func Cluster(t testing.TB) *redis.ClusterClient {
 	t.Helper()
-	addrs := ClusterAddrs()
+	return clusterOf(t, ClusterEnv, "")
+}
+
+// FailoverCluster is Cluster for the cluster of FailoverClusterEnv.
+func FailoverCluster(t testing.TB) *redis.ClusterClient {
+	t.Helper()
+	return clusterOf(t, FailoverClusterEnv, "REDIS_CLUSTER_PORT=7100 ")
+}
+
+func clusterOf(t testing.TB, env, script string) *redis.ClusterClient {
+	t.Helper()
+	addrs := addrsOf(env)
 	if addrs == nil {
 		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is not set: .ci/run starts scripts/redis-cluster.sh and sets it", ClusterEnv)
+			t.Fatalf("%s is not set: .ci/run starts scripts/redis-cluster.sh and sets it", env)
 		}
-		t.Skipf("%s is not set (scripts/redis-cluster.sh start, then %s=127.0.0.1:7000)", ClusterEnv, ClusterEnv)
+		first := "7000"
+		if script != "" {
+			first = "7100"
+		}
+		t.Skipf("%s is not set (%sscripts/redis-cluster.sh start, then %s=127.0.0.1:%s)", env, script, env, first)
 	}
 	if err := probeCluster(addrs); err != nil {
 		if os.Getenv("CI") == "true" {
@@ -136,4 +162,98 @@ func Clone(t testing.TB, rdb redis.UniversalClient) redis.UniversalClient {
 	}
 	t.Cleanup(func() { _ = c.Close() })
 	return c
+}
+
+// FailOver promotes the replica of the master that serves key's slot (a
+// manual CLUSTER FAILOVER, as an operator or a failing master's replicas
+// would) and waits until the cluster agrees. The former master, now its
+// replica, is promoted back at cleanup. Use it on FailoverCluster only.
+func FailOver(t testing.TB, rdb *redis.ClusterClient, key string) (from, to string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	slot, err := rdb.ClusterKeySlot(ctx, key).Result()
+	if err != nil {
+		t.Fatalf("redistest: slot of %s: %v", key, err)
+	}
+	from, to = slotNodes(t, ctx, rdb, int(slot))
+	promote(t, ctx, to, int(slot), false)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		// The masters voted for this shard's failover just now and will not
+		// again for twice the node timeout: the way back takes over without
+		// a vote.
+		promote(t, ctx, from, int(slot), true)
+		slotNodes(t, ctx, rdb, int(slot)) // the shard has its replica again
+		rdb.ReloadState(ctx)
+	})
+	rdb.ReloadState(ctx)
+	return from, to
+}
+
+// slotNodes finds the master serving slot and one of its replicas, waiting
+// (bounded by ctx) for the replica: one just demoted is listed again only
+// once its replication link is up.
+func slotNodes(t testing.TB, ctx context.Context, rdb *redis.ClusterClient, slot int) (master, replica string) {
+	t.Helper()
+	for {
+		slots, err := rdb.ClusterSlots(ctx).Result()
+		for _, s := range slots {
+			if s.Start <= slot && slot <= s.End && len(s.Nodes) > 1 {
+				return s.Nodes[0].Addr, s.Nodes[1].Addr
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("redistest: no master with a replica serves slot %d (%v)", slot, err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// promote makes the replica at addr the master of its shard and waits until
+// it says it serves slot. A failover the masters do not vote for within the
+// cluster's manual failover timeout (5 s), as when another test failed the
+// same shard over moments ago, is taken over instead, as is every one with
+// takeover set.
+func promote(t testing.TB, ctx context.Context, addr string, slot int, takeover bool) {
+	t.Helper()
+	node := redis.NewClient(&redis.Options{Addr: addr})
+	defer node.Close()
+	failover := func(takeover bool) {
+		args := []any{"cluster", "failover"}
+		if takeover {
+			args = append(args, "takeover")
+		}
+		if err := node.Do(ctx, args...).Err(); err != nil {
+			t.Fatalf("redistest: %v on %s: %v", args, addr, err)
+		}
+	}
+	failover(takeover)
+	voteBy := time.Now().Add(6 * time.Second)
+	for !servesSlot(ctx, node, addr, slot) {
+		if !takeover && time.Now().After(voteBy) {
+			takeover = true
+			failover(true)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("redistest: %s did not take over slot %d", addr, slot)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func servesSlot(ctx context.Context, node *redis.Client, addr string, slot int) bool {
+	slots, err := node.ClusterSlots(ctx).Result()
+	if err != nil {
+		return false
+	}
+	for _, s := range slots {
+		if s.Start <= slot && slot <= s.End {
+			return len(s.Nodes) > 0 && s.Nodes[0].Addr == addr
+		}
+	}
+	return false
 }

@@ -573,32 +573,26 @@ func (r *Runner) releaseAll() {
 	_ = r.cfg.Redis.ZRem(rctx, r.registryKey(), r.cfg.Owner).Err()
 }
 
-// listen turns wake-ups published by any process into local wakes.
+// listen turns wake-ups published by any process into local wakes. A wake
+// lost while the connection is away costs a pass's delay only: the engines
+// also run on their own clock.
 func (r *Runner) listen(ctx context.Context) {
-	ps := pubsub.Subscribe(ctx, r.cfg.Redis, WakeChannel(r.cfg.Prefix))
-	// A blocked receive does not watch its context; closing the connection
-	// is what ends it.
-	stop := context.AfterFunc(ctx, func() { _ = ps.Close() })
-	defer stop()
-	defer ps.Close()
-	for {
-		msg, err := ps.ReceiveMessage(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			// go-redis reconnects and resubscribes on the next receive.
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(200 * time.Millisecond):
-			}
-			continue
-		}
-		if e := r.topo.Load().engines[msg.Payload]; e != nil {
-			e.Wake()
+	conns := pubsub.NewConns(r.cfg.Redis, r.log)
+	defer conns.Close()
+	for backoff := 200 * time.Millisecond; conns.Subscribe(ctx, WakeChannel(r.cfg.Prefix)) != nil; backoff = min(2*backoff, 5*time.Second) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
 		}
 	}
+	conns.Run(ctx, func(msg any) {
+		if m, ok := msg.(*redis.Message); ok {
+			if e := r.topo.Load().engines[m.Payload]; e != nil {
+				e.Wake()
+			}
+		}
+	}, nil)
 }
 
 // reconcileLoop repairs the held partitions' pools and refreshes the
