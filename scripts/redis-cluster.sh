@@ -8,7 +8,9 @@
 #
 # start is a no-op when the cluster is already up, and restarts a node that
 # is down (it rejoins from its nodes.conf); stop shuts the nodes down and
-# removes DIR. REDIS_SERVER and REDIS_CLI override the binaries.
+# removes DIR. REDIS_CLUSTER_NODE_TIMEOUT (ms, default 5000) is how long a
+# master may be silent before its replica takes over. REDIS_SERVER and
+# REDIS_CLI override the binaries.
 set -eu
 cmd=${1:?usage: redis-cluster.sh start|stop|status [DIR]}
 base=${REDIS_CLUSTER_PORT:-7000}
@@ -48,7 +50,7 @@ start)
     up "$p" && continue
     mkdir -p "$dir/$p"
     "$server" --port "$p" --bind 127.0.0.1 --cluster-enabled yes \
-      --cluster-config-file "$dir/$p/nodes.conf" --cluster-node-timeout 5000 \
+      --cluster-config-file "$dir/$p/nodes.conf" --cluster-node-timeout "${REDIS_CLUSTER_NODE_TIMEOUT:-5000}" \
       --appendonly no --save "" --dir "$dir/$p" --daemonize yes \
       --logfile "$dir/$p/redis.log" --pidfile "$dir/$p/redis.pid"
   done

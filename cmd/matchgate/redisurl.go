@@ -68,8 +68,16 @@ func redisClient(raw string) (redis.UniversalClient, error) {
 		return nil, err
 	}
 	failFast(&opt.MaxRetries, &opt.DialerRetries, &opt.DialTimeout)
+	// The client learns a failover from a MOVED answer, which a dead master
+	// never gives, or from its periodic reading of the slots, every minute by
+	// default: until then every command of the failed master's slots would
+	// dial it in vain. One CLUSTER SLOTS a second is cheap.
+	opt.ClusterStateReloadInterval = clusterStateReload
 	return redis.NewClusterClient(opt), nil
 }
+
+// clusterStateReload is how often a cluster client reads the slots again.
+const clusterStateReload = time.Second
 
 // failFast keeps a join's answer quick while Redis is away (unless the URL
 // says otherwise): 503 in a moment, not after seconds of redials.

@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -61,11 +60,11 @@ type Opener interface {
 // the connection of its slot's master. Run reads them all.
 //
 // A cluster moves slots in a failover (or a resharding), and the node that
-// lost a slot unsubscribes its channels (SUNSUBSCRIBE pushed by the server)
-// or answers MOVED: messages sent there would be lost without a word. Conns
-// then retires that connection and subscribes its channels again where
-// their slots live now, and tells Run's caller, which resends what may
-// have been missed.
+// lost a slot unsubscribes its channels (SUNSUBSCRIBE pushed by the server),
+// or it is gone: messages sent there would be lost without a word. Conns
+// then retires that connection (on any error of a cluster connection) and
+// subscribes its channels again, one by one, where their slots live now,
+// and tells Run's caller, which resends what may have been missed.
 type Conns struct {
 	cluster *redis.ClusterClient // nil: one connection
 	log     *slog.Logger
@@ -213,7 +212,7 @@ func (c *Conns) Run(ctx context.Context, handle func(msg any), restored func()) 
 // How long a move waits before it reads the cluster's slots again.
 const (
 	retryFirst = 100 * time.Millisecond
-	retryMost  = 2 * time.Second
+	retryMost  = time.Second
 )
 
 // read hands one connection's messages to handle until ctx ends or the
@@ -223,22 +222,22 @@ func (c *Conns) read(ctx context.Context, ps *redis.PubSub, handle func(any), re
 	for {
 		msg, err := ps.Receive(ctx)
 		if err != nil {
-			switch {
-			case ctx.Err() != nil || c.retired(ps):
+			if ctx.Err() != nil || c.retired(ps) {
 				return
-			case c.cluster != nil && movedError(err):
-				c.log.Info("pub/sub: slot moved; subscribing where it is now", "err", err)
+			}
+			c.log.Warn("pub/sub receive", "err", err)
+			if c.cluster != nil {
+				// go-redis would reconnect and send every channel of the
+				// connection in one SSUBSCRIBE, which a cluster refuses for
+				// channels of several slots (CROSSSLOT); and the node may be
+				// gone for good. Retire the connection: Run subscribes its
+				// channels one by one where their slots are now.
 				c.retire(ps)
 				return
 			}
 			broken = true
-			c.log.Warn("pub/sub receive", "err", err)
 			// go-redis reconnects and resubscribes every channel on the next
-			// receive, on a cluster to the master of the first channel's
-			// slot: read the slots again in case it is another node now.
-			if c.cluster != nil {
-				c.cluster.ReloadState(ctx)
-			}
+			// receive; pause so an outage does not spin.
 			select {
 			case <-ctx.Done():
 				return
@@ -259,12 +258,6 @@ func (c *Conns) read(ctx context.Context, ps *redis.PubSub, handle func(any), re
 			restored()
 		}
 	}
-}
-
-// movedError tells whether err says a slot lives on another node.
-func movedError(err error) bool {
-	s := err.Error()
-	return strings.HasPrefix(s, "MOVED ") || strings.HasPrefix(s, "ASK ")
 }
 
 func (c *Conns) wanted(ch string, ps *redis.PubSub) bool {
@@ -305,7 +298,8 @@ func (c *Conns) retire(ps *redis.PubSub) {
 }
 
 // move subscribes the channels of retired connections again, after reading
-// the cluster's slots afresh. It reports whether every one was sent.
+// the cluster's slots afresh, one SSUBSCRIBE each. A master that refuses one
+// is not tried again this round. It reports whether every one was sent.
 func (c *Conns) move(ctx context.Context) bool {
 	c.cluster.ReloadState(ctx)
 	c.mu.Lock()
@@ -314,9 +308,17 @@ func (c *Conns) move(ctx context.Context) bool {
 		chs = append(chs, ch)
 	}
 	c.mu.Unlock()
+	failed := map[string]bool{}
 	ok := true
 	for _, ch := range chs {
-		if err := c.Subscribe(ctx, ch); err != nil {
+		master, err := c.cluster.MasterForKey(ctx, ch)
+		if err == nil && !failed[master.Options().Addr] {
+			err = c.Subscribe(ctx, ch)
+			if err != nil {
+				failed[master.Options().Addr] = true
+			}
+		}
+		if err != nil {
 			ok = false
 			c.mu.Lock()
 			if c.want[ch] && c.of[ch] == nil { // still wanted, still nowhere
@@ -324,6 +326,9 @@ func (c *Conns) move(ctx context.Context) bool {
 			}
 			c.mu.Unlock()
 		}
+	}
+	if !ok {
+		c.log.Warn("pub/sub: channels not subscribed yet; retrying", "channels", len(chs))
 	}
 	return ok
 }

@@ -3,6 +3,10 @@ package redistest
 import (
 	"context"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -256,4 +260,60 @@ func servesSlot(ctx context.Context, node *redis.Client, addr string, slot int) 
 		}
 	}
 	return false
+}
+
+// KillMaster stops the master that serves key's slot without saving (its
+// replica then takes over once the cluster's node timeout has passed, as
+// after a crash) and waits until the slot has a new master. At cleanup the
+// stopped node is started again by scripts/redis-cluster.sh, rejoins as a
+// replica, and the cluster is whole again. Use it on FailoverCluster only.
+func KillMaster(t testing.TB, rdb *redis.ClusterClient, key string) (killed, promoted string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	slot, err := rdb.ClusterKeySlot(ctx, key).Result()
+	if err != nil {
+		t.Fatalf("redistest: slot of %s: %v", key, err)
+	}
+	killed, replica := slotNodes(t, ctx, rdb, int(slot))
+	node := redis.NewClient(&redis.Options{Addr: killed})
+	timeout, err := node.ConfigGet(ctx, "cluster-node-timeout").Result()
+	if err != nil {
+		t.Fatalf("redistest: node timeout of %s: %v", killed, err)
+	}
+	t.Cleanup(func() { restartNodes(t, killed, timeout["cluster-node-timeout"]) })
+	_ = node.ShutdownNoSave(ctx).Err() // the connection drops: no answer
+	_ = node.Close()
+	rep := redis.NewClient(&redis.Options{Addr: replica})
+	defer rep.Close()
+	for !servesSlot(ctx, rep, replica, int(slot)) {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("redistest: %s did not take over from %s", replica, killed)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	rdb.ReloadState(ctx)
+	return killed, replica
+}
+
+// restartNodes runs scripts/redis-cluster.sh start for the cluster whose
+// node addr was stopped: it starts the nodes that are down and waits until
+// the cluster is whole.
+func restartNodes(t testing.TB, addr, nodeTimeout string) {
+	t.Helper()
+	_, port, _ := strings.Cut(addr, ":")
+	p, err := strconv.Atoi(port)
+	if err != nil {
+		t.Fatalf("redistest: port of %s: %v", addr, err)
+	}
+	_, file, _, _ := runtime.Caller(0)
+	script := filepath.Join(filepath.Dir(file), "..", "..", "scripts", "redis-cluster.sh")
+	cmd := exec.Command(script, "start")
+	// The script's nodes are numbered from its base port, a multiple of 100
+	// here (7000, 7100).
+	cmd.Env = append(os.Environ(), "REDIS_CLUSTER_PORT="+strconv.Itoa(p-p%100), "REDIS_CLUSTER_NODE_TIMEOUT="+nodeTimeout)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("redistest: restart %s: %v\n%s", addr, err, out)
+	}
 }
