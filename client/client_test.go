@@ -10,7 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/matchgate/matchgate/client"
+	"github.com/matchgate/matchgate/gateway"
 	"github.com/matchgate/matchgate/internal/faultproxy"
 	"github.com/matchgate/matchgate/protocol"
 )
@@ -356,7 +359,15 @@ func TestSlowConsumer(t *testing.T) {
 // commands fail with ErrClosed.
 func TestClose(t *testing.T) {
 	base := startServer(t)
-	a := dialGuest(t, base, "", nil)
+	tok, err := gateway.MintToken([]byte(testSecret), "closer", nil, time.Hour, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	a, err := client.Dial(testContext(t), base, client.StaticToken(tok), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := a.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,8 @@ import (
 const testSecret = "client-test-secret-0123456789"
 
 // testQueues is the queue config every server is started with: pairs
-// forms a match of two at once; arena asks both to accept.
+// forms a match of two at once; arena asks both to accept; launch is an
+// admission queue; advice a provider queue.
 const testQueues = `
 queues:
   - name: pairs
@@ -33,6 +34,11 @@ queues:
     players: 2
     acceptWindow: 10s
     window: [{after: 0s, width: 1000}]
+  - {name: launch, kind: admission, rate: 20, tokenTTL: 1m}
+  - name: advice
+    kind: provider
+    acceptWindow: 15s
+    weights: {specialty: 2, rating: 1, load: 1, wait: 1}
 `
 
 var (
