@@ -58,6 +58,10 @@ type Options struct {
 	Clock  Clock
 	// HTTPClient makes the upgrade requests (default http.DefaultClient).
 	HTTPClient *http.Client
+	// DisableReconnect stops the client when its socket is lost, instead
+	// of reconnecting: Err is then the loss. For callers that decide
+	// themselves when to connect again (a load generator's drops).
+	DisableReconnect bool
 }
 
 func (o Options) withDefaults() Options {
@@ -218,7 +222,8 @@ func (c *Client) Close() error {
 func (c *Client) Done() <-chan struct{} { return c.done }
 
 // Err is why the client stopped: nil while it runs and after Close, a
-// *TerminalError when the server refused it for good.
+// *TerminalError when the server refused it for good, the loss of the
+// socket with Options.DisableReconnect.
 func (c *Client) Err() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -294,7 +299,7 @@ func (c *Client) run(l *link, lastTok string) {
 			c.stop(nil)
 			return
 		}
-		if terminal(err) {
+		if terminal(err) || c.opts.DisableReconnect {
 			c.stop(err)
 			return
 		}

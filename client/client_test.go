@@ -387,3 +387,26 @@ func TestClose(t *testing.T) {
 	}
 	_ = a.Close()
 }
+
+// With DisableReconnect a lost socket stops the client, and Err says why.
+func TestDisableReconnect(t *testing.T) {
+	base := startServer(t)
+	ctx := testContext(t)
+	proxy := faultproxy.New(t, strings.TrimPrefix(base, "http://"))
+	a := dialGuest(t, base, "ws://"+proxy.Addr()+"/v1/ws", &client.Options{DisableReconnect: true})
+	proxy.DropReply([]byte(`"pong"`))
+	if err := a.Ping(ctx); !errors.Is(err, client.ErrDisconnected) && !errors.Is(err, client.ErrClosed) {
+		t.Fatalf("ping with its reply lost: %v", err)
+	}
+	select {
+	case <-a.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the client kept going")
+	}
+	if a.Err() == nil {
+		t.Fatal("Err is nil after the loss")
+	}
+	if err := a.Ping(ctx); !errors.Is(err, client.ErrClosed) {
+		t.Fatalf("ping after the stop: %v", err)
+	}
+}
