@@ -24,7 +24,7 @@ const testSecret = "client-test-secret-0123456789"
 
 // testQueues is the queue config every server is started with: pairs
 // forms a match of two at once; arena asks both to accept; launch is an
-// admission queue; advice a provider queue.
+// admission queue; advice a provider queue; products a ranking board.
 const testQueues = `
 queues:
   - name: pairs
@@ -39,6 +39,11 @@ queues:
     kind: provider
     acceptWindow: 15s
     weights: {specialty: 2, rating: 1, load: 1, wait: 1}
+rankings:
+  - name: products
+    source: events
+    metrics: {views: {weight: 1}}
+    refresh: 1s
 `
 
 var (

@@ -3,12 +3,14 @@ package client_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/matchgate/matchgate/client"
 	"github.com/matchgate/matchgate/gateway"
+	"github.com/matchgate/matchgate/internal/faultproxy"
 	"github.com/matchgate/matchgate/protocol"
 )
 
@@ -162,5 +164,38 @@ func TestTokenRefresh(t *testing.T) {
 	}
 	if err := s.Ping(ctx); !errors.Is(err, client.ErrClosed) {
 		t.Fatalf("ping after the stop: %v", err)
+	}
+}
+
+// A subscription is made again on the socket that replaces a lost one:
+// the board's Top comes again, as a subscribed reply after the new hello.
+func TestSubscriptionSurvivesReconnect(t *testing.T) {
+	base := startServer(t)
+	ctx := testContext(t)
+	proxy := faultproxy.New(t, strings.TrimPrefix(base, "http://"))
+	a := dialGuest(t, base, "ws://"+proxy.Addr()+"/v1/ws", &client.Options{BackoffBase: 20 * time.Millisecond})
+	r, err := a.Subscribe(ctx, "products", "hour", 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Ranking != "products" || r.Window != "hour" || r.Period == "" {
+		t.Fatalf("subscribed: %+v", r)
+	}
+	next(t, a.Client, 5*time.Second, func(e client.RankingEvent) bool { return e.Frame == protocol.FrameSubscribed })
+	if _, err := a.Subscribe(ctx, "nosuchboard", "hour", 0); !isCode(err, protocol.CodeNotFound) {
+		t.Fatalf("subscribe to an unknown board: %v", err)
+	}
+
+	proxy.DropReply([]byte(`"pong"`))
+	if err := a.Ping(ctx); !errors.Is(err, client.ErrDisconnected) {
+		t.Fatalf("ping with its reply lost: %v", err)
+	}
+	next(t, a.Client, 10*time.Second, func(e client.HelloEvent) bool { return e.Reconnect })
+	again := next(t, a.Client, 10*time.Second, func(e client.RankingEvent) bool { return e.Frame == protocol.FrameSubscribed })
+	if again.Ranking.Ranking != "products" || again.Ranking.Window != "hour" {
+		t.Fatalf("after the reconnect: %+v", again.Ranking)
+	}
+	if err := a.Unsubscribe(ctx, "products", "hour"); err != nil {
+		t.Fatal(err)
 	}
 }
