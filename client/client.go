@@ -378,11 +378,15 @@ func (c *Client) open(ctx context.Context) (*link, string, error) {
 func (c *Client) serve(l *link) error {
 	pctx, cancel := context.WithCancel(c.ctx)
 	var pinger sync.WaitGroup
+	closed := make(chan struct{})
 	stopClose := context.AfterFunc(c.ctx, func() {
+		defer close(closed)
 		_ = l.conn.Close(websocket.StatusNormalClosure, "client closed")
 	})
 	defer func() {
-		stopClose()
+		if !stopClose() {
+			<-closed // the close handshake is the client's to finish
+		}
 		cancel()
 		pinger.Wait()
 		c.lose(l)
@@ -505,6 +509,9 @@ func (c *Client) request(ctx context.Context, typ, queue string, build func(id s
 	ctx, cancel := context.WithTimeout(ctx, c.opts.RequestTimeout)
 	defer cancel()
 	for {
+		if c.ctx.Err() != nil {
+			return frame{}, fmt.Errorf("%s: %w", typ, ErrClosed)
+		}
 		c.mu.Lock()
 		l, up := c.link, c.linkUp
 		c.mu.Unlock()
