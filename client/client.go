@@ -156,7 +156,7 @@ type rankSub struct {
 // has been read (Client.Hello holds it), or with the first attempt's
 // error: a bad URL, a refused token or a server that is down fail here.
 // From then on the client reconnects by itself, with full-jitter
-// exponential backoff, until Close or ctx ends.
+// exponential backoff, until Close: ctx bounds the first attempt only.
 //
 // rawURL is the socket's URL (ws://host/v1/ws, wss://…), or an http(s)
 // base URL to which /v1/ws is added. opts may be nil.
@@ -238,7 +238,7 @@ func (c *Client) Err() error {
 // consumer. When the channel is full (Options.EventBuffer), an event is
 // thrown away and counted, and the next event delivered is a GapEvent with
 // the count. Nothing else is lost: the state (Ticket, Match, Tickets,
-// Matches, Admission, Providers, Assignments) is updated whatever the
+// Matches, Admission, Provider, Assignment) is updated whatever the
 // consumer does, and commands get their replies. A consumer that sees a
 // GapEvent reads the state it needs from there. A consumer that does not
 // want events at all need not read them.

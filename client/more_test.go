@@ -3,7 +3,9 @@ package client_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -197,5 +199,58 @@ func TestSubscriptionSurvivesReconnect(t *testing.T) {
 	}
 	if err := a.Unsubscribe(ctx, "products", "hour"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// fakeClock records the waits asked of it; each ends when the test says.
+type fakeClock struct {
+	mu    sync.Mutex
+	waits []time.Duration
+	fire  chan time.Time
+}
+
+func (c *fakeClock) Now() time.Time { return time.Now() }
+
+func (c *fakeClock) After(d time.Duration) <-chan time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.waits = append(c.waits, d)
+	return c.fire
+}
+
+func (c *fakeClock) asked() []time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.waits)
+}
+
+// The reconnect waits on the injected clock, for the backoff the injected
+// random chose: nothing is dialled until that wait ends.
+func TestReconnectWaitsOnTheClock(t *testing.T) {
+	base := startServer(t)
+	ctx := testContext(t)
+	proxy := faultproxy.New(t, strings.TrimPrefix(base, "http://"))
+	clock := &fakeClock{fire: make(chan time.Time)}
+	opts := &client.Options{Clock: clock, Random: func() float64 { return 0.25 }, PingInterval: -1,
+		BackoffBase: time.Second, BackoffCap: time.Minute}
+	a := dialGuest(t, base, "ws://"+proxy.Addr()+"/v1/ws", opts)
+	proxy.DropReply([]byte(`"pong"`))
+	if err := a.Ping(ctx); !errors.Is(err, client.ErrDisconnected) {
+		t.Fatalf("ping with its reply lost: %v", err)
+	}
+	lost := next(t, a.Client, 10*time.Second, func(e client.StateEvent) bool { return e.State == client.Reconnecting })
+	if lost.Delay != 250*time.Millisecond {
+		t.Fatalf("delay %s, want 250ms (a quarter of the first ceiling)", lost.Delay)
+	}
+	if w := clock.asked(); len(w) != 1 || w[0] != lost.Delay {
+		t.Fatalf("the clock was asked for %v", w)
+	}
+	if a.Connected() {
+		t.Fatal("connected before the wait ended")
+	}
+	clock.fire <- time.Now()
+	h := next(t, a.Client, 10*time.Second, func(e client.HelloEvent) bool { return e.Reconnect })
+	if h.Hello.UserID != a.g.UserID {
+		t.Fatalf("hello after the wait: %+v", h.Hello)
 	}
 }
