@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -58,6 +59,18 @@ type Options struct {
 	Clock  Clock
 	// HTTPClient makes the upgrade requests (default http.DefaultClient).
 	HTTPClient *http.Client
+	// HeartbeatInterval is how often, while the socket is down, each
+	// WAITING ticket is kept alive over REST (PUT
+	// /v1/tickets/{id}/heartbeat), as web/matchgate.js does: the server
+	// cancels the ticket of a player with no socket and no heartbeat for
+	// the queue's heartbeat timeout (30s by default). Default 10s;
+	// negative disables. An open socket keeps its tickets alive itself.
+	HeartbeatInterval time.Duration
+	// BaseURL is the REST base the heartbeats go to (default: the
+	// socket's host, over http or https); RESTClient sends them (default
+	// http.DefaultClient).
+	BaseURL    string
+	RESTClient *http.Client
 	// DisableReconnect stops the client when its socket is lost, instead
 	// of reconnecting: Err is then the loss. For callers that decide
 	// themselves when to connect again (a load generator's drops).
@@ -85,6 +98,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.PingInterval == 0 {
 		o.PingInterval = 15 * time.Second
+	}
+	if o.HeartbeatInterval == 0 {
+		o.HeartbeatInterval = 10 * time.Second
+	}
+	if o.RESTClient == nil {
+		o.RESTClient = http.DefaultClient
 	}
 	if o.MaxFrameBytes <= 0 {
 		o.MaxFrameBytes = 1 << 20
@@ -126,7 +145,8 @@ type Client struct {
 	pending map[string]*pending
 	seq     uint64
 	subs    map[rankKey]*rankSub
-	stopErr error // why the client stopped, once it has
+	stopErr error  // why the client stopped, once it has
+	lastTok string // the token of the last socket, for the heartbeats
 }
 
 // link is one open socket. lost is closed when it ends.
@@ -173,6 +193,9 @@ func Dial(ctx context.Context, rawURL string, token TokenFunc, opts *Options) (*
 		o = *opts
 	}
 	o = o.withDefaults()
+	if o.BaseURL == "" {
+		o.BaseURL = restBase(u)
+	}
 	c := &Client{
 		url: u, token: token, opts: o, log: o.Logger,
 		done:    make(chan struct{}),
@@ -199,6 +222,9 @@ func Dial(ctx context.Context, rawURL string, token TokenFunc, opts *Options) (*
 		defer c.wg.Done()
 		c.run(l, lastTok)
 	}()
+	if o.HeartbeatInterval > 0 {
+		c.wg.Go(c.heartbeats)
+	}
 	go func() {
 		c.wg.Wait()
 		close(c.events)
@@ -363,7 +389,7 @@ func (c *Client) open(ctx context.Context) (*link, string, error) {
 	l := &link{conn: conn, lost: make(chan struct{})}
 	c.onHello(f)
 	c.mu.Lock()
-	c.link = l
+	c.link, c.lastTok = l, tok
 	close(c.linkUp)
 	c.mu.Unlock()
 	c.emit(StateEvent{State: Open})
@@ -475,6 +501,67 @@ func terminal(err error) bool {
 func isUnauthorized(err error) bool {
 	var te *TerminalError
 	return errors.As(err, &te) && (te.Code == gatewayUnauthorized || te.Status == http.StatusUnauthorized)
+}
+
+// heartbeats keeps the WAITING tickets alive over REST while the socket
+// is down, until the client stops.
+func (c *Client) heartbeats() {
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-c.opts.Clock.After(c.opts.HeartbeatInterval):
+		}
+		c.mu.Lock()
+		up, tok, waiting := c.link != nil, c.lastTok, c.st.waiting()
+		c.mu.Unlock()
+		if up || tok == "" {
+			continue
+		}
+		for _, t := range waiting {
+			if err := c.heartbeat(t.ID, tok); err != nil {
+				// The ticket may be over, or the server unreachable: the
+				// hello of the next socket tells.
+				c.log.Debug("matchgate client: heartbeat", slog.String("ticket", t.ID), slog.Any("error", err))
+			}
+		}
+	}
+}
+
+func (c *Client) heartbeat(ticketID, tok string) error {
+	ctx, cancel := context.WithTimeout(c.ctx, c.opts.RequestTimeout)
+	defer cancel()
+	u := strings.TrimSuffix(c.opts.BaseURL, "/") + "/v1/tickets/" + url.PathEscape(ticketID) + "/heartbeat"
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, u, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := c.opts.RESTClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode/100 != 2 {
+		return restError(resp, b)
+	}
+	return nil
+}
+
+// restBase is the http(s) base of a socket URL.
+func restBase(socket string) string {
+	u, err := url.Parse(socket)
+	if err != nil {
+		return ""
+	}
+	if u.Scheme == "wss" {
+		u.Scheme = "https"
+	} else {
+		u.Scheme = "http"
+	}
+	u.Path, u.RawQuery = "", ""
+	return u.String()
 }
 
 // socketURL is the socket's URL for a ws(s) URL, or an http(s) base.

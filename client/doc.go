@@ -32,7 +32,8 @@
 //
 // A command sent just before the socket is lost fails with ErrDisconnected:
 // the server may have acted on it, and the hello after the reconnect shows
-// whether it did. The client sends no REST heartbeats for waiting tickets
-// while it is disconnected (web/matchgate.js does): a ticket outlives a
-// short outage, not one longer than the server's heartbeat timeout.
+// whether it did. While the socket is down, the WAITING tickets are kept
+// alive over REST heartbeats (Options.HeartbeatInterval), as
+// web/matchgate.js does, so a ticket outlives an outage longer than its
+// queue's heartbeat timeout.
 package client

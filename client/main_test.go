@@ -24,7 +24,8 @@ const testSecret = "client-test-secret-0123456789"
 
 // testQueues is the queue config every server is started with: pairs
 // forms a match of two at once; arena asks both to accept; launch is an
-// admission queue; advice a provider queue; products a ranking board.
+// admission queue; advice a provider queue; products a ranking board;
+// lonely never matches one player, and evicts a ghost after 2s.
 const testQueues = `
 queues:
   - name: pairs
@@ -34,6 +35,10 @@ queues:
     players: 2
     acceptWindow: 10s
     window: [{after: 0s, width: 1000}]
+  - name: lonely
+    players: 3
+    heartbeatTimeout: 2s
+    tick: 100ms
   - {name: launch, kind: admission, rate: 20, tokenTTL: 1m}
   - name: advice
     kind: provider

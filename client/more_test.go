@@ -2,7 +2,9 @@ package client_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -231,7 +233,7 @@ func TestReconnectWaitsOnTheClock(t *testing.T) {
 	ctx := testContext(t)
 	proxy := faultproxy.New(t, strings.TrimPrefix(base, "http://"))
 	clock := &fakeClock{fire: make(chan time.Time)}
-	opts := &client.Options{Clock: clock, Random: func() float64 { return 0.25 }, PingInterval: -1,
+	opts := &client.Options{Clock: clock, Random: func() float64 { return 0.25 }, PingInterval: -1, HeartbeatInterval: -1,
 		BackoffBase: time.Second, BackoffCap: time.Minute}
 	a := dialGuest(t, base, "ws://"+proxy.Addr()+"/v1/ws", opts)
 	proxy.DropReply([]byte(`"pong"`))
@@ -253,4 +255,63 @@ func TestReconnectWaitsOnTheClock(t *testing.T) {
 	if h.Hello.UserID != a.g.UserID {
 		t.Fatalf("hello after the wait: %+v", h.Hello)
 	}
+}
+
+// While its socket is down the client keeps its WAITING ticket alive over
+// REST; a client that does not is cancelled as a ghost (reason heartbeat).
+func TestHeartbeatsWhileAway(t *testing.T) {
+	base := startServer(t)
+	ctx := testContext(t)
+	proxy := faultproxy.New(t, strings.TrimPrefix(base, "http://"))
+	socket := "ws://" + proxy.Addr() + "/v1/ws"
+	keeper := dialGuest(t, base, socket, &client.Options{HeartbeatInterval: 200 * time.Millisecond, BaseURL: base})
+	ghost := dialGuest(t, base, socket, &client.Options{HeartbeatInterval: -1})
+	kt, err := keeper.Join(ctx, "lonely", client.JoinOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gt, err := ghost.Join(ctx, "lonely", client.JoinOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy.Close() // both sockets end, and no new one opens
+	for _, p := range []player{keeper, ghost} {
+		next(t, p.Client, 10*time.Second, func(e client.StateEvent) bool { return e.State == client.Reconnecting })
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		g := restTicket(t, base, ghost.g.Token, gt.ID)
+		if g.Status == client.StatusCancelled {
+			if g.CancelReason != "heartbeat" {
+				t.Fatalf("the ghost's ticket: %+v", g)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the ghost's ticket is still %s", g.Status)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if k := restTicket(t, base, keeper.g.Token, kt.ID); k.Status != client.StatusWaiting {
+		t.Fatalf("the heartbeating player's ticket: %+v", k)
+	}
+}
+
+func restTicket(t *testing.T, base, token, id string) client.Ticket {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, base+"/v1/tickets/"+id, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var v struct{ Ticket client.Ticket }
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&v) != nil {
+		t.Fatalf("GET ticket %s: %s", id, resp.Status)
+	}
+	return v.Ticket
 }
