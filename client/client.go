@@ -128,7 +128,7 @@ type Client struct {
 
 	ctx    context.Context
 	cancel context.CancelFunc
-	wg     sync.WaitGroup // the run loop, and the resubscriptions it starts
+	wg     sync.WaitGroup // the heartbeats, and the resubscriptions the run loop starts
 	done   chan struct{}  // closed when the run loop has ended
 	events chan Event
 
@@ -217,15 +217,12 @@ func Dial(ctx context.Context, rawURL string, token TokenFunc, opts *Options) (*
 		close(c.done)
 		return nil, err
 	}
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		c.run(l, lastTok)
-	}()
-	if o.HeartbeatInterval > 0 {
+	if o.HeartbeatInterval > 0 && !o.DisableReconnect {
 		c.wg.Go(c.heartbeats)
 	}
 	go func() {
+		c.run(l, lastTok)
+		c.cancel()
 		c.wg.Wait()
 		close(c.events)
 		close(c.done)

@@ -397,6 +397,8 @@ func (a *admissionRun) runWaiter(ctx context.Context, w *waiter, due time.Time) 
 		HTTPClient: a.dial.ws, DialTimeout: a.cfg.ConnectTimeout, RequestTimeout: a.cfg.ConnectTimeout,
 		// A socket the server closes is counted, not reconnected.
 		DisableReconnect: true,
+		// The server pings every socket; one goroutine reads each.
+		PingInterval: -1,
 	})
 	if err != nil {
 		a.fail("socket_" + dialErrorKind(err))

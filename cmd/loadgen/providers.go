@@ -176,6 +176,8 @@ func (r *providersRun) dialClient(ctx context.Context, base, tok string) (*clien
 		// A lost socket is the run's to reconnect (dropSome), or the end of
 		// a requester.
 		DisableReconnect: true,
+		// The server pings every socket; one goroutine reads each.
+		PingInterval: -1,
 	})
 }
 
