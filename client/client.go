@@ -233,7 +233,9 @@ func Dial(ctx context.Context, rawURL string, token TokenFunc, opts *Options) (*
 // Close stops the client: the socket is closed (1000), reconnecting ends,
 // commands waiting for a reply fail with ErrClosed or ErrDisconnected,
 // and Events is closed once every goroutine of the client has returned,
-// which Close waits for. Calling it again does nothing.
+// which Close waits for (on a network gone silent, the close handshake
+// gives up after coder/websocket's own timeouts, seconds). Calling it
+// again does nothing.
 func (c *Client) Close() error {
 	c.cancel()
 	<-c.done
