@@ -127,8 +127,8 @@
 // (package client, docs/CLIENT-GO.md) with reconnecting off: a socket's
 // client goroutine reads it, and the mode's own goroutine handles its
 // events. The players, idle and push modes read the raw frames
-// themselves: the invariants are checked on the wire as sent, stale or
-// repeated frames included, which the client's state keeping would hide.
+// themselves: the invariants are checked on every frame as sent, which
+// the client's version keeping would filter.
 //
 // Example, 2,000 joins/s on a pairs queue against two real-dependency
 // servers (see docs/BENCHMARKS.md for the measured runs):
