@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,9 +17,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/coder/websocket"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/matchgate/matchgate/client"
 	"github.com/matchgate/matchgate/gateway"
 	"github.com/matchgate/matchgate/notify"
 	"github.com/matchgate/matchgate/protocol"
@@ -392,77 +393,73 @@ func (a *admissionRun) failedSockets() int {
 
 // runWaiter connects, enters and reads the socket until ctx ends.
 func (a *admissionRun) runWaiter(ctx context.Context, w *waiter, due time.Time) {
-	cctx, cancel := context.WithTimeout(ctx, a.cfg.ConnectTimeout)
-	conn, err := a.dial.dialWS(cctx, w.base, w.token)
+	c, err := client.Dial(ctx, w.base, client.StaticToken(w.token), &client.Options{
+		HTTPClient: a.dial.ws, DialTimeout: a.cfg.ConnectTimeout, RequestTimeout: a.cfg.ConnectTimeout,
+		// A socket the server closes is counted, not reconnected.
+		DisableReconnect: true,
+		// The server pings every socket; one goroutine reads each.
+		PingInterval: -1,
+	})
 	if err != nil {
-		cancel()
 		a.fail("socket_" + dialErrorKind(err))
 		return
 	}
-	defer conn.CloseNow()
+	defer c.Close()
+	// Dial returns with the hello read: the connect is timed to it.
 	a.connect.Record(time.Since(due))
-	var f inFrame
-	typ, data, err := conn.Read(cctx)
-	if err != nil || typ != websocket.MessageText || json.Unmarshal(data, &f) != nil || f.Type != "hello" {
-		cancel()
-		a.fail("socket_hello")
-		return
-	}
 	a.socketsOpen.Add(1)
 	defer a.socketsOpen.Add(-1)
-	cmd, _ := json.Marshal(map[string]string{"type": protocol.FrameEnter, "id": "e1", "queue": a.cfg.AdmissionQueue})
+	// Closing ends the events: the run's end is the reader's end.
+	stop := context.AfterFunc(ctx, func() { _ = c.Close() })
+	defer stop()
 	w.sent = time.Now()
-	err = conn.Write(cctx, websocket.MessageText, cmd)
-	cancel()
-	if err != nil {
-		a.fail("socket_write")
+	if _, err := c.Enter(ctx, a.cfg.AdmissionQueue); err != nil {
+		var e *client.Error
+		switch {
+		case errors.As(err, &e):
+			a.fail("frame_" + string(e.Code))
+			a.fail("socket_enter_refused")
+		case ctx.Err() == nil:
+			a.fail("socket_write")
+		}
 		return
 	}
-	// Closing ends the read: the run's end is the reader's end.
-	stop := context.AfterFunc(ctx, func() { _ = conn.Close(websocket.StatusNormalClosure, "") })
-	defer stop()
-	for {
-		_, data, err := conn.Read(context.Background())
-		if err != nil {
-			if ctx.Err() == nil {
-				a.fail("socket_closed_" + closeKind(err))
+	// Each event is stamped by the client as its frame was read.
+	for e := range c.Events() {
+		switch e := e.(type) {
+		case client.AdmissionEvent:
+			switch e.Frame {
+			case protocol.FrameEntered:
+				if w.entered.IsZero() {
+					w.entered, w.rank0 = e.At, e.Position.Rank
+					a.wsEnter.Record(e.At.Sub(w.sent))
+					a.socketsEntered.Add(1)
+				}
+			case protocol.FrameAdmissionPosition:
+				if e.Position.Status == protocol.PositionWaiting {
+					a.positionPushes.Add(1)
+					w.pushes = append(w.pushes, push{rank: e.Position.Rank, at: e.At})
+				}
+			case protocol.FrameAdmissionReady:
+				if w.ready.IsZero() {
+					w.ready = e.At
+					a.readies.Add(1)
+				}
 			}
-			return
-		}
-		now := time.Now()
-		f = inFrame{}
-		if json.Unmarshal(data, &f) != nil {
-			a.fail("bad_frame")
-			continue
-		}
-		switch f.Type {
-		case protocol.FrameEntered:
-			if f.Position != nil && w.entered.IsZero() {
-				w.entered, w.rank0 = now, f.Position.Rank
-				a.wsEnter.Record(now.Sub(w.sent))
-				a.socketsEntered.Add(1)
-			}
-		case protocol.FrameAdmissionPosition:
-			if f.Position != nil && f.Position.Status == protocol.PositionWaiting {
-				a.positionPushes.Add(1)
-				w.pushes = append(w.pushes, push{rank: f.Position.Rank, at: now})
-			}
-		case protocol.FrameAdmissionReady:
-			if w.ready.IsZero() {
-				w.ready = now
-				a.readies.Add(1)
-			}
-		case "error":
+		case client.ErrorEvent:
 			code := "error"
-			if f.Error != nil {
-				code = f.Error.Code
+			var ce *client.Error
+			if errors.As(e.Err, &ce) {
+				code = string(ce.Code)
 			}
 			a.fail("frame_" + code)
-			if w.entered.IsZero() {
-				a.fail("socket_enter_refused")
-				return
-			}
+		case client.GapEvent:
+			// Pushes this reader fell behind on are not in the figures.
+			a.fail("socket_events_dropped")
 		}
+	}
+	if err := c.Err(); err != nil && ctx.Err() == nil {
+		a.fail("socket_closed_" + closeKind(err))
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/matchgate/matchgate/client"
 	"github.com/matchgate/matchgate/gateway"
 )
 
@@ -124,10 +125,13 @@ func (e *httpError) Error() string { return fmt.Sprintf("HTTP %d %s: %v", e.stat
 // dialErrorKind classifies a failed connect for the report.
 func dialErrorKind(err error) string {
 	var he *httpError
+	var te *client.TerminalError
 	var ne net.Error
 	switch {
 	case errors.As(err, &he):
 		return fmt.Sprintf("http_%d", he.status)
+	case errors.As(err, &te) && te.Status != 0:
+		return fmt.Sprintf("http_%d", te.Status)
 	case errors.Is(err, syscall.EADDRNOTAVAIL):
 		return "no_source_port"
 	case errors.Is(err, syscall.ECONNREFUSED):

@@ -123,6 +123,13 @@
 // drops are timers. A player's state is guarded by its mutex; the stats are
 // atomic counters and locked histograms.
 //
+// The providers and admission modes speak through the Go client
+// (package client, docs/CLIENT-GO.md) with reconnecting off: a socket's
+// client goroutine reads it, and the mode's own goroutine handles its
+// events. The players, idle and push modes read the raw frames
+// themselves: the invariants are checked on every frame as sent, which
+// the client's version keeping would filter.
+//
 // Example, 2,000 joins/s on a pairs queue against two real-dependency
 // servers (see docs/BENCHMARKS.md for the measured runs):
 //

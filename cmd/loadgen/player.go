@@ -14,6 +14,7 @@ import (
 	// taken from the system it measures.
 	json "github.com/segmentio/encoding/json"
 
+	"github.com/matchgate/matchgate/client"
 	"github.com/matchgate/matchgate/matcher"
 	"github.com/matchgate/matchgate/protocol"
 )
@@ -115,6 +116,10 @@ func (p *player) runSocket(ctx context.Context, due time.Time) {
 
 // closeKind names how a connection ended.
 func closeKind(err error) string {
+	var te *client.TerminalError
+	if errors.As(err, &te) && te.Code != 0 {
+		return strconv.Itoa(int(te.Code))
+	}
 	if code := websocket.CloseStatus(err); code != -1 {
 		return strconv.Itoa(int(code))
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -14,8 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/coder/websocket"
-
+	"github.com/matchgate/matchgate/client"
 	"github.com/matchgate/matchgate/gateway"
 	"github.com/matchgate/matchgate/protocol"
 )
@@ -36,10 +36,10 @@ import (
 type providerSocket struct {
 	user, token, base string
 	capacity          int
-	attrs             map[string]any
+	attrs             client.Attributes
 
 	mu    sync.Mutex
-	conn  *websocket.Conn
+	conn  *client.Client
 	live  map[string]string // assignment id → requester's ticket id
 	freed []time.Time       // ends not yet followed by an offer
 }
@@ -162,61 +162,51 @@ func (r *providersRun) newProvider(i int, rng *rand.Rand) (*providerSocket, erro
 	}
 	return &providerSocket{
 		user: user, token: tok, base: r.cfg.URLs[i%len(r.cfg.URLs)], capacity: 1 + rng.IntN(3),
-		attrs: map[string]any{"languages": langs, "specialties": []string{fmt.Sprintf("s%d", rng.IntN(10)), fmt.Sprintf("s%d", rng.IntN(10))},
-			"sessionTypes": []string{"chat", "video"}, "rating": math.Round((2+3*rng.Float64())*10) / 10},
+		attrs: client.Attributes{Languages: langs, Specialties: []string{fmt.Sprintf("s%d", rng.IntN(10)), fmt.Sprintf("s%d", rng.IntN(10))},
+			SessionTypes: []string{"chat", "video"}, Rating: math.Round((2+3*rng.Float64())*10) / 10},
 		live: map[string]string{},
 	}, nil
 }
 
-// wireFrame is what loadgen reads of a server frame.
-type wireFrame struct {
-	Type       string                   `json:"type"`
-	Re         string                   `json:"re"`
-	Error      *struct{ Code string }   `json:"error"`
-	Assignment *protocol.AssignmentView `json:"assignment"`
-	Providers  []protocol.ProviderView  `json:"providers"`
-	Match      *protocol.ClientMatch    `json:"match"`
+// dialClient opens a client/ connection to base with tok, through the
+// run's dialer, and returns once its hello is read.
+func (r *providersRun) dialClient(ctx context.Context, base, tok string) (*client.Client, error) {
+	return client.Dial(ctx, base, client.StaticToken(tok), &client.Options{
+		HTTPClient: r.dial.ws, DialTimeout: r.cfg.ConnectTimeout, RequestTimeout: 5 * time.Second,
+		// A lost socket is the run's to reconnect (dropSome), or the end of
+		// a requester.
+		DisableReconnect: true,
+		// The server pings every socket; one goroutine reads each.
+		PingInterval: -1,
+	})
 }
 
-func readFrame(ctx context.Context, c *websocket.Conn) (wireFrame, error) {
-	_, b, err := c.Read(ctx)
-	if err != nil {
-		return wireFrame{}, err
+// failed records a refused or lost command under prefix and its code.
+func (r *providersRun) failed(prefix string, err error) {
+	var e *client.Error
+	switch {
+	case errors.As(err, &e):
+		r.fail(prefix + string(e.Code))
+	case errors.Is(err, client.ErrClosed), errors.Is(err, context.Canceled):
+		// the socket was dropped or the run is over
+	default:
+		r.fail(prefix + "lost")
 	}
-	var f wireFrame
-	if err := json.Unmarshal(b, &f); err != nil {
-		return wireFrame{}, fmt.Errorf("frame %q: %w", b, err)
-	}
-	return f, nil
-}
-
-func writeJSON(ctx context.Context, c *websocket.Conn, v any) error {
-	b, _ := json.Marshal(v)
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	return c.Write(ctx, websocket.MessageText, b)
 }
 
 // connectProvider dials p, takes its running assignments from the hello
 // (a reconnect), goes online and starts its reader.
 func (r *providersRun) connectProvider(ctx context.Context, p *providerSocket, readers *sync.WaitGroup) error {
-	dctx, cancel := context.WithTimeout(ctx, r.cfg.ConnectTimeout)
-	defer cancel()
-	c, err := r.dial.dialWS(dctx, p.base, p.token)
+	c, err := r.dialClient(ctx, p.base, p.token)
 	if err != nil {
 		return err
-	}
-	hello, err := readFrame(dctx, c)
-	if err != nil || hello.Type != "hello" {
-		c.CloseNow()
-		return fmt.Errorf("hello: %v %s", err, hello.Type)
 	}
 	// The hello lists what the provider holds: the running sessions, and
 	// the offers pushed while its socket was down, answered now.
 	var offered []string
 	p.mu.Lock()
 	p.conn = c
-	for _, v := range hello.Providers {
+	for _, v := range c.Hello().Providers {
 		for _, a := range v.Assignments {
 			if v.Queue != r.cfg.ProviderQueue {
 				continue
@@ -228,70 +218,90 @@ func (r *providersRun) connectProvider(ctx context.Context, p *providerSocket, r
 		}
 	}
 	p.mu.Unlock()
-	if err := writeJSON(ctx, c, map[string]any{"type": protocol.FrameProviderOnline, "id": "on", "queue": r.cfg.ProviderQueue,
-		"capacity": p.capacity, "attributes": p.attrs}); err != nil {
-		c.CloseNow()
-		return err
+	readers.Go(func() { r.readProvider(ctx, p, c, readers) })
+	if _, err := c.ProviderOnline(ctx, r.cfg.ProviderQueue, p.capacity, &p.attrs); err != nil {
+		r.failed("provider_error_", err)
 	}
 	for _, id := range offered {
-		if err := writeJSON(ctx, c, map[string]any{"type": protocol.FrameAssignmentAccept, "id": "a", "assignmentId": id}); err != nil {
-			c.CloseNow()
-			return err
-		}
+		r.acceptLater(ctx, p, c, id, readers)
 	}
-	readers.Go(func() { r.readProvider(ctx, p, c) })
 	return nil
 }
 
-func (r *providersRun) readProvider(ctx context.Context, p *providerSocket, c *websocket.Conn) {
-	defer c.CloseNow()
-	rng := rand.New(rand.NewPCG(uint64(len(p.user)), uint64(time.Now().UnixNano())))
-	for {
-		f, err := readFrame(ctx, c)
+// acceptLater accepts an offer from its own goroutine (the reply comes
+// through the client's reader, which the events loop must not hold up)
+// and acts on the reply: an accepted session is ended later.
+//
+// The replies, not the events, drive the sessions: the client delivers an
+// assignment's state once per version, and the accept's reply carries the
+// version its assignment.update push may have brought first.
+func (r *providersRun) acceptLater(ctx context.Context, p *providerSocket, c *client.Client, id string, wg *sync.WaitGroup) {
+	wg.Go(func() {
+		a, err := c.AcceptAssignment(ctx, id)
 		if err != nil {
+			r.failed("provider_error_", err)
 			return
 		}
+		r.settled(ctx, p, a, wg)
+	})
+}
+
+// settled acts on an assignment's state in a reply.
+func (r *providersRun) settled(ctx context.Context, p *providerSocket, a client.Assignment, wg *sync.WaitGroup) {
+	now := time.Now()
+	switch a.Status {
+	case "ACCEPTED":
+		rng := rand.New(rand.NewPCG(uint64(len(p.user)), uint64(now.UnixNano())))
+		r.endLater(ctx, p, a.ID, rng, wg)
+	case "ENDED":
+		r.ends.Add(1)
+		r.release(p, a, now, true)
+	case "DECLINED", "EXPIRED":
+		r.release(p, a, now, false)
+	}
+}
+
+// readProvider handles a provider's events until its client is closed
+// (a drop, or the end of the run).
+func (r *providersRun) readProvider(ctx context.Context, p *providerSocket, c *client.Client, wg *sync.WaitGroup) {
+	stop := context.AfterFunc(ctx, func() { _ = c.Close() })
+	defer stop()
+	rng := rand.New(rand.NewPCG(uint64(len(p.user)), uint64(time.Now().UnixNano())))
+	for e := range c.Events() {
 		now := time.Now()
-		switch {
-		case f.Type == "error":
+		switch e := e.(type) {
+		case client.ErrorEvent:
+			var ce *client.Error
 			code := "?"
-			if f.Error != nil {
-				code = f.Error.Code
+			if errors.As(e.Err, &ce) {
+				code = string(ce.Code)
 			}
 			r.fail("provider_error_" + code)
-		case f.Type == protocol.FrameAssignmentOffered && f.Assignment != nil:
-			a := f.Assignment
-			r.offers.Add(1)
-			p.mu.Lock()
-			if len(p.freed) > 0 {
-				r.freedToOffer.Record(now.Sub(p.freed[0]))
-				p.freed = p.freed[1:]
-			}
-			p.live[a.ID] = a.Requester.TicketID
-			if len(p.live) > p.capacity {
-				r.overCapacity.Add(1)
-			}
-			p.mu.Unlock()
-			r.hold(a.Requester.TicketID, p.user, a.ID)
-			if a.Status == "OFFERED" {
-				_ = writeJSON(ctx, c, map[string]any{"type": protocol.FrameAssignmentAccept, "id": "a", "assignmentId": a.ID})
-			} else {
-				r.endLater(ctx, p, c, a.ID, rng)
-			}
-		case f.Type == protocol.FrameAssignment && f.Assignment != nil:
-			a := f.Assignment
-			switch a.Status {
-			case "ACCEPTED":
-				r.endLater(ctx, p, c, a.ID, rng)
-			case "ENDED":
-				r.ends.Add(1)
-				r.release(p, a, now, true)
-			case "DECLINED", "EXPIRED":
-				r.release(p, a, now, false)
-			}
-		case f.Type == protocol.FrameAssignmentUpdate && f.Assignment != nil:
-			if s := f.Assignment.Status; s == "DECLINED" || s == "EXPIRED" {
-				r.release(p, f.Assignment, now, false)
+		case client.AssignmentEvent:
+			a := e.Assignment
+			switch e.Frame {
+			case protocol.FrameAssignmentOffered:
+				r.offers.Add(1)
+				p.mu.Lock()
+				if len(p.freed) > 0 {
+					r.freedToOffer.Record(now.Sub(p.freed[0]))
+					p.freed = p.freed[1:]
+				}
+				p.live[a.ID] = a.Requester.TicketID
+				if len(p.live) > p.capacity {
+					r.overCapacity.Add(1)
+				}
+				p.mu.Unlock()
+				r.hold(a.Requester.TicketID, p.user, a.ID)
+				if a.Status == "OFFERED" {
+					r.acceptLater(ctx, p, c, a.ID, wg)
+				} else {
+					r.endLater(ctx, p, a.ID, rng, wg)
+				}
+			case protocol.FrameAssignmentUpdate:
+				if a.Status == "DECLINED" || a.Status == "EXPIRED" {
+					r.release(p, a, now, false)
+				}
 			}
 		}
 	}
@@ -308,7 +318,7 @@ func (r *providersRun) hold(ticket, provider, id string) {
 	r.held[ticket] = id
 }
 
-func (r *providersRun) release(p *providerSocket, a *protocol.AssignmentView, now time.Time, freed bool) {
+func (r *providersRun) release(p *providerSocket, a client.Assignment, now time.Time, freed bool) {
 	p.mu.Lock()
 	ticket, ok := p.live[a.ID]
 	delete(p.live, a.ID)
@@ -323,18 +333,24 @@ func (r *providersRun) release(p *providerSocket, a *protocol.AssignmentView, no
 	r.mu.Unlock()
 }
 
-// endLater ends assignment id after an exponential session.
-func (r *providersRun) endLater(ctx context.Context, p *providerSocket, c *websocket.Conn, id string, rng *rand.Rand) {
+// endLater ends assignment id after an exponential session, on the
+// provider's client of then (a dropped provider's is a new one).
+func (r *providersRun) endLater(ctx context.Context, p *providerSocket, id string, rng *rand.Rand, wg *sync.WaitGroup) {
 	d := time.Duration(rng.ExpFloat64() * float64(r.cfg.Session))
-	go func() {
+	wg.Go(func() {
 		if sleepCtx(ctx, d); ctx.Err() != nil {
 			return
 		}
 		p.mu.Lock()
-		conn := p.conn
+		c := p.conn
 		p.mu.Unlock()
-		_ = writeJSON(ctx, conn, map[string]any{"type": protocol.FrameAssignmentEnd, "id": "e", "assignmentId": id})
-	}()
+		a, err := c.EndAssignment(ctx, id)
+		if err != nil {
+			r.failed("provider_error_", err)
+			return
+		}
+		r.settled(ctx, p, a, wg)
+	})
 }
 
 // dropSome closes a share of the providers' sockets and reconnects them a
@@ -347,16 +363,19 @@ func (r *providersRun) dropSome(ctx context.Context, ps []*providerSocket, rng *
 		p.mu.Lock()
 		c := p.conn
 		p.mu.Unlock()
-		c.CloseNow()
+		if c == nil {
+			continue // its connect failed, and was counted
+		}
+		_ = c.Close()
 		r.drops.Add(1)
-		go func() {
+		readers.Go(func() {
 			if sleepCtx(ctx, time.Second); ctx.Err() != nil {
 				return
 			}
 			if err := r.connectProvider(ctx, p, readers); err != nil && ctx.Err() == nil {
 				r.fail("provider_reconnect_" + dialErrorKind(err))
 			}
-		}()
+		})
 	}
 }
 
@@ -369,46 +388,47 @@ func (r *providersRun) request(ctx context.Context, i int, prefs map[string]stri
 		r.fail("token")
 		return
 	}
-	dctx, cancel := context.WithTimeout(ctx, r.cfg.ConnectTimeout)
-	c, err := r.dial.dialWS(dctx, r.cfg.URLs[i%len(r.cfg.URLs)], tok)
-	cancel()
+	c, err := r.dialClient(ctx, r.cfg.URLs[i%len(r.cfg.URLs)], tok)
 	if err != nil {
 		r.fail("requester_connect_" + dialErrorKind(err))
 		return
 	}
-	defer c.CloseNow()
-	if f, err := readFrame(ctx, c); err != nil || f.Type != "hello" {
-		r.fail("requester_hello")
-		return
-	}
+	defer c.Close()
 	sent := time.Now()
-	if err := writeJSON(ctx, c, map[string]any{"type": protocol.FrameJoin, "id": "j", "queue": r.cfg.ProviderQueue, "attributes": prefs}); err != nil {
-		r.fail("requester_join")
+	if _, err := c.Join(ctx, r.cfg.ProviderQueue, client.JoinOptions{Attributes: prefs}); err != nil {
+		r.failed("requester_error_", err)
 		return
 	}
 	r.joins.Add(1)
 	first := true
 	for {
-		f, err := readFrame(ctx, c)
-		if err != nil {
+		var e client.Event
+		select {
+		case <-ctx.Done():
 			return
+		case e = <-c.Events():
 		}
-		switch f.Type {
-		case "error":
-			r.fail("requester_error_" + f.Error.Code)
+		switch e := e.(type) {
+		case nil:
+			return // the client stopped: its socket was lost
+		case client.ErrorEvent:
+			r.failed("requester_error_", e.Err)
 			return
-		case protocol.FrameMatchFound:
-			if first {
-				r.found.Record(time.Since(sent))
-				first = false
-			}
-			if f.Match != nil && f.Match.State == "READY" {
+		case client.MatchEvent:
+			switch e.Frame {
+			case protocol.FrameMatchFound:
+				if first {
+					r.found.Record(time.Since(sent))
+					first = false
+				}
+				if e.Match.State == client.MatchReady {
+					r.matched.Add(1)
+					return
+				}
+			case protocol.FrameMatchReady:
 				r.matched.Add(1)
 				return
 			}
-		case protocol.FrameMatchReady:
-			r.matched.Add(1)
-			return
 		}
 	}
 }
