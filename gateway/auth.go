@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/google/uuid"
@@ -28,7 +27,6 @@ const maxUserIDLen = 128
 const (
 	guestDefaultSkill = 1500
 	guestMaxSkill     = 10000
-	guestMaxNameRunes = 32
 )
 
 // claims is the token payload: the registered claims plus the skill,
@@ -42,6 +40,9 @@ type claims struct {
 	// Role is "provider" for a provider queue's providers; absent (or
 	// "player") for everyone else. Any other value is refused.
 	Role string `json:"role,omitempty"`
+	// Name is the display name the player is shown by (a guest's chosen
+	// one, or the backend's); cleaned by matcher.CleanName when read.
+	Name string `json:"name,omitempty"`
 }
 
 // The roles a token may carry.
@@ -59,6 +60,8 @@ type principal struct {
 	Expires  time.Time
 	// Provider: the token's role is provider.
 	Provider bool
+	// Name is the token's display name, cleaned; "" for none.
+	Name string
 }
 
 // MintToken signs an HS256 token for sub that expires ttl after now, with
@@ -114,7 +117,8 @@ func (s *Server) verifyToken(raw string) (principal, error) {
 	if c.Role != "" && c.Role != RolePlayer && c.Role != RoleProvider {
 		return principal{}, errors.New("token role claim is neither player nor provider")
 	}
-	p := principal{UserID: c.Subject, Skill: c.Skill, Activity: c.Activity, Provider: c.Role == RoleProvider}
+	p := principal{UserID: c.Subject, Skill: c.Skill, Activity: c.Activity, Provider: c.Role == RoleProvider,
+		Name: matcher.CleanName(c.Name)}
 	if c.Priority != nil && *c.Priority > 0 {
 		// The queue caps it (priorityCap); a day bounds the conversion.
 		p.Priority = time.Duration(min(*c.Priority, 86400) * float64(time.Second))
@@ -227,10 +231,14 @@ type guestRequest struct {
 type guestResponse struct {
 	Token  string `json:"token"`
 	UserID string `json:"userId"`
+	// Name is the display name the token carries, as cleaned (absent when
+	// nothing was left of it).
+	Name string `json:"name,omitempty"`
 }
 
 // handleGuest mints a token for a new guest. The name is for display only
-// and is not part of the identity; it is validated and otherwise ignored.
+// and is not part of the identity: the token carries it cleaned
+// (matcher.CleanName), whatever was typed, and other players see it.
 // A guest may ask for the provider role: guests are for demos, where
 // anyone may try either side of a provider queue.
 func (s *Server) handleGuest(w http.ResponseWriter, r *http.Request) {
@@ -245,10 +253,6 @@ func (s *Server) handleGuest(w http.ResponseWriter, r *http.Request) {
 	var req guestRequest
 	if err := s.decodeBody(w, r, &req); err != nil {
 		s.writeError(w, r, err)
-		return
-	}
-	if utf8.RuneCountInString(req.Name) > guestMaxNameRunes || !printable(req.Name) {
-		s.writeError(w, r, matcher.Errorf(matcher.CodeBadRequest, "name must be at most %d printable characters", guestMaxNameRunes))
 		return
 	}
 	skill := float64(guestDefaultSkill)
@@ -269,12 +273,13 @@ func (s *Server) handleGuest(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := "guest-" + strings.ReplaceAll(uuid.NewString(), "-", "")[:12]
-	tok, err := SignToken(s.keys.signKey, TokenSpec{Subject: id, Skill: &skill, TTL: s.cfg.TokenTTL, Now: s.cfg.Now(), KeyID: s.keys.signKID, Role: role})
+	name := matcher.CleanName(req.Name)
+	tok, err := SignToken(s.keys.signKey, TokenSpec{Subject: id, Name: name, Skill: &skill, TTL: s.cfg.TokenTTL, Now: s.cfg.Now(), KeyID: s.keys.signKID, Role: role})
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, guestResponse{Token: tok, UserID: id})
+	writeJSON(w, http.StatusOK, guestResponse{Token: tok, UserID: id, Name: name})
 }
 
 // decodeBody reads a JSON body of at most MaxBodyBytes into v, strictly

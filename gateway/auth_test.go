@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/matchgate/matchgate/matcher"
 )
 
 func TestMintAndParseToken(t *testing.T) {
@@ -113,7 +115,7 @@ func TestGuestSignIn(t *testing.T) {
 	if p, _ := e.srv.parseToken(g.Token); p.Skill == nil || *p.Skill != 1500 {
 		t.Fatalf("default skill: %+v", p)
 	}
-	for _, body := range []string{`{"skill":-1}`, `{"skill":10001}`, `{"skill":"x"}`, `{"name":"` + strings.Repeat("n", 33) + `"}`} {
+	for _, body := range []string{`{"skill":-1}`, `{"skill":10001}`, `{"skill":"x"}`, `{"name":7}`} {
 		if r := e.do(t, "POST", "/v1/auth/guest", "", body); r.status != 400 {
 			t.Errorf("%s: %d %s", body, r.status, r.body)
 		}
@@ -187,4 +189,95 @@ func TestVerifiedTokensExpire(t *testing.T) {
 			t.Error("a token with a bad signature accepted")
 		}
 	}
+}
+
+// A guest's name goes into the token cleaned, and from the token into the
+// join; a hostile one comes out as the letters it hid.
+func TestGuestName(t *testing.T) {
+	e := newRESTEnv(t, Config{Guests: true})
+	for _, c := range []struct{ name, body, want string }{
+		{"plain", `{"name":"Ada Lovelace"}`, "Ada Lovelace"},
+		{"none", `{}`, ""},
+		{"RTL override and zero-width joiners", `{"name":"\u202eA\u200dd\u200ba\u202c"}`, "Ada"},
+		{"newlines and runs of spaces", `{"name":"  Ada\n\n   Lovelace\t"}`, "Ada Lovelace"},
+		{"controls only", `{"name":"\u0000\u0007\u001b"}`, ""},
+		{"1000 characters", `{"name":"` + strings.Repeat("ß", 1000) + `"}`, strings.Repeat("ß", matcher.MaxNameRunes)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := e.do(t, "POST", "/v1/auth/guest", "", c.body)
+			var g struct {
+				Token string  `json:"token"`
+				Name  *string `json:"name"`
+			}
+			if err := json.Unmarshal(r.body, &g); err != nil || r.status != 200 {
+				t.Fatalf("guest: %d %s", r.status, r.body)
+			}
+			if (c.want == "") != (g.Name == nil) || (g.Name != nil && *g.Name != c.want) {
+				t.Fatalf("answered name %v, want %q: %s", g.Name, c.want, r.body)
+			}
+			p, err := e.srv.parseToken(g.Token)
+			if err != nil || p.Name != c.want {
+				t.Fatalf("token name %q (%v), want %q", p.Name, err, c.want)
+			}
+			if r := e.do(t, "POST", "/v1/queues/ranked/tickets", g.Token, `{"region":"eu"}`); r.status != http.StatusAccepted {
+				t.Fatalf("join: %d %s", r.status, r.body)
+			}
+			if got := e.mm.lastReq.Name; got != c.want {
+				t.Fatalf("join request name %q, want %q", got, c.want)
+			}
+		})
+	}
+	// A body that is not UTF-8 is no JSON, before any name is read.
+	if r := e.do(t, "POST", "/v1/auth/guest", "", "{\"name\":\"A\xffda\"}"); r.status != http.StatusBadRequest {
+		t.Fatalf("invalid UTF-8: %d %s", r.status, r.body)
+	}
+}
+
+// A backend's token may carry a name claim: it is cleaned when read (and
+// when signed), and joins carry it.
+func TestTokenNameClaim(t *testing.T) {
+	e := newRESTEnv(t, Config{})
+	sign := func(c jwt.MapClaims) string {
+		t.Helper()
+		tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString(testSecret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	exp := time.Now().Add(time.Hour).Unix()
+	for _, c := range []struct {
+		name string
+		tok  string
+		want string
+	}{
+		{"SignToken", mustSign(t, TokenSpec{Subject: "alice", Name: "Alice  Liddell", TTL: time.Hour}), "Alice Liddell"},
+		{"SignToken cleans", mustSign(t, TokenSpec{Subject: "alice", Name: "\u2066Alice\u2069\r\n", TTL: time.Hour}), "Alice"},
+		{"no claim", mustToken(t, "alice", nil), ""},
+		{"a backend's hostile claim", sign(jwt.MapClaims{"sub": "alice", "exp": exp, "name": "\u202egnp.exe\u200d " + strings.Repeat("x", 500)}),
+			"gnp.exe " + strings.Repeat("x", matcher.MaxNameRunes-len("gnp.exe "))},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p, err := e.srv.parseToken(c.tok)
+			if err != nil || p.Name != c.want {
+				t.Fatalf("principal name %q (%v), want %q", p.Name, err, c.want)
+			}
+			if r := e.do(t, "POST", "/v1/queues/ranked/tickets", c.tok, `{"region":"eu"}`); r.status != http.StatusAccepted || e.mm.lastReq.Name != c.want {
+				t.Fatalf("join: %d %s, name %q", r.status, r.body, e.mm.lastReq.Name)
+			}
+		})
+	}
+	// A name claim that is not a string is a malformed token.
+	if _, err := e.srv.parseToken(sign(jwt.MapClaims{"sub": "alice", "exp": exp, "name": 42})); err == nil {
+		t.Fatal("a numeric name claim was accepted")
+	}
+}
+
+func mustSign(t *testing.T, spec TokenSpec) string {
+	t.Helper()
+	tok, err := SignToken(testSecret, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
 }

@@ -60,7 +60,7 @@ func printable(s string) bool {
 // the token only (nil, nil and none when the token has none).
 func (p principal) joinRequest(queue, region string, attrs map[string]string) matcher.JoinRequest {
 	return matcher.JoinRequest{
-		UserID: p.UserID, Queue: queue, Region: region,
+		UserID: p.UserID, Name: p.Name, Queue: queue, Region: region,
 		Skill: p.Skill, Activity: p.Activity, Attributes: attrs, Priority: p.Priority,
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/matchgate/matchgate/control"
+	"github.com/matchgate/matchgate/matcher"
 )
 
 // maxTokenBytes bounds a token before it is parsed: real ones are a few
@@ -102,10 +103,13 @@ type TokenSpec struct {
 	// Role is the role claim: RoleProvider for a provider queue's
 	// providers; "" (no claim) for a player.
 	Role string
+	// Name is the display name claim, signed as matcher.CleanName leaves
+	// it; "" (or nothing left of it): no claim.
+	Name string
 }
 
-// SignToken signs an HS256 token with key: sub, iat, nbf, exp, and skill
-// and activity when set. A production backend mints tokens of the same
+// SignToken signs an HS256 token with key: sub, iat, nbf, exp, and skill,
+// activity, role and name when set. A production backend mints tokens of the same
 // shape with its own JWT library.
 func SignToken(key []byte, spec TokenSpec) (string, error) {
 	now := spec.Now
@@ -139,6 +143,7 @@ func SignToken(key []byte, spec TokenSpec) (string, error) {
 		Skill:    spec.Skill,
 		Activity: spec.Activity,
 		Role:     spec.Role,
+		Name:     matcher.CleanName(spec.Name),
 	}
 	t := jwt.NewWithClaims(jwt.SigningMethodHS256, c)
 	if spec.KeyID != "" {

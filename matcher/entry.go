@@ -11,8 +11,12 @@ import (
 // fields) has its TicketID alone, an empty UserID: the caller restores it
 // from the record.
 type Entry struct {
-	TicketID  string
-	UserID    string
+	TicketID string
+	UserID   string
+	// Name is the ticket's display name. The pool keeps it in the ticket's
+	// hash, not in its member: only an enqueue, a requeue and a claim carry
+	// it (ClaimResult.Names), the scans leave it "".
+	Name      string
 	Skill     float64
 	Activity  float64
 	Estimated bool
@@ -76,7 +80,7 @@ func ClosestFunc(es []Entry, skill float64, n int, keep func(Entry) bool) []Entr
 // EntryOf is the pool entry of a ticket, with its original scores.
 func EntryOf(t Ticket) Entry {
 	return Entry{
-		TicketID: t.ID, UserID: t.UserID, Skill: t.Skill, Activity: t.Activity, Estimated: t.Estimated,
+		TicketID: t.ID, UserID: t.UserID, Name: t.Name, Skill: t.Skill, Activity: t.Activity, Estimated: t.Estimated,
 		Enqueue: t.EffectiveEnqueue(), Deadline: t.Deadline, Heartbeat: t.EnqueuedAt,
 	}
 }

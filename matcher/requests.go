@@ -7,7 +7,10 @@ import "time"
 // Service asks its skill service, and failing that the ticket is marked
 // estimated.
 type JoinRequest struct {
-	UserID     string
+	UserID string
+	// Name is the display name the player's token carries, cleaned by the
+	// join (CleanName); "" for none.
+	Name       string
 	Queue      string
 	Region     string
 	Skill      *float64

@@ -33,8 +33,11 @@ const (
 // and never moves; Version grows with every change so that clients can keep the
 // newest of a push, a hello and a GET.
 type Ticket struct {
-	ID           string            `json:"id"`
-	UserID       string            `json:"userId"`
+	ID     string `json:"id"`
+	UserID string `json:"userId"`
+	// Name is the player's display name (CleanName's), "" for none: for
+	// display only, never part of the identity.
+	Name         string            `json:"name,omitempty"`
 	Queue        string            `json:"queue"`
 	Region       string            `json:"region"`
 	Status       TicketStatus      `json:"status"`
@@ -79,9 +82,11 @@ const (
 
 // Player is one seat of a match.
 type Player struct {
-	TicketID string  `json:"ticketId"`
-	UserID   string  `json:"userId"`
-	Skill    float64 `json:"skill"`
+	TicketID string `json:"ticketId"`
+	UserID   string `json:"userId"`
+	// Name is the display name of the player's ticket, "" for none.
+	Name  string  `json:"name,omitempty"`
+	Skill float64 `json:"skill"`
 }
 
 // ProviderSeat is the provider a provider queue's match gives the requester

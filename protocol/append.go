@@ -24,6 +24,10 @@ func (w WireTicket) AppendJSON(b []byte) []byte {
 	b = AppendJSONString(b, w.ID)
 	b = append(b, `,"userId":`...)
 	b = AppendJSONString(b, w.UserID)
+	if w.Name != "" {
+		b = append(b, `,"name":`...)
+		b = AppendJSONString(b, w.Name)
+	}
 	b = append(b, `,"queue":`...)
 	b = AppendJSONString(b, w.Queue)
 	b = append(b, `,"region":`...)
@@ -166,6 +170,10 @@ func appendPlayer(b []byte, p matcher.Player) []byte {
 	b = AppendJSONString(b, p.TicketID)
 	b = append(b, `,"userId":`...)
 	b = AppendJSONString(b, p.UserID)
+	if p.Name != "" {
+		b = append(b, `,"name":`...)
+		b = AppendJSONString(b, p.Name)
+	}
 	b = append(b, `,"skill":`...)
 	b = AppendJSONFloat(b, p.Skill)
 	return append(b, '}')

@@ -88,7 +88,7 @@ func genStringPtr(r *rand.Rand) *string {
 
 func genTicket(r *rand.Rand) WireTicket {
 	w := WireTicket{
-		ID: genString(r), UserID: genString(r), Queue: genString(r), Region: genString(r),
+		ID: genString(r), UserID: genString(r), Name: genString(r), Queue: genString(r), Region: genString(r),
 		Status: matcher.TicketStatus(genString(r)), Skill: genFloat(r), Estimated: r.IntN(2) == 0,
 		EnqueuedAt: genTime(r), Deadline: genTime(r), MatchID: genStringPtr(r), CancelReason: genStringPtr(r),
 		UpdatedAt: genTime(r), Version: r.Int64() - r.Int64(),
@@ -122,7 +122,7 @@ func genMatch(r *rand.Rand) WireMatch {
 	if n := r.IntN(7) - 1; n >= 0 {
 		w.Players = make([]matcher.Player, n)
 		for i := range w.Players {
-			w.Players[i] = matcher.Player{TicketID: genString(r), UserID: genString(r), Skill: genFloat(r)}
+			w.Players[i] = matcher.Player{TicketID: genString(r), UserID: genString(r), Name: genString(r), Skill: genFloat(r)}
 		}
 	}
 	if n := r.IntN(6) - 1; n >= 0 {
@@ -311,7 +311,7 @@ func TestWireProviderMatchGolden(t *testing.T) {
 
 func genModelTicket(r *rand.Rand) matcher.Ticket {
 	t := matcher.Ticket{
-		ID: genString(r), UserID: genString(r), Queue: genString(r), Region: genString(r),
+		ID: genString(r), UserID: genString(r), Name: genString(r), Queue: genString(r), Region: genString(r),
 		Status: []matcher.TicketStatus{matcher.StatusWaiting, matcher.StatusMatched, matcher.StatusCancelled, matcher.StatusExpired}[r.IntN(4)],
 		Skill:  genFloat(r), Estimated: r.IntN(2) == 0, EnqueuedAt: time.Time(genTime(r)),
 		Deadline: time.Time(genTime(r)), UpdatedAt: time.Time(genTime(r)), Version: r.Int64N(100),

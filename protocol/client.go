@@ -21,8 +21,10 @@ const (
 // ClientTicket is a ticket as sent in joined, cancelled, ticket.update, hello and
 // status frames, and by GET /v1/tickets/{id}.
 type ClientTicket struct {
-	ID         string    `json:"id"`
-	UserID     string    `json:"userId"`
+	ID     string `json:"id"`
+	UserID string `json:"userId"`
+	// Name is the player's display name, "" for none.
+	Name       string    `json:"name,omitempty"`
 	Queue      string    `json:"queue"`
 	Region     string    `json:"region"`
 	Status     string    `json:"status"`
@@ -36,9 +38,11 @@ type ClientTicket struct {
 
 // ClientSeat is one player of a match.
 type ClientSeat struct {
-	TicketID string  `json:"ticketId"`
-	UserID   string  `json:"userId"`
-	Skill    float64 `json:"skill"`
+	TicketID string `json:"ticketId"`
+	UserID   string `json:"userId"`
+	// Name is the player's display name, "" for none (show UserID).
+	Name  string  `json:"name,omitempty"`
+	Skill float64 `json:"skill"`
 }
 
 // ClientMatch is a match as sent in match.found, hello and status frames, and by

@@ -55,7 +55,7 @@ type clientExample struct {
 var fixtureAt = time.Date(2031, 3, 4, 5, 6, 7, 891_000_000, time.UTC)
 
 func fixtureTicket(id string, status matcher.TicketStatus, version int64) matcher.Ticket {
-	return matcher.Ticket{ID: id, UserID: "u-ada", Queue: "duel", Region: "eu", Status: status, Skill: 1523.5,
+	return matcher.Ticket{ID: id, UserID: "u-ada", Name: "Ada <1> ✨", Queue: "duel", Region: "eu", Status: status, Skill: 1523.5,
 		Attributes: map[string]string{"mode": "5v5", "note": "<日本> & \"ü\""},
 		EnqueuedAt: fixtureAt, Deadline: fixtureAt.Add(2 * time.Minute), UpdatedAt: fixtureAt.Add(time.Duration(version) * time.Second),
 		Version: version}
@@ -65,7 +65,7 @@ func fixtureMatch(state string, version int64) matcher.Match {
 	acceptBy := fixtureAt.Add(13 * time.Second)
 	m := matcher.Match{ID: "m1", Queue: "duel", Region: "eu", State: state, FormedBy: matcher.FormedFallback,
 		Players: []matcher.Player{
-			{TicketID: "t1", UserID: "u-ada", Skill: 1523.5},
+			{TicketID: "t1", UserID: "u-ada", Name: "Ada <1> ✨", Skill: 1523.5}, // u-<bob> has no name: omitted
 			{TicketID: "t2", UserID: "u-<bob>", Skill: 1490},
 		},
 		Bots: 1, Spread: 33.5, Server: &matcher.Server{Address: "10.0.0.7:7777", Session: "s-9"},
@@ -92,6 +92,9 @@ func expectTicket(t matcher.Ticket) map[string]any {
 	if len(t.Attributes) > 0 { // absent otherwise
 		e["attributes"] = t.Attributes
 	}
+	if t.Name != "" { // absent otherwise
+		e["name"] = t.Name
+	}
 	return e
 }
 
@@ -99,6 +102,9 @@ func expectMatch(m matcher.Match) map[string]any {
 	players := make([]map[string]any, len(m.Players))
 	for i, p := range m.Players {
 		players[i] = map[string]any{"ticketId": p.TicketID, "userId": p.UserID, "skill": p.Skill}
+		if p.Name != "" { // absent otherwise
+			players[i]["name"] = p.Name
+		}
 	}
 	var server any
 	if m.State == matcher.MatchReady {

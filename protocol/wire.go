@@ -56,6 +56,7 @@ func nullString(s string) *string {
 type WireTicket struct {
 	ID           string               `json:"id"`
 	UserID       string               `json:"userId"`
+	Name         string               `json:"name,omitempty"`
 	Queue        string               `json:"queue"`
 	Region       string               `json:"region"`
 	Status       matcher.TicketStatus `json:"status"`
@@ -77,7 +78,7 @@ type WireTicket struct {
 // TicketOf is t in its wire shape.
 func TicketOf(t matcher.Ticket) WireTicket {
 	return WireTicket{
-		ID: t.ID, UserID: t.UserID, Queue: t.Queue, Region: t.Region, Status: t.Status,
+		ID: t.ID, UserID: t.UserID, Name: t.Name, Queue: t.Queue, Region: t.Region, Status: t.Status,
 		Skill: t.Skill, Estimated: t.Estimated, Attributes: t.Attributes,
 		EnqueuedAt: wireTime(t.EnqueuedAt), Deadline: wireTime(t.Deadline),
 		MatchID: nullString(t.MatchID), CancelReason: nullString(t.CancelReason),

@@ -86,11 +86,13 @@ async function signIn(ev) {
   $('signin-btn').disabled = true;
   try {
     const res = await MatchgateClient.guest(ORIGIN, { name, skill });
+    // The server cleans the name (what others will see): show that one.
+    const shown = typeof res.name === 'string' ? res.name : '';
     session.set('token', res.token);
     session.set('userId', res.userId);
-    session.set('name', name);
+    session.set('name', shown);
     session.set('skill', skill);
-    Object.assign(view, { userId: res.userId, name, skill });
+    Object.assign(view, { userId: res.userId, name: shown, skill });
     start(res.token);
   } catch (err) {
     showError(err.status === 404 ? 'Guest sign-in is disabled on this server.' : describe(err), true);
@@ -1481,7 +1483,7 @@ function renderMatch(m, t) {
     const li = document.createElement('li');
     const mine = p.userId === view.userId;
     if (mine) li.className = 'mine';
-    const name = view.names.get(p.userId) || p.userId;
+    const name = seatName(p);
     const av = el('span', 'avatar');
     setAvatar(av, p.userId, name);
     const who = el('span', 'player-name', name);
@@ -1746,6 +1748,17 @@ function el(tag, cls, text) {
 
 function nameOf(userId) {
   return view.names.get(userId) || userId;
+}
+
+// seatName is how a match's player is shown: the display name the server
+// sends with the seat (the one its player chose), else one this browser
+// knows, else the user id.
+function seatName(p) {
+  if (typeof p.name === 'string' && p.name) {
+    if (p.userId !== view.userId) view.names.set(p.userId, p.name);
+    return p.name;
+  }
+  return nameOf(p.userId);
 }
 
 function fmtScore(v) {

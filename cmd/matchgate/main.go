@@ -36,7 +36,7 @@ Usage:
                               compare queue configs on a virtual clock (docs/SIMULATE.md)
   matchgate export-arrivals --postgres-url URL --since T [--until T] [--queue Q]
                               write the record's joins as a stream simulate reads
-  matchgate token --secret S --sub USER [--role provider] [--skill N] [--ttl D]
+  matchgate token --secret S --sub USER [--role provider] [--skill N] [--name NAME] [--ttl D]
                               print a signed token for testing and tools
   matchgate admin [--url URL] [--admin-token T] [--json] VERB ...
                               ban, drain, change queues and weights through the admin API

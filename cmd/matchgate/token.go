@@ -10,7 +10,7 @@ import (
 	"github.com/matchgate/matchgate/gateway"
 )
 
-const tokenUsage = `Usage: matchgate token --secret S --sub USER [--role player|provider] [--skill N] [--ttl 1h] [--kid K]
+const tokenUsage = `Usage: matchgate token --secret S --sub USER [--role player|provider] [--skill N] [--name NAME] [--ttl 1h] [--kid K]
 
 Prints an HS256 token the servers sharing --secret accept (or, with --kid,
 the --secrets key of that id: pass it as --secret), for testing and for
@@ -34,6 +34,7 @@ func tokenCmd(args []string, getenv func(string) string, stdout, stderr io.Write
 	sub := fs.FlagSet.String("sub", "", "the user id (required)")
 	role := fs.FlagSet.String("role", gateway.RolePlayer, "player or provider")
 	skill := fs.FlagSet.String("skill", "", "the skill claim (default: none; the server asks --skill-url or uses its default)")
+	name := fs.FlagSet.String("name", "", "the display name claim, cleaned as the server cleans it (default: none; others see the user id)")
 	ttl := fs.FlagSet.Duration("ttl", time.Hour, "lifetime")
 	kid := fs.FlagSet.String("kid", "", `the "kid" header: the --secrets key of that id verifies it`)
 	if err := fs.parse(args); err != nil {
@@ -49,7 +50,7 @@ func tokenCmd(args []string, getenv func(string) string, stdout, stderr io.Write
 	case *ttl <= 0:
 		return errors.New("token: --ttl must be positive")
 	}
-	spec := gateway.TokenSpec{Subject: *sub, TTL: *ttl, KeyID: *kid}
+	spec := gateway.TokenSpec{Subject: *sub, Name: *name, TTL: *ttl, KeyID: *kid}
 	if *role == gateway.RoleProvider {
 		spec.Role = gateway.RoleProvider
 	}

@@ -26,6 +26,11 @@ func TestTokenCommand(t *testing.T) {
 	if tk, _ := out["ticket"].(map[string]any); code != http.StatusAccepted || tk["userId"] != "ada" || tk["skill"] != 1700.0 {
 		t.Fatalf("a join with the minted token: %d %v", code, out)
 	}
+	named := mint("--secret", testSecret, "--sub", "bea", "--name", " Bea\u202e   Ex\n")
+	code, out = call(t, http.MethodPost, base+"/v1/queues/duel/tickets", named, `{}`)
+	if tk, _ := out["ticket"].(map[string]any); code != http.StatusAccepted || tk["userId"] != "bea" || tk["name"] != "Bea Ex" {
+		t.Fatalf("a join with a named token: %d %v", code, out)
+	}
 	provider := mint("--secret", testSecret, "--sub", "pro", "--role", "provider", "--ttl", "10m")
 	if code, out := call(t, http.MethodPut, base+"/v1/providers/me/advice", provider,
 		`{"capacity":1,"attributes":{"languages":["en"],"sessionTypes":["chat"],"rating":4}}`); code != http.StatusOK {

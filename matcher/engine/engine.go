@@ -729,6 +729,9 @@ func (p *pass) form(ctx context.Context, group []matcher.Entry, formedBy string,
 	if err != nil || claimed == nil {
 		return err
 	}
+	for _, c := range claimed {
+		seatName(&m, c.TicketID, c.Name)
+	}
 	for _, g := range group {
 		p.used[g.TicketID] = true
 	}
@@ -776,6 +779,11 @@ func (p *pass) formMany(ctx context.Context, groups []plan.Group, next int) ([]m
 		case !c.OK:
 			p.e.cfg.Metrics.claimConflict(p.e.q.Name)
 		default:
+			for j, e := range groups[i].Entries {
+				if j < len(c.Names) {
+					seatName(&ms[i], e.TicketID, c.Names[j])
+				}
+			}
 			claimed = append(claimed, staged{m: ms[i], group: groups[i].Entries})
 		}
 	}
@@ -801,7 +809,7 @@ func (p *pass) newMatch(group []matcher.Entry, formedBy string, bots int) matche
 	}
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, g := range group {
-		m.Players = append(m.Players, matcher.Player{TicketID: g.TicketID, UserID: g.UserID, Skill: g.Skill})
+		m.Players = append(m.Players, matcher.Player{TicketID: g.TicketID, UserID: g.UserID, Name: g.Name, Skill: g.Skill})
 		lo, hi = math.Min(lo, g.Skill), math.Max(hi, g.Skill)
 	}
 	m.Spread = hi - lo
@@ -1139,9 +1147,26 @@ func (p *pass) claim(ctx context.Context, matchID string, group []matcher.Entry)
 			p.requeue(ctx, matchID, claimed)
 			return nil, nil
 		}
+		for i := range es {
+			if i < len(res.Names) {
+				es[i].Name = res.Names[i]
+			}
+		}
 		claimed = append(claimed, es...)
 	}
 	return claimed, nil
+}
+
+// seatName gives the seat of ticketID the display name its claim read
+// from the pool: a pass reads entries without their names (see
+// matcher.Entry).
+func seatName(m *matcher.Match, ticketID, name string) {
+	for i := range m.Players {
+		if m.Players[i].TicketID == ticketID {
+			m.Players[i].Name = name
+			return
+		}
+	}
 }
 
 // requeue puts claimed entries back into the pools they came from, with

@@ -208,7 +208,7 @@ func (s *Service) recordJoin(ctx context.Context, q *matcher.QueueConfig, region
 	// the pool must agree on the original enqueue time.
 	now := s.cfg.Now().UTC().Truncate(time.Millisecond)
 	t := matcher.Ticket{
-		ID: uuid.NewString(), UserID: req.UserID, Queue: q.Name, Region: region,
+		ID: uuid.NewString(), UserID: req.UserID, Name: matcher.CleanName(req.Name), Queue: q.Name, Region: region,
 		Status: matcher.StatusWaiting, Skill: skill, Estimated: estimated, Activity: activity, Attributes: req.Attributes,
 		EnqueuedAt: now, HeadStart: headStart, Deadline: now.Add(q.Deadline), UpdatedAt: now, Version: 1,
 	}

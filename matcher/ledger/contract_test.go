@@ -93,6 +93,7 @@ func testLedger(t *testing.T, newLedger func(t *testing.T) matcher.Ledger) {
 			"NaN skill":    func(tk *matcher.Ticket) { tk.Skill = math.NaN() },
 			"not WAITING":  func(tk *matcher.Ticket) { tk.Status = matcher.StatusMatched },
 			"negative lag": func(tk *matcher.Ticket) { tk.HeadStart = -time.Second },
+			"unclean name": func(tk *matcher.Ticket) { tk.Name = "\u202eAda  " },
 		}
 		for name, spoil := range bad {
 			tk := ticketFor("bob", "ranked", "eu", t0)
@@ -268,6 +269,81 @@ func testLedger(t *testing.T, newLedger func(t *testing.T) matcher.Ledger) {
 		}
 		if n := len(drainAll(t, l)); n != 0 {
 			t.Fatalf("retried commit wrote %d events", n)
+		}
+	})
+
+	t.Run("NamesSurviveTheRecord", func(t *testing.T) {
+		l, ctx := newLedger(t), context.Background()
+		// Joins at once, so that PostgreSQL's group commit writes some of
+		// them in one batch.
+		const n = 8
+		tickets := make([]matcher.Ticket, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				tk := ticketFor(fmt.Sprintf("named-%d", i), "ranked", "eu", t0.Add(time.Duration(i)*time.Millisecond))
+				if i%4 != 3 { // and some without a name
+					tk.Name = fmt.Sprintf("Ada «%d» ✨", i)
+				}
+				got, err := l.CreateTicket(ctx, tk)
+				if err != nil {
+					t.Errorf("create %d: %v", i, err)
+				}
+				if got.Name != tk.Name {
+					t.Errorf("created %d with name %q, want %q", i, got.Name, tk.Name)
+				}
+				tickets[i] = got
+			})
+		}
+		wg.Wait()
+		if t.Failed() {
+			t.FailNow()
+		}
+		for _, tk := range tickets {
+			read, err := l.Ticket(ctx, tk.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			equal(t, "read back", read, tk)
+		}
+		waiting, err := l.Waiting(ctx, part("ranked", "eu"))
+		if err != nil || len(waiting) != n {
+			t.Fatalf("waiting = %d tickets, %v", len(waiting), err)
+		}
+		for _, w := range waiting {
+			if i := slices.IndexFunc(tickets, func(tk matcher.Ticket) bool { return tk.ID == w.ID }); i < 0 || w.Name != tickets[i].Name {
+				t.Fatalf("waiting %s has name %q", w.ID, w.Name)
+			}
+		}
+
+		m := matchOf(t0.Add(time.Second), tickets[0], tickets[3])
+		events, err := commitMatch(ctx, l, m, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored, err := l.Match(ctx, m.ID)
+		if err != nil || stored.Players[0].Name != tickets[0].Name || stored.Players[1].Name != "" {
+			t.Fatalf("stored players %+v, %v", stored.Players, err)
+		}
+		gone := mustResolve(t, l, tickets[1].ID, matcher.StatusCancelled, matcher.ReasonUser, t0.Add(2*time.Second))
+		if gone.Name != tickets[1].Name {
+			t.Fatalf("resolved ticket has name %q, want %q", gone.Name, tickets[1].Name)
+		}
+		drained := drainAll(t, l)
+		if len(events) != 1 || len(drained) != 2 {
+			t.Fatalf("events %d, drained %d; want 1 and 2", len(events), len(drained))
+		}
+		found := string(protocol.Frame(drained[0]))
+		if !strings.Contains(found, `"name":"Ada «0» ✨"`) || strings.Count(found, `"name":`) != 1 {
+			t.Fatalf("match.found from the outbox: %s", found)
+		}
+		if update := string(protocol.Frame(drained[1])); !strings.Contains(update, `"name":"Ada «1» ✨"`) {
+			t.Fatalf("ticket.update from the outbox: %s", update)
+		}
+		page, err := l.UserState(ctx, tickets[0].UserID, t0, 10)
+		if err != nil || len(page.Tickets) != 1 || page.Tickets[0].Name != tickets[0].Name ||
+			len(page.Matches) != 1 || page.Matches[0].Players[0].Name != tickets[0].Name {
+			t.Fatalf("user state %+v, %v", page, err)
 		}
 	})
 
@@ -927,7 +1003,7 @@ func matchOf(at time.Time, tickets ...matcher.Ticket) matcher.Match {
 		m.Queue, m.Region = tickets[0].Queue, tickets[0].Region
 	}
 	for _, tk := range tickets {
-		m.Players = append(m.Players, matcher.Player{TicketID: tk.ID, UserID: tk.UserID, Skill: tk.Skill})
+		m.Players = append(m.Players, matcher.Player{TicketID: tk.ID, UserID: tk.UserID, Name: tk.Name, Skill: tk.Skill})
 	}
 	return m
 }

@@ -89,6 +89,10 @@ func appendTicketData(b []byte, t *matcher.Ticket) ([]byte, error) {
 	b = protocol.AppendJSONString(b, t.ID)
 	b = append(b, `,"userId":`...)
 	b = protocol.AppendJSONString(b, t.UserID)
+	if t.Name != "" {
+		b = append(b, `,"name":`...)
+		b = protocol.AppendJSONString(b, t.Name)
+	}
 	b = append(b, `,"queue":`...)
 	b = protocol.AppendJSONString(b, t.Queue)
 	b = append(b, `,"region":`...)
@@ -156,6 +160,10 @@ func appendMatchData(b []byte, m *matcher.Match) ([]byte, error) {
 			b = protocol.AppendJSONString(b, p.TicketID)
 			b = append(b, `,"userId":`...)
 			b = protocol.AppendJSONString(b, p.UserID)
+			if p.Name != "" {
+				b = append(b, `,"name":`...)
+				b = protocol.AppendJSONString(b, p.Name)
+			}
 			b = append(b, `,"skill":`...)
 			if b, err = appendFloat(b, p.Skill); err != nil {
 				return nil, fmt.Errorf("player %d skill: %w", i, err)

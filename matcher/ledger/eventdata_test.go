@@ -193,7 +193,7 @@ func (r dataGen) instant() time.Time {
 
 func (r dataGen) ticket() matcher.Ticket {
 	t := matcher.Ticket{
-		ID: r.str(), UserID: r.str(), Queue: r.str(), Region: r.str(),
+		ID: r.str(), UserID: r.str(), Name: r.str(), Queue: r.str(), Region: r.str(),
 		Status: []matcher.TicketStatus{matcher.StatusWaiting, matcher.StatusMatched, matcher.StatusCancelled,
 			matcher.StatusExpired, matcher.TicketStatus(r.str())}[r.IntN(5)],
 		Skill: r.float(), Estimated: r.IntN(2) == 0, EnqueuedAt: r.instant(), Deadline: r.instant(),
@@ -230,7 +230,7 @@ func (r dataGen) match() matcher.Match {
 	if n := r.IntN(6) - 1; n >= 0 { // nil, empty or some players
 		m.Players = make([]matcher.Player, n)
 		for i := range m.Players {
-			m.Players[i] = matcher.Player{TicketID: r.str(), UserID: r.str(), Skill: r.float()}
+			m.Players[i] = matcher.Player{TicketID: r.str(), UserID: r.str(), Name: r.str(), Skill: r.float()}
 		}
 	}
 	if n := r.IntN(5) - 1; n >= 0 {

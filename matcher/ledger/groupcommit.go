@@ -71,7 +71,7 @@ func (l *Postgres) insertBatch(ctx context.Context, batch []insertReq) []insertR
 		users, queues, regions = make([]string, n), make([]string, n), make([]string, n)
 		skills, activities     = make([]float64, n), make([]float64, n)
 		estimated              = make([]bool, n)
-		attrs                  = make([]*string, n)
+		attrs, names           = make([]*string, n), make([]*string, n)
 		enqueued, deadlines    = make([]time.Time, n), make([]time.Time, n)
 		updated                = make([]time.Time, n)
 		headStarts, versions   = make([]int64, n), make([]int64, n)
@@ -86,17 +86,19 @@ func (l *Postgres) insertBatch(ctx context.Context, batch []insertReq) []insertR
 		}
 		enqueued[i], deadlines[i], updated[i] = t.EnqueuedAt, t.Deadline, t.UpdatedAt
 		headStarts[i], versions[i] = t.HeadStart.Milliseconds(), t.Version
+		names[i] = nullIfEmpty(t.Name)
 	}
 	b := &pgx.Batch{}
 	b.Queue(`INSERT INTO tickets (id, user_id, queue, region, status, skill,
-		estimated, activity, attributes, enqueued_at, head_start_ms, deadline, updated_at, version)
-		SELECT id, u, q, r, 'WAITING', s, e, a, at, enq, hs, dl, up, v
+		estimated, activity, attributes, enqueued_at, head_start_ms, deadline, updated_at, version, name)
+		SELECT id, u, q, r, 'WAITING', s, e, a, at, enq, hs, dl, up, v, nm
 		  FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::float8[], $6::bool[], $7::float8[],
-		              $8::jsonb[], $9::timestamptz[], $10::int8[], $11::timestamptz[], $12::timestamptz[], $13::int8[])
-		       AS x(id, u, q, r, s, e, a, at, enq, hs, dl, up, v)
+		              $8::jsonb[], $9::timestamptz[], $10::int8[], $11::timestamptz[], $12::timestamptz[], $13::int8[],
+		              $14::text[])
+		       AS x(id, u, q, r, s, e, a, at, enq, hs, dl, up, v, nm)
 		ON CONFLICT DO NOTHING
 		RETURNING id::text`,
-		ids, users, queues, regions, skills, estimated, activities, attrs, enqueued, headStarts, deadlines, updated, versions)
+		ids, users, queues, regions, skills, estimated, activities, attrs, enqueued, headStarts, deadlines, updated, versions, names)
 	// A user seated in a pending match may not join (see refuseMatchedSQL).
 	b.Queue(refuseMatchedSQL, ids, users)
 	br := l.pool.SendBatch(ctx, b)

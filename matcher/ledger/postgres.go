@@ -44,7 +44,7 @@ const uniqueViolation = "23505"
 // come back in the canonical form Memory produces too.
 const ticketColumns = `id::text, user_id, queue, region, status, skill, estimated, activity, attributes,
 	enqueued_at, head_start_ms, deadline, coalesce(match_id::text, ''), coalesce(cancel_reason, ''),
-	updated_at, version`
+	updated_at, version, coalesce(name, '')`
 
 // scanTicket reads ticketColumns, then any columns after them into more.
 func scanTicket(row pgx.Row, more ...any) (matcher.Ticket, error) {
@@ -54,7 +54,7 @@ func scanTicket(row pgx.Row, more ...any) (matcher.Ticket, error) {
 		headStart int64
 	)
 	err := row.Scan(append([]any{&t.ID, &t.UserID, &t.Queue, &t.Region, &t.Status, &t.Skill, &t.Estimated, &t.Activity, &attrs,
-		&t.EnqueuedAt, &headStart, &t.Deadline, &t.MatchID, &t.CancelReason, &t.UpdatedAt, &t.Version}, more...)...)
+		&t.EnqueuedAt, &headStart, &t.Deadline, &t.MatchID, &t.CancelReason, &t.UpdatedAt, &t.Version, &t.Name}, more...)...)
 	if err != nil {
 		return matcher.Ticket{}, err
 	}
@@ -167,10 +167,10 @@ func (l *Postgres) insertOne(ctx context.Context, t matcher.Ticket, attrs []byte
 	for range createTicketAttempts {
 		b := &pgx.Batch{}
 		b.Queue(`INSERT INTO tickets (id, user_id, queue, region, status, skill,
-			estimated, activity, attributes, enqueued_at, head_start_ms, deadline, updated_at, version)
-			VALUES ($1, $2, $3, $4, 'WAITING', $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+			estimated, activity, attributes, enqueued_at, head_start_ms, deadline, updated_at, version, name)
+			VALUES ($1, $2, $3, $4, 'WAITING', $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
 			t.ID, t.UserID, t.Queue, t.Region, t.Skill, t.Estimated, t.Activity, attrs, t.EnqueuedAt,
-			t.HeadStart.Milliseconds(), t.Deadline, t.UpdatedAt, t.Version)
+			t.HeadStart.Milliseconds(), t.Deadline, t.UpdatedAt, t.Version, nullIfEmpty(t.Name))
 		b.Queue(refuseMatchedSQL, [][16]byte{uuidParam(t.ID)}, []string{t.UserID})
 		br := l.pool.SendBatch(ctx, b)
 		_, err := br.Exec()

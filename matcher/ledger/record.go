@@ -91,6 +91,10 @@ func newTicket(t matcher.Ticket) (matcher.Ticket, error) {
 		return matcher.Ticket{}, fmt.Errorf("create ticket %s: activity %v is not a number", id, t.Activity)
 	case t.HeadStart < 0:
 		return matcher.Ticket{}, fmt.Errorf("create ticket %s: negative head start %s", id, t.HeadStart)
+	case t.Name != matcher.CleanName(t.Name):
+		// Cleaned where it comes in (the service's join): the record
+		// refuses one that was not rather than clean it a second way.
+		return matcher.Ticket{}, fmt.Errorf("create ticket %s: name %q is not a clean display name", id, t.Name)
 	}
 	t.ID = id
 	t.Status = matcher.StatusWaiting

@@ -427,7 +427,8 @@ func TestBatches(t *testing.T) {
 			if len(next) != 1 || !reflect.DeepEqual(ids(next[0]), []string{"c"}) {
 				t.Errorf("oldest after the claims = %v, want [c]", next)
 			}
-			want := []ClaimResult{{OK: true}, {Missing: []string{"b"}}, {OK: true}, {Missing: []string{"gone"}}, {Missing: []string{"gone"}}, {OK: true}}
+			none := []string{"", ""} // no names: one "" per claimed ticket
+			want := []ClaimResult{{OK: true, Names: none}, {Missing: []string{"b"}}, {OK: true, Names: none}, {Missing: []string{"gone"}}, {Missing: []string{"gone"}}, {OK: true, Names: none}}
 			for i, w := range want {
 				if got[i].Err != nil || !reflect.DeepEqual(got[i].ClaimResult, w) {
 					t.Errorf("claim %d = %+v, want %+v", i, got[i], w)

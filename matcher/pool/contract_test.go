@@ -146,6 +146,40 @@ func testContract(t *testing.T, newPoolAt func(t *testing.T, clock func() time.T
 		}
 	})
 
+	t.Run("NamesRideTheHashToTheClaim", func(t *testing.T) {
+		p := newPool(t)
+		a, b := entry("a", 100, 0, time.Minute), entry("b", 110, time.Second, time.Minute)
+		a.Name = "Ada | ✨" // the member's separator: the name is no field of it
+		enq(t, p, "cn:eu", a, b)
+		read, err := p.Oldest(ctx, "cn:eu", 5)
+		if err != nil || len(read) != 2 || read[0].UserID != "u-a" || read[0].Name != "" {
+			t.Fatalf("oldest = %+v, %v; want both, names left to the claim", read, err)
+		}
+		res, err := p.Claim(ctx, "cn:eu", 0, "m-1", read)
+		if err != nil || !res.OK || !slices.Equal(res.Names, []string{"Ada | ✨", ""}) {
+			t.Fatalf("claim = %+v, %v; want a's name and none for b", res, err)
+		}
+		// Put back with the entries a pass read (no names): the hash keeps its own.
+		if n, err := p.Requeue(ctx, "cn:eu", read, hashTTL, t0, hbTimeout); err != nil || n != 2 {
+			t.Fatalf("requeue = %d, %v", n, err)
+		}
+		cs, _, err := p.ClaimMany(ctx, "cn:eu", 0, []ClaimRequest{{MatchID: "m-2", Entries: []matcher.Entry{read[1], read[0]}}})
+		if err != nil || len(cs) != 1 || !cs[0].OK || !slices.Equal(cs[0].Names, []string{"", "Ada | ✨"}) {
+			t.Fatalf("claim after the requeue = %+v, %v", cs, err)
+		}
+		// The reconciler's requeue from the record brings a name to a ticket
+		// the pool never held.
+		c := entry("c", 120, 2*time.Second, time.Minute)
+		c.Name = "Cyd"
+		if n, err := p.Requeue(ctx, "cn:eu", []matcher.Entry{c}, hashTTL, t0, hbTimeout); err != nil || n != 1 {
+			t.Fatalf("requeue c = %d, %v", n, err)
+		}
+		c.Name = ""
+		if res, err := p.Claim(ctx, "cn:eu", 0, "m-3", []matcher.Entry{c}); err != nil || !res.OK || !slices.Equal(res.Names, []string{"Cyd"}) {
+			t.Fatalf("claim of c = %+v, %v", res, err)
+		}
+	})
+
 	t.Run("RequeueMissingPutsBackDeadClaimsOnly", func(t *testing.T) {
 		p := newPool(t)
 		a, b := entry("a", 100, 0, time.Minute), entry("b", 200, 0, time.Minute)

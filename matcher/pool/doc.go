@@ -14,8 +14,10 @@
 //	<prefix>:{<partition>}:watch       ZSET  when a pass is to look, unix ms: the
 //	                                         sooner of the deadline and the last
 //	                                         sign of life plus the heartbeat timeout
-//	<prefix>:{<partition>}:t:<ticket>  HASH  m (the member) state hb exp, and
-//	                                         once claimed match from fence
+//	<prefix>:{<partition>}:t:<ticket>  HASH  m (the member) state hb exp, name
+//	                                         (the display name, when there is
+//	                                         one), and once claimed match from
+//	                                         fence
 //	<prefix>:{<partition>}:fence       INT   fencing counter of the partition lease
 //	<prefix>:{<partition>}:lease       STR   "<owner> <token> <expiry, unix ms>"
 //	<prefix>:{<partition>}:offers      ZSET  offers from adjacent regions, by expiry
@@ -37,10 +39,13 @@
 // pass reads, "<ticket>|<skill>|<enq>|<deadline>|<est>|<activity>|<user>"
 // (see member): a scan is its range reads, with no hash read per entry. The
 // hash names the member too, for those who know only the ticket id (a
-// cancel). A member that is a bare ticket id, written by a layout without
-// the fields, and a watched member whose hash is gone, are read as entries
-// without a user, which the matcher restores from the record (Requeue
-// replaces the member).
+// cancel), and holds the player's display name, which is no field of the
+// member (a pass parses every member it reads, and a name may hold the
+// separator): the claim, which writes the hash anyway, reads it back
+// (ClaimResult.Names). A member that is a bare ticket id, written by a
+// layout without the fields, and a watched member whose hash is gone, are
+// read as entries without a user, which the matcher restores from the
+// record (Requeue replaces the member).
 //
 // The watch set holds the deadline and the heartbeat timeout in one score,
 // and a claim leaves it alone: a removal from the middle of a sorted set of

@@ -89,6 +89,7 @@ type memTag struct {
 // memTicket is a ticket hash: m "" is a hash a claim created without one.
 type memTicket struct {
 	m, state, match, from string
+	name                  string
 	hb, fence             int64
 	until                 time.Time
 }
@@ -297,7 +298,7 @@ func (p *Memory) Enqueue(_ context.Context, partition string, e matcher.Entry, t
 	}
 	p.sweep()
 	m, tg, until := member(e), p.tag(partition), p.clock().Add(ttl)
-	tg.tickets[e.TicketID] = &memTicket{m: m, state: "waiting", hb: msOf(e.Heartbeat), until: until}
+	tg.tickets[e.TicketID] = &memTicket{m: m, name: e.Name, state: "waiting", hb: msOf(e.Heartbeat), until: until}
 	p.ending(tg, e.TicketID, until)
 	p.part(partition).add(m, e.Skill, e.Enqueue.UnixMilli(), watchMS(msOf(e.Heartbeat), e.Enqueue.UnixMilli(), e.Deadline.UnixMilli(), timeout))
 	return true, nil
@@ -403,6 +404,7 @@ func (p *Memory) claim(partition string, fence int64, reqs []ClaimRequest) ([]Cl
 			out[g] = ClaimResult{Missing: missing}
 			continue
 		}
+		names := make([]string, 0, len(r.Entries))
 		for _, e := range r.Entries {
 			m := member(e)
 			taken[m] = true
@@ -415,8 +417,9 @@ func (p *Memory) claim(partition string, fence int64, reqs []ClaimRequest) ([]Cl
 			}
 			h.state, h.match, h.from, h.fence, h.until = "claimed", r.MatchID, partition, fence, until
 			p.ending(tg, e.TicketID, until)
+			names = append(names, h.name)
 		}
-		out[g] = ClaimResult{OK: true}
+		out[g] = ClaimResult{OK: true, Names: names}
 	}
 	for m := range taken {
 		pt.del(m)
@@ -530,6 +533,9 @@ func (p *Memory) requeue(partition string, siblings []string, deadOnly bool, ent
 			h.hb = hb
 		}
 		h.m, h.state, h.match, h.from, h.fence, h.until = m, "waiting", "", "", 0, until
+		if e.Name != "" {
+			h.name = e.Name
+		}
 		p.ending(tg, e.TicketID, until)
 		if !hasMember(pt.pool, m) {
 			n++

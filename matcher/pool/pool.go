@@ -199,6 +199,11 @@ func (p *Pool) setKeys(partition string) []string {
 type ClaimResult struct {
 	OK      bool
 	Missing []string // tickets no longer in the pool when OK is false
+	// Names are, when OK, the display names the claimed tickets' hashes
+	// hold ("" for none), in the order of the claim's entries: the pool
+	// keeps a name out of the members, so the claim is where a pass
+	// learns it.
+	Names []string
 }
 
 // RemoveResult is the outcome of a Remove.
@@ -239,7 +244,7 @@ func (p *Pool) Enqueue(ctx context.Context, partition string, e matcher.Entry, t
 func (p *Pool) enqueueArgs(e matcher.Entry, ttl, timeout time.Duration) []any {
 	now := p.now()
 	return []any{member(e), score(e.Skill), msTime(e.Enqueue), msTime(watchAt(e, timeout)), heartbeatArg(e),
-		msTime(now), msTime(now.Add(ttl)), ms(ttl + expirySlack)}
+		msTime(now), msTime(now.Add(ttl)), ms(ttl + expirySlack), e.Name}
 }
 
 // Enqueues of concurrent joins share round trips (internal/group): one
@@ -250,7 +255,7 @@ const (
 	enqueueTimeout  = 10 * time.Second
 )
 
-// enqueueCall is one ticket of enqueue.lua: its hash key and its eight
+// enqueueCall is one ticket of enqueue.lua: its hash key and its nine
 // arguments.
 type enqueueCall struct {
 	partition string
@@ -277,7 +282,7 @@ func (p *Pool) enqueueBatch(ctx context.Context, calls []enqueueCall) []enqueueR
 	cmds := p.pipelined(ctx, len(parts), func(pipe redis.Pipeliner, j int) *redis.Cmd {
 		idx := of[parts[j]]
 		keys := append(make([]string, 0, 3+len(idx)), p.setKeys(parts[j])...)
-		args := make([]any, 0, 8*len(idx))
+		args := make([]any, 0, 9*len(idx))
 		for _, i := range idx {
 			keys = append(keys, calls[i].key)
 			args = append(args, calls[i].args...)
@@ -394,7 +399,11 @@ func claimResult(vals []any) (ClaimResult, error) {
 		return ClaimResult{}, errors.New("empty reply")
 	}
 	if ok, _ := vals[0].(int64); ok == 1 {
-		return ClaimResult{OK: true}, nil
+		names := make([]string, len(vals)-1)
+		for i, v := range vals[1:] {
+			names[i] = str(v)
+		}
+		return ClaimResult{OK: true, Names: names}, nil
 	}
 	missing := make([]string, 0, len(vals)-1)
 	for _, v := range vals[1:] {
@@ -520,7 +529,7 @@ func (p *Pool) requeue(ctx context.Context, partition string, siblings []string,
 	}
 	keys := make([]string, 0, 4+len(entries)+len(siblings))
 	keys = append(keys, p.setKeys(partition)...)
-	args := make([]any, 0, 7+6*len(entries))
+	args := make([]any, 0, 7+7*len(entries))
 	lostMS := "0"
 	if !lost.IsZero() {
 		lostMS = msTime(lost)
@@ -541,7 +550,7 @@ func (p *Pool) requeue(ctx context.Context, partition string, siblings []string,
 		}
 		seen[e.TicketID] = struct{}{}
 		keys = append(keys, p.ticketKey(partition, e.TicketID))
-		args = append(args, e.TicketID, member(e), score(e.Skill), msTime(e.Enqueue), msTime(e.Deadline), heartbeatArg(e))
+		args = append(args, e.TicketID, member(e), score(e.Skill), msTime(e.Enqueue), msTime(e.Deadline), heartbeatArg(e), e.Name)
 	}
 	for _, s := range siblings {
 		keys = append(keys, p.Key(s, "pool"))

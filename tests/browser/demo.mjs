@@ -216,8 +216,12 @@ try {
   const b = await openPage('B');
   await step('two guests sign in', async () => {
     await signIn(a, 'Ada', 1500);
-    await signIn(b, 'Alan', 1510);
+    // Typed with an RTL override and a zero-width joiner: the server
+    // cleans the name, and the page shows what the others will see.
+    await signIn(b, '\u202eAlan\u200d ', 1510);
     expect((await a.textContent('#me-name')) === 'Ada', 'A shows its name');
+    const shownB = await b.textContent('#me-name');
+    expect(shownB === 'Alan', `B shows its name as the server cleaned it: ${JSON.stringify(shownB)}`);
   });
 
   await step('the lobby\'s trending now shows the trending board and follows new events live', async () => {
@@ -246,6 +250,11 @@ try {
       expect(players.some((p) => p.includes(ua)) && players.some((p) => p.includes(ub)),
         `${label} does not list both players: ${players}`);
     }
+    // Each page is told the other's name by the server (a page knows only
+    // its own): A shows Alan, B shows Ada.
+    const seat = (players, id) => players.find((p) => p.includes(id)) || '';
+    expect(seat(pa, ub).includes('Alan'), `A shows B as ${JSON.stringify(seat(pa, ub))}, not by the name B typed`);
+    expect(seat(pb, ua).includes('Ada'), `B shows A as ${JSON.stringify(seat(pb, ua))}, not by the name A typed`);
     await shot(a, '03-matched.png');
   });
 

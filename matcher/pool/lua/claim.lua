@@ -41,7 +41,8 @@
 -- Returns the error reply "STALE_FENCE ..." when the token is not exactly the
 -- fence key's value (nothing touched); else one reply per group: {0, missing
 -- members...} when any of its tickets is no longer in the pool (that group
--- untouched), {1} when every ticket of it was claimed.
+-- untouched), {1, names...} when every ticket of it was claimed: the display
+-- name each ticket's hash holds ("" for none), in the group's order.
 
 if ARGV[1] ~= '0' then
   local current = redis.call('GET', KEYS[1])
@@ -102,13 +103,15 @@ for g, a in ipairs(groups) do
   if missing then
     replies[g] = missing
   else
+    local reply = {1}
     for i = j + 1, j + n do
       free[members[i]] = nil
       claimed[#claimed + 1] = members[i]
       redis.call('HSET', KEYS[4 + i], 'state', 'claimed', 'match', ARGV[a], 'from', KEYS[2], 'fence', ARGV[1], 'exp', ARGV[2] .. ' ' .. ARGV[a])
       redis.call('PEXPIRE', KEYS[4 + i], ARGV[3])
+      reply[#reply + 1] = redis.call('HGET', KEYS[4 + i], 'name') or ''
     end
-    replies[g] = {1}
+    replies[g] = reply
   end
   j = j + n
 end

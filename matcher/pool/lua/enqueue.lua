@@ -9,7 +9,9 @@
 -- fields a pass needs (see member in pool.go), so that reading them is
 -- reading the entries, with no hash read per entry. The hash keeps the
 -- member (for those who know only the ticket id), the state, the last
--- heartbeat and its end.
+-- heartbeat, its end, and the player's display name ("name", absent for
+-- none: kept out of the member, which every pass parses, it is read back
+-- by the claim alone).
 --
 -- A hash lives until its end, "exp", by the pool's clock (the clock of the
 -- matcher's decisions): "<unix ms>" for a waiting ticket (written here and
@@ -27,7 +29,7 @@
 --                         ms: the sooner of its deadline and its last sign
 --                         of life plus the queue's heartbeat timeout)
 -- KEYS[3+i]  ticket HASH of the i-th ticket
--- ARGV       eight arguments per ticket, in KEYS order:
+-- ARGV       nine arguments per ticket, in KEYS order:
 --   1 member (the ticket id is its first field)
 --   2 skill (float, shortest round-trip decimal)
 --   3 effective enqueue time, unix ms
@@ -36,6 +38,7 @@
 --   6 now, unix ms
 --   7 the hash's end, unix ms (now + its TTL)
 --   8 the key's expiry, ms (longer than the TTL): a safety net
+--   9 the display name ("" for none)
 --
 -- Returns, per ticket, 1 when it was added, 0 when its hash already existed
 -- and had not ended (the pool is left untouched for it, whatever state the
@@ -46,7 +49,7 @@
 local out = {}
 local adds = {{}, {}, {}} -- per sorted set: score, member, ...
 for i = 1, #KEYS - 3 do
-  local a, key = (i - 1) * 8, KEYS[3 + i]
+  local a, key = (i - 1) * 9, KEYS[3 + i]
   local f = redis.call('HMGET', key, 'state', 'match', 'exp')
   if f[1] and not ended(f[1], f[2], f[3], tonumber(ARGV[a + 6])) then
     out[i] = 0
@@ -59,6 +62,9 @@ for i = 1, #KEYS - 3 do
       redis.call('HSET', key, 'm', m, 'state', 'waiting', 'hb', ARGV[a + 5], 'exp', ARGV[a + 7])
     else
       redis.call('HSET', key, 'm', m, 'state', 'waiting', 'exp', ARGV[a + 7])
+    end
+    if ARGV[a + 9] ~= '' then
+      redis.call('HSET', key, 'name', ARGV[a + 9])
     end
     redis.call('PEXPIRE', key, ARGV[a + 8])
     for s = 1, 3 do

@@ -48,8 +48,9 @@
 --              plus it
 -- ARGV[6]      G, the number of sibling pools guarded against ("0" = none)
 -- ARGV[7]      "1": dead claims only (the reconciler), else "0"
--- ARGV[8+6(i-1)+0..5]  the i-th ticket: id, member, skill, effective enqueue
---              ms, deadline ms, heartbeat ms ("0" = none)
+-- ARGV[8+7(i-1)+0..6]  the i-th ticket: id, member, skill, effective enqueue
+--              ms, deadline ms, heartbeat ms ("0" = none), display name (""
+--              for one the caller does not know: the hash's stays)
 --
 -- Returns the number of members added to the pool: tickets that were not in
 -- it, and those whose member changed. A ticket already waiting under the
@@ -93,7 +94,7 @@ local function elsewhere(id, m, f)
 end
 
 -- put requeues one ticket; it returns 1 when its member was not in the pool.
-local function put(id, m, skill, enq, dl, hb, h, f)
+local function put(id, m, skill, enq, dl, hb, name, h, f)
   if lost > tonumber(hb) and not f[1] then
     hb = ARGV[4]
   end
@@ -114,6 +115,9 @@ local function put(id, m, skill, enq, dl, hb, h, f)
   end
   if prev == 0 then prev = tonumber(enq) end
   redis.call('HSET', h, 'm', m, 'state', 'waiting', 'exp', ARGV[2])
+  if name ~= '' then
+    redis.call('HSET', h, 'name', name)
+  end
   redis.call('HDEL', h, 'match', 'from', 'fence')
   redis.call('PEXPIRE', h, ARGV[3])
 
@@ -128,8 +132,8 @@ local function put(id, m, skill, enq, dl, hb, h, f)
 end
 
 for i = 1, n do
-  local a = 8 + 6 * (i - 1)
-  local id, m, skill, enq, dl, hb = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5]
+  local a = 8 + 7 * (i - 1)
+  local id, m, skill, enq, dl, hb, name = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6]
   local h = KEYS[3 + i]
   local f = redis.call('HMGET', h, 'm', 'hb', 'state', 'from', 'fence', 'exp', 'match')
   if ended(f[3], f[7], f[6], now) then
@@ -137,7 +141,7 @@ for i = 1, n do
     f = {}
   end
   if not elsewhere(id, m, f) then
-    added = added + put(id, m, skill, enq, dl, hb, h, f)
+    added = added + put(id, m, skill, enq, dl, hb, name, h, f)
   end
 end
 return added
