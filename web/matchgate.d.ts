@@ -19,6 +19,8 @@ export type CancelReason = 'user' | 'heartbeat' | 'declined' | 'accept_timeout' 
 export interface Ticket {
   id: string;
   userId: string;
+  /** The player's display name, cleaned (at most 32 characters); absent: show userId. */
+  name?: string;
   queue: string;
   region: string;
   status: TicketStatus;
@@ -46,6 +48,8 @@ export interface Ticket {
 export interface Player {
   ticketId: string;
   userId: string;
+  /** The player's display name, cleaned (at most 32 characters); absent: show userId. */
+  name?: string;
   skill: number;
 }
 
@@ -753,7 +757,7 @@ export interface JoinOptions {
 }
 
 export interface GuestRequest {
-  /** For display only. */
+  /** The display name, cleaned by the server (at most 32 characters). */
   name?: string;
   /** 0–10000 (default 1500). */
   skill?: number;
@@ -764,6 +768,8 @@ export interface GuestRequest {
 export interface GuestResponse {
   token: string;
   userId: string;
+  /** The display name as cleaned; absent when none was given or none was left. */
+  name?: string;
 }
 
 /** The arguments of request after its type: the fields, optional where none is required. */
