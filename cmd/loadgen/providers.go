@@ -38,10 +38,14 @@ type providerSocket struct {
 	capacity          int
 	attrs             client.Attributes
 
-	mu    sync.Mutex
-	conn  *client.Client
-	live  map[string]string // assignment id → requester's ticket id
-	freed []time.Time       // ends not yet followed by an offer
+	mu   sync.Mutex
+	conn *client.Client
+	live map[string]string // assignment id → requester's ticket id
+	// ending are the live assignments whose end is sent and not yet
+	// answered: the server may have freed their slots, and its next offer
+	// may overtake the end's answer to this client.
+	ending map[string]bool
+	freed  []time.Time // ends not yet followed by an offer
 }
 
 // providersRun is one providers-mode run.
@@ -164,7 +168,7 @@ func (r *providersRun) newProvider(i int, rng *rand.Rand) (*providerSocket, erro
 		user: user, token: tok, base: r.cfg.URLs[i%len(r.cfg.URLs)], capacity: 1 + rng.IntN(3),
 		attrs: client.Attributes{Languages: langs, Specialties: []string{fmt.Sprintf("s%d", rng.IntN(10)), fmt.Sprintf("s%d", rng.IntN(10))},
 			SessionTypes: []string{"chat", "video"}, Rating: math.Round((2+3*rng.Float64())*10) / 10},
-		live: map[string]string{},
+		live: map[string]string{}, ending: map[string]bool{},
 	}, nil
 }
 
@@ -288,7 +292,7 @@ func (r *providersRun) readProvider(ctx context.Context, p *providerSocket, c *c
 					p.freed = p.freed[1:]
 				}
 				p.live[a.ID] = a.Requester.TicketID
-				if len(p.live) > p.capacity {
+				if len(p.live)-len(p.ending) > p.capacity {
 					r.overCapacity.Add(1)
 				}
 				p.mu.Unlock()
@@ -343,7 +347,13 @@ func (r *providersRun) endLater(ctx context.Context, p *providerSocket, id strin
 		}
 		p.mu.Lock()
 		c := p.conn
+		p.ending[id] = true
 		p.mu.Unlock()
+		defer func() {
+			p.mu.Lock()
+			delete(p.ending, id)
+			p.mu.Unlock()
+		}()
 		a, err := c.EndAssignment(ctx, id)
 		if err != nil {
 			r.failed("provider_error_", err)

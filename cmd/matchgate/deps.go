@@ -54,6 +54,7 @@ type deps struct {
 	reg       *prometheus.Registry
 	clk       *clock.Synced
 	pg        *pgxpool.Pool // nil with the record in memory
+	replica   *pgxpool.Pool // nil without --postgres-replica-url
 	led       matcher.Ledger
 	mmetrics  *engine.Metrics
 	nmetrics  *notify.Metrics
@@ -192,6 +193,7 @@ func newDeps(ctx context.Context, f serveFlags, stderr io.Writer) (_ *deps, err 
 		Banned:    d.sec.bans.Banned,
 		Wake:      d.wake,
 		Admission: admissionGate{d},
+		Reads:     d.replicaReads(),
 	}); err != nil {
 		return nil, err
 	}
@@ -213,14 +215,18 @@ func newDeps(ctx context.Context, f serveFlags, stderr io.Writer) (_ *deps, err 
 // rather than not at all.
 func (d *deps) openRankings() error {
 	var rec ranking.Record = rankingrecord.NewMemory()
+	var reads rankingservice.RecordReads
 	if d.pg != nil {
 		rec = rankingrecord.NewPostgres(d.pg)
+	}
+	if d.replica != nil {
+		reads = rankingrecord.NewPostgres(d.replica)
 	}
 	var act rankingservice.Activity
 	if c, ok := d.led.(activityCounter); ok {
 		act = ledgerActivity{c}
 	}
-	svc, err := rankingservice.New(rankingservice.Config{Boards: d.queues.Rankings, Record: rec, Redis: d.rdb,
+	svc, err := rankingservice.New(rankingservice.Config{Boards: d.queues.Rankings, Record: rec, Reads: reads, Redis: d.rdb,
 		Prefix: d.f.prefix, Now: d.clk.Now, Logger: d.log, Owner: d.node + "-" + rand.Text()[:8], Activity: act})
 	if err != nil {
 		return fmt.Errorf("rankings: %w", err)
@@ -300,6 +306,9 @@ func (a ledgerActivity) Activity(ctx context.Context, from, to time.Time) ([]ran
 // or memory on the process's clock of decisions.
 func (d *deps) openRecord(ctx context.Context) error {
 	if d.f.postgresURL == "" {
+		if d.f.postgresReplicaURL != "" {
+			return errors.New("--postgres-replica-url needs --postgres-url")
+		}
 		d.led = ledger.NewMemoryAt(d.clk.Now)
 		return nil
 	}
@@ -315,7 +324,24 @@ func (d *deps) openRecord(ctx context.Context) error {
 		}
 	}
 	d.led = ledger.NewPostgres(pg)
+	if d.f.postgresReplicaURL != "" {
+		rp, err := ledger.Open(ctx, d.f.postgresReplicaURL)
+		if err != nil {
+			return fmt.Errorf("--postgres-replica-url: %w", err)
+		}
+		d.replica = rp
+		d.onClose(rp.Close)
+	}
 	return nil
+}
+
+// replicaReads is the record on the replica, nil without one (a nil
+// interface, not a nil pointer in one: the Service reads the primary then).
+func (d *deps) replicaReads() engine.RecordReads {
+	if d.replica == nil {
+		return nil
+	}
+	return ledger.NewPostgres(d.replica)
 }
 
 // newAllocator builds the server allocator: the HTTP fleet manager of

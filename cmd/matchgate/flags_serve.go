@@ -15,7 +15,7 @@ import (
 )
 
 type serveFlags struct {
-	addr, redisURL, postgresURL, roles, config, node, secret, guests, origins, logFormat, logLevel, prefix string
+	addr, redisURL, postgresURL, postgresReplicaURL, roles, config, node, secret, guests, origins, logFormat, logLevel, prefix string
 	migrate                                                                                                bool
 	shutdownTimeout, leaseTTL, providerGrace                                                               time.Duration
 	clockSkew                                                                                              time.Duration
@@ -33,6 +33,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on")
 	redisURL := fs.Secret("redis-url", "Redis URL: redis://host:port/db, or a Redis Cluster as redis+cluster://host:port,host:port; empty runs an in-process Redis (not durable)")
 	pgURL := fs.Secret("postgres-url", "PostgreSQL URL; empty keeps the record in memory (not durable)")
+	pgReplicaURL := fs.Secret("postgres-replica-url", "PostgreSQL URL of a read replica for GET of a ticket, the ticket history and a ranking item's GET; empty reads the primary")
 	roles := fs.String("roles", "gateway,matcher,relay", "comma-separated roles this process runs")
 	config := fs.String("config", "", "queue file (YAML); empty uses the built-in demo queues")
 	node := fs.String("node", "", "node name shown to clients (default: host name)")
@@ -55,7 +56,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 		return f, err
 	}
 	f = serveFlags{
-		addr: *addr, redisURL: *redisURL, postgresURL: *pgURL, roles: *roles, config: *config,
+		addr: *addr, redisURL: *redisURL, postgresURL: *pgURL, postgresReplicaURL: *pgReplicaURL, roles: *roles, config: *config,
 		node: *node, secret: *secret, guests: *guests, origins: *origins, logFormat: *logFormat,
 		logLevel: *logLevel, prefix: *prefix, migrate: *migrate, shutdownTimeout: *shutdown, leaseTTL: *leaseTTL, providerGrace: *providerGrace,
 		fleet: *fleet, allocatorURL: *allocatorURL, skillURL: *skillURL, clockSkew: *clockSkew,

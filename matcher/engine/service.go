@@ -40,6 +40,12 @@ type ServiceConfig struct {
 	Skill SkillSource
 	// SkillTimeout bounds that question: slow counts as down. Default 300ms.
 	SkillTimeout time.Duration
+	// Reads, when set, answers the read-only questions, a ticket's GET and
+	// the ticket history, from a replica of the record
+	// (--postgres-replica-url); writes and the hello's catch-up stay on
+	// Ledger. What the replica does not know (yet: it lags) or cannot
+	// answer (it is down) is asked of Ledger.
+	Reads RecordReads
 	// Available, when set, is asked before a join writes anything: a
 	// non-nil answer (Redis or the record is unreachable) refuses the join at
 	// once with UNAVAILABLE instead of letting it hang or half-succeed.
@@ -62,6 +68,9 @@ type Service struct {
 	qs    atomic.Pointer[queueSet]
 	log   *slog.Logger
 	stats statsCache
+	// reads answers the read-only questions: the replica falling back to
+	// the record, or the record.
+	reads RecordReads
 }
 
 // queueSet is one configuration in force, swapped whole by SetQueues so a
@@ -95,6 +104,14 @@ func (s *Service) QueueList() []matcher.QueueConfig { return s.qs.Load().list }
 func (s *Service) SetQueues(c matcher.Config) { s.qs.Store(newQueueSet(c)) }
 
 // NewService validates the configuration; it starts nothing.
+// RecordReads is what the Service reads from a replica of the record: a
+// matcher.Ledger on the replica's pool is one.
+type RecordReads interface {
+	Ticket(ctx context.Context, id string) (matcher.Ticket, error)
+	Match(ctx context.Context, id string) (matcher.Match, error)
+	UserTickets(ctx context.Context, userID string, before matcher.TicketCursor, limit int) (matcher.TicketPage, error)
+}
+
 func NewService(cfg ServiceConfig) (*Service, error) {
 	if cfg.Pool == nil || cfg.Ledger == nil {
 		return nil, errors.New("service: Pool and Ledger are required")
@@ -123,7 +140,10 @@ func NewService(cfg ServiceConfig) (*Service, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Service{cfg: cfg, log: cfg.Logger}
+	s := &Service{cfg: cfg, log: cfg.Logger, reads: cfg.Ledger}
+	if cfg.Reads != nil {
+		s.reads = replicaReads{replica: cfg.Reads, primary: cfg.Ledger, log: cfg.Logger}
+	}
 	s.SetQueues(cfg.Queues)
 	return s, nil
 }
@@ -297,7 +317,11 @@ func (s *Service) lookupSkill(ctx context.Context, userID string) (float64, bool
 // own loads a ticket and checks it belongs to userID; another user's ticket
 // is NOT_FOUND so ids cannot be probed.
 func (s *Service) own(ctx context.Context, userID, ticketID string) (matcher.Ticket, error) {
-	t, err := s.cfg.Ledger.Ticket(ctx, ticketID)
+	return ownIn(ctx, s.cfg.Ledger, userID, ticketID)
+}
+
+func ownIn(ctx context.Context, rec RecordReads, userID, ticketID string) (matcher.Ticket, error) {
+	t, err := rec.Ticket(ctx, ticketID)
 	if errors.Is(err, matcher.ErrNotFound) || (err == nil && t.UserID != userID) {
 		return matcher.Ticket{}, matcher.Errorf(matcher.CodeNotFound, "no ticket %s", ticketID)
 	}
@@ -358,7 +382,7 @@ func (s *Service) pools(t matcher.Ticket) []string {
 // Ticket returns the caller's ticket with its match, and while it is
 // WAITING an explanation of why no match has formed yet.
 func (s *Service) Ticket(ctx context.Context, userID, ticketID string) (matcher.TicketView, error) {
-	t, err := s.own(ctx, userID, ticketID)
+	t, err := ownIn(ctx, s.reads, userID, ticketID)
 	if err != nil {
 		return matcher.TicketView{}, err
 	}
@@ -371,7 +395,9 @@ func (s *Service) Ticket(ctx context.Context, userID, ticketID string) (matcher.
 		}
 	}
 	if t.MatchID != "" {
-		m, err := s.cfg.Ledger.Match(ctx, t.MatchID)
+		// The replica that gave the ticket has its match: both are written
+		// in one transaction.
+		m, err := s.reads.Match(ctx, t.MatchID)
 		if err != nil {
 			return matcher.TicketView{}, matcher.Unavailable(fmt.Errorf("load match %s: %w", t.MatchID, err))
 		}
@@ -514,7 +540,7 @@ func (s *Service) TicketHistory(ctx context.Context, userID, before string, limi
 	if err != nil {
 		return matcher.UserState{}, err
 	}
-	page, err := s.cfg.Ledger.UserTickets(ctx, userID, cur, limit)
+	page, err := s.reads.UserTickets(ctx, userID, cur, limit)
 	if err != nil {
 		return matcher.UserState{}, matcher.Unavailable(fmt.Errorf("tickets of %s: %w", userID, err))
 	}

@@ -65,6 +65,10 @@ type Config struct {
 	Boards []ranking.Board
 	// Record is the durable record. Required.
 	Record ranking.Record
+	// Reads, when set, answers an item's GET (its metrics and its rank among
+	// the board's) from a replica of the record (--postgres-replica-url);
+	// everything else uses Record.
+	Reads RecordReads
 	// Redis serves the Top N. Required.
 	Redis redis.UniversalClient
 	// Prefix starts every key and channel. Default "matchgate".
@@ -108,10 +112,20 @@ type Service struct {
 	refreshes atomic.Int64
 }
 
+// RecordReads is what an item's GET reads of the record: a ranking.Record
+// on a replica's pool is one.
+type RecordReads interface {
+	Scan(ctx context.Context, board string, from, to time.Time, fn func(ranking.ItemMetrics) error) error
+	Item(ctx context.Context, board, item string, from, to time.Time) (m ranking.ItemMetrics, ok bool, err error)
+}
+
 // New checks cfg and builds a Service; it starts nothing (Run does).
 func New(cfg Config) (*Service, error) {
 	if cfg.Record == nil {
 		return nil, errors.New("ranking service: no record")
+	}
+	if cfg.Reads == nil {
+		cfg.Reads = cfg.Record
 	}
 	if cfg.Redis == nil {
 		return nil, errors.New("ranking service: no redis")

@@ -504,7 +504,7 @@ func (s *Service) Item(ctx context.Context, board, window, period, item string) 
 	if err != nil {
 		return ranking.Ranked{}, false, err
 	}
-	m, ok, err := s.cfg.Record.Item(ctx, b.Name, item, p.Start, p.End())
+	m, ok, err := s.cfg.Reads.Item(ctx, b.Name, item, p.Start, p.End())
 	if err != nil {
 		return ranking.Ranked{}, false, fmt.Errorf("item %q of %s %s: %w", item, b.Name, p, err)
 	}
@@ -515,7 +515,7 @@ func (s *Service) Item(ctx context.Context, board, window, period, item string) 
 		m = ranking.ItemMetrics{Item: item}
 	}
 	r, err := ranking.RankOf(w.Metrics, m, carry, func(fn func(ranking.ItemMetrics) error) error {
-		return s.cfg.Record.Scan(ctx, b.Name, p.Start, p.End(), fn)
+		return s.cfg.Reads.Scan(ctx, b.Name, p.Start, p.End(), fn)
 	})
 	if err != nil {
 		return ranking.Ranked{}, false, fmt.Errorf("item of %s %s: %w", b.Name, p, err)
