@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/matchgate/matchgate/internal/pgtest"
@@ -445,4 +446,82 @@ func waitReady(t *testing.T, base string, logs *syncBuffer) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatalf("%s not ready; log:\n%s", base, logs.String())
+}
+
+// With --postgres-replica-url a ticket's GET reads the replica, and the
+// primary for what the replica lacks. The "replica" here is a schema of its
+// own behind read-only sessions, so a write sent there would fail, and what
+// it holds differs from the primary where the test says so.
+func TestEndToEndPostgresReplica(t *testing.T) {
+	redistest.Real(t)
+	prefix := redistest.Prefix(t)
+	primary, replica := pgURL(t), pgURL(t)
+	if err := run(context.Background(), []string{"migrate", "--postgres-url", replica}, func(string) string { return "" }, io.Discard, io.Discard, nil); err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(replica)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("default_transaction_read_only", "on")
+	u.RawQuery = q.Encode()
+	base := startServer(t, "--redis-url", redistest.URL(), "--postgres-url", primary, "--postgres-replica-url", u.String(), "--redis-prefix", prefix)
+
+	g := newGuest(t, base, 1500)
+	first, ok := tryJoin(base, g)
+	if !ok {
+		t.Fatal("join")
+	}
+	// The replica learns the ticket, at a version of its own.
+	conn, err := pgx.Connect(context.Background(), primary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	schemaOf := func(raw string) string {
+		u, _ := url.Parse(raw)
+		return pgx.Identifier{u.Query().Get("search_path")}.Sanitize()
+	}
+	copyRow := fmt.Sprintf("INSERT INTO %s.tickets SELECT * FROM %s.tickets WHERE id = $1", schemaOf(replica), schemaOf(primary))
+	if _, err := conn.Exec(context.Background(), copyRow, first); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(context.Background(), fmt.Sprintf("UPDATE %s.tickets SET version = 99 WHERE id = $1", schemaOf(replica)), first); err != nil {
+		t.Fatal(err)
+	}
+	if v := getTicket(t, base, g, first); v.Ticket.Version != 99 {
+		t.Fatalf("GET of a ticket the replica holds: version %d, want the replica's 99", v.Ticket.Version)
+	}
+	// A ticket the replica has not seen is read from the primary.
+	if _, ok := tryCancel(base, g, first); !ok {
+		t.Fatal("cancel")
+	}
+	second, ok := tryJoin(base, g)
+	if !ok {
+		t.Fatal("second join")
+	}
+	if v := getTicket(t, base, g, second); v.Ticket.ID != second || v.Ticket.Status != matcher.StatusWaiting {
+		t.Fatalf("GET of a ticket only the primary holds: %+v", v.Ticket)
+	}
+}
+
+func tryCancel(base string, g guest, id string) (int, bool) {
+	req, _ := http.NewRequest(http.MethodDelete, base+"/v1/tickets/"+id, nil)
+	req.Header.Set("Authorization", "Bearer "+g.Token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, false
+	}
+	resp.Body.Close()
+	return resp.StatusCode, resp.StatusCode == http.StatusOK
+}
+
+// A replica without a primary is refused at start.
+func TestReplicaNeedsPrimary(t *testing.T) {
+	err := run(context.Background(), []string{"serve", "--addr", "127.0.0.1:0", "--postgres-replica-url", "postgres://127.0.0.1/x"},
+		func(string) string { return "" }, io.Discard, io.Discard, nil)
+	if err == nil || !strings.Contains(err.Error(), "--postgres-replica-url needs --postgres-url") {
+		t.Fatalf("serve with a replica only: %v", err)
+	}
 }
