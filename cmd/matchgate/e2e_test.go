@@ -384,6 +384,21 @@ func TestEndToEndTwoProcesses(t *testing.T) {
 		t.Skip("builds the binary")
 	}
 	redistest.Real(t)
+	twoProcesses(t, redistest.URL())
+}
+
+// The same on a Redis Cluster: the processes share the partitions through
+// leases in the cluster and reach each other's players through sharded
+// channels.
+func TestEndToEndTwoProcessesCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	redistest.Cluster(t)
+	twoProcesses(t, "redis+cluster://"+strings.Join(redistest.ClusterAddrs(), ","))
+}
+
+func twoProcesses(t *testing.T, redisURL string) {
 	prefix := redistest.Prefix(t)
 	db := pgURL(t)
 	bin := filepath.Join(t.TempDir(), "matchgate")
@@ -395,7 +410,7 @@ func TestEndToEndTwoProcesses(t *testing.T) {
 	for i := range 2 {
 		port := freePort(t)
 		cmd := exec.Command(bin, "serve", "--addr", port, "--secret", testSecret, "--guests", "true",
-			"--redis-url", redistest.URL(), "--postgres-url", db, "--redis-prefix", prefix, "--node", fmt.Sprint("node", i))
+			"--redis-url", redisURL, "--postgres-url", db, "--redis-prefix", prefix, "--node", fmt.Sprint("node", i))
 		logs := &syncBuffer{}
 		cmd.Stderr = logs
 		if err := cmd.Start(); err != nil {
