@@ -266,11 +266,17 @@ func (c *Conns) wanted(ch string, ps *redis.PubSub) bool {
 	return c.of[ch] == ps
 }
 
+// retired tells whether ps is closed for good: by Close, or, on a cluster,
+// retired after a failure. The one connection to one Redis never is: go-redis
+// reconnects it.
 func (c *Conns) retired(ps *redis.PubSub) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.closed {
+		return true
+	}
 	_, held := c.addrOf[ps]
-	return c.closed || !held
+	return ps != c.one && !held
 }
 
 // retire closes a connection on a node that no longer serves its channels'

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/matchgate/matchgate/internal/faultproxy"
 	"github.com/matchgate/matchgate/internal/redistest"
 )
 
@@ -205,4 +206,39 @@ func TestConnsFollowAFailover(t *testing.T) {
 			t.Errorf("a connection to %s, a replica now, is still in use", from)
 		}
 	}
+}
+
+// The one connection to one Redis, cut, comes back by itself: restored is
+// called and what is published afterwards arrives.
+func TestConnsReconnect(t *testing.T) {
+	redistest.Real(t)
+	prefix := redistest.Prefix(t)
+	opt, err := redis.ParseURL(redistest.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := faultproxy.New(t, opt.Addr)
+	o := *opt
+	o.Addr = proxy.Addr()
+	rdb := redis.NewClient(&o)
+	defer rdb.Close()
+	ctx := context.Background()
+	c, b := runConns(t, rdb)
+	ch := prefix + ":user:u"
+	if err := c.Subscribe(ctx, ch); err != nil {
+		t.Fatal(err)
+	}
+	b.until(t, "the confirmation", func(b *inbox) bool { return b.confirmed[ch] == 1 })
+	proxy.DropReply([]byte("cut-here"))
+	if err := rdb.Publish(ctx, ch, "cut-here").Err(); err != nil {
+		t.Fatal(err)
+	}
+	b.until(t, "restored", func(b *inbox) bool { return b.restored > 0 && b.confirmed[ch] == 2 })
+	if err := rdb.Publish(ctx, ch, "after").Err(); err != nil {
+		t.Fatal(err)
+	}
+	b.until(t, "the message after", func(b *inbox) bool {
+		got := b.got[ch]
+		return len(got) > 0 && got[len(got)-1] == "after"
+	})
 }
