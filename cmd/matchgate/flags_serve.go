@@ -16,11 +16,11 @@ import (
 
 type serveFlags struct {
 	addr, redisURL, postgresURL, postgresReplicaURL, roles, config, node, secret, guests, origins, logFormat, logLevel, prefix string
-	migrate                                                                                                bool
-	shutdownTimeout, leaseTTL, providerGrace                                                               time.Duration
-	clockSkew                                                                                              time.Duration
-	fleet, allocatorURL, skillURL                                                                          string
-	sec                                                                                                    securityFlags
+	migrate                                                                                                                    bool
+	shutdownTimeout, leaseTTL, providerGrace                                                                                   time.Duration
+	clockSkew                                                                                                                  time.Duration
+	fleet, allocatorURL, skillURL                                                                                              string
+	sec                                                                                                                        securityFlags
 }
 
 func parseServe(args []string, getenv func(string) string, stderr io.Writer) (serveFlags, error) {
