@@ -120,23 +120,28 @@ func need(t *testing.T, cmds ...string) {
 	}
 }
 
-// partner has a second guest wait in duel, so that a snippet's join is
-// matched at once. Its REST ticket lives long enough without heartbeats.
-func (tr *tour) partner(t *testing.T) {
+// guest signs a new guest in and returns its token.
+func (tr *tour) guest(t *testing.T) string {
 	t.Helper()
 	resp, err := http.Post(tr.base+"/v1/auth/guest", "application/json", strings.NewReader(`{"skill":1500}`))
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer resp.Body.Close()
 	var g struct{ Token string }
-	err = json.NewDecoder(resp.Body).Decode(&g)
-	resp.Body.Close()
-	if err != nil {
-		t.Fatal(err)
+	if err := json.NewDecoder(resp.Body).Decode(&g); err != nil || g.Token == "" {
+		t.Fatalf("guest: %d %v", resp.StatusCode, err)
 	}
+	return g.Token
+}
+
+// partner has a second guest wait in duel, so that a snippet's join is
+// matched at once. Its REST ticket lives long enough without heartbeats.
+func (tr *tour) partner(t *testing.T) {
+	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, tr.base+"/v1/queues/duel/tickets", strings.NewReader(`{}`))
-	req.Header.Set("Authorization", "Bearer "+g.Token)
-	resp, err = http.DefaultClient.Do(req)
+	req.Header.Set("Authorization", "Bearer "+tr.guest(t))
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,16 +223,10 @@ func TestTour(t *testing.T) {
 // must each match a frame received (in any order: a push may overtake a
 // reply), "…" standing for anything.
 func (tr *tour) transcript(t *testing.T, text string) {
-	resp, err := http.Post(tr.base+"/v1/auth/guest", "application/json", strings.NewReader(`{"skill":1500}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var g struct{ Token string }
-	_ = json.NewDecoder(resp.Body).Decode(&g)
-	resp.Body.Close()
+	token := tr.guest(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	conn, _, err := websocket.Dial(ctx, "ws://"+tr.host+"/v1/ws?token="+g.Token, nil)
+	conn, _, err := websocket.Dial(ctx, "ws://"+tr.host+"/v1/ws?token="+token, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
