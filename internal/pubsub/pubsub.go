@@ -188,6 +188,11 @@ func (c *Conns) Run(ctx context.Context, handle func(msg any), restored func()) 
 				reads.Go(func() { c.read(ctx, ps, handle, restored) })
 			}
 		}
+		for ps := range started {
+			if _, held := c.addrOf[ps]; !held {
+				delete(started, ps) // retired: its read has returned or will
+			}
+		}
 		moving := len(c.pending) > 0
 		c.mu.Unlock()
 		var retry <-chan time.Time
