@@ -178,9 +178,11 @@ func (p *Memory) ticket(partition, id string) *memTicket {
 func (pt *memPart) add(m string, skill float64, enq, watch int64) {
 	pt.del(m)
 	pt.pool[m], pt.enq[m] = skill, enq
-	pt.bySkill.insert(skill, m)
-	pt.byEnq.insert(enq, m)
-	pt.setWatch(m, watch)
+	mm := &memMember{}
+	mm.e, mm.err = parseMember(m)
+	mm.bySkill = pt.bySkill.insert(skill, m, mm)
+	pt.byEnq.insert(enq, m, mm)
+	pt.setWatch(m, mm, watch)
 }
 
 func (pt *memPart) del(m string) {
@@ -198,15 +200,39 @@ func (pt *memPart) del(m string) {
 	}
 }
 
-func (pt *memPart) setWatch(m string, w int64) {
+// setWatch sets when to look at m, a member of pt; mm is m's, nil to
+// find it.
+func (pt *memPart) setWatch(m string, mm *memMember, w int64) {
 	if old, ok := pt.watch[m]; ok {
 		if old == w {
 			return
 		}
 		pt.byWatch.remove(old, m)
 	}
+	if mm == nil {
+		if x := pt.bySkill.find(pt.pool[m], m); x != nil {
+			mm = x.mm
+		}
+	}
 	pt.watch[m] = w
-	pt.byWatch.insert(w, m)
+	pt.byWatch.insert(w, m, mm)
+}
+
+// memMember is a member of a partition, parsed once when added rather than
+// on every scan that reads it (the parse was most of a scan's time), with
+// its node in the skill order.
+type memMember struct {
+	e       matcher.Entry
+	err     error // the member does not parse: the scans that read it fail
+	bySkill *ixNode[float64]
+}
+
+// nodeEntry is the entry x names, as parseMember reads its member.
+func nodeEntry[S int64 | float64](x *ixNode[S]) (matcher.Entry, error) {
+	if x.mm == nil {
+		return parseMember(x.m)
+	}
+	return x.mm.e, x.mm.err
 }
 
 // byScore is the members of a set in its order: by score, then member.
@@ -586,7 +612,7 @@ func (p *Memory) HeartbeatAny(_ context.Context, partitions []string, ticketID s
 	w := watchMS(h.hb, h.hb, e.Deadline.UnixMilli(), timeout)
 	for _, part := range partitions {
 		if pt := p.part(part); hasMember(pt.pool, h.m) {
-			pt.setWatch(h.m, w)
+			pt.setWatch(h.m, nil, w)
 		}
 	}
 	return true, nil
@@ -618,19 +644,29 @@ func (p *Memory) scanMany(partition string, scans []Scan) (_ [][]matcher.Entry, 
 		}
 		switch s.mode {
 		case "oldest", "anchors":
-			ms := make([]string, 0, min(s.n, pt.byEnq.n))
-			for x := pt.byEnq.first(); x != nil && len(ms) < s.n; x = x.next[0] {
-				ms = append(ms, x.m)
+			es := make([]matcher.Entry, 0, min(s.n, pt.byEnq.n))
+			var nodes []*ixNode[int64]
+			for x := pt.byEnq.first(); x != nil && len(es) < s.n; x = x.next[0] {
+				e, err := nodeEntry(x)
+				if err != nil {
+					return nil, err
+				}
+				es = append(es, e)
+				if s.mode == "anchors" {
+					nodes = append(nodes, x)
+				}
 			}
-			if out[i], err = parsed(ms); err != nil {
-				return nil, err
-			}
-			if s.mode == "anchors" && len(ms) == s.n {
-				near := make([][]matcher.Entry, len(ms))
-				for j, m := range ms {
+			out[i] = es
+			if s.mode == "anchors" && len(es) == s.n {
+				near := make([][]matcher.Entry, len(es))
+				for j, y := range nodes {
 					near[j] = []matcher.Entry{}
-					if x := pt.bySkill.find(pt.pool[m], m); x != nil {
-						if near[j], err = closestMembers(pt.bySkill.around(x.next[0], s.limit), out[i][j].Skill, s.limit); err != nil {
+					x := pt.bySkill.find(pt.pool[y.m], y.m)
+					if y.mm != nil {
+						x = y.mm.bySkill
+					}
+					if x != nil {
+						if near[j], err = closestMembers(pt.bySkill.around(x.next[0], s.limit), es[j].Skill, s.limit); err != nil {
 							return nil, err
 						}
 					}
@@ -645,7 +681,7 @@ func (p *Memory) scanMany(partition string, scans []Scan) (_ [][]matcher.Entry, 
 			var es []matcher.Entry
 			for x := pt.byWatch.first(); x != nil && x.score <= now && len(es) < s.n; x = x.next[0] {
 				m := x.m
-				e, err := parseMember(m)
+				e, err := nodeEntry(x)
 				if err != nil {
 					return nil, err
 				}
@@ -665,7 +701,7 @@ func (p *Memory) scanMany(partition string, scans []Scan) (_ [][]matcher.Entry, 
 			hi, _ := strconv.ParseFloat(s.params[1], 64)
 			es := []matcher.Entry{}
 			for x := pt.bySkill.seek(lo, false); x != nil && x.score <= hi && len(es) < s.n; x = x.next[0] {
-				e, err := parseMember(x.m)
+				e, err := nodeEntry(x)
 				if err != nil {
 					return nil, err
 				}
@@ -775,7 +811,7 @@ func (p *Memory) Rewatch(_ context.Context, partition string, es []matcher.Entry
 			continue
 		}
 		if m := member(e); hasMember(pt.pool, m) && !hasMember(pt.watch, m) {
-			pt.setWatch(m, watchAt(e, timeout).UnixMilli())
+			pt.setWatch(m, nil, watchAt(e, timeout).UnixMilli())
 			n++
 		}
 	}

@@ -15,6 +15,7 @@ type ordered[S int64 | float64] struct {
 type ixNode[S int64 | float64] struct {
 	score S
 	m     string
+	mm    *memMember // m parsed, shared by its nodes in a partition's sets
 	prev  *ixNode[S] // on level 0; nil for the first
 	next  []*ixNode[S]
 }
@@ -60,8 +61,9 @@ func (o *ordered[S]) path(s S, m string, up *[ixMaxLevel]*ixNode[S]) {
 	}
 }
 
-// insert adds (s, m); m must not be in o.
-func (o *ordered[S]) insert(s S, m string) {
+// insert adds (s, m), carrying mm, and returns its node; m must not be
+// in o.
+func (o *ordered[S]) insert(s S, m string, mm *memMember) *ixNode[S] {
 	var up [ixMaxLevel]*ixNode[S]
 	o.path(s, m, &up)
 	lvl := o.randomLevel()
@@ -69,7 +71,7 @@ func (o *ordered[S]) insert(s S, m string) {
 		up[l] = &o.head
 	}
 	o.level = max(o.level, lvl)
-	x := &ixNode[S]{score: s, m: m, next: make([]*ixNode[S], lvl)}
+	x := &ixNode[S]{score: s, m: m, mm: mm, next: make([]*ixNode[S], lvl)}
 	for l := range lvl {
 		x.next[l], up[l].next[l] = up[l].next[l], x
 	}
@@ -82,6 +84,7 @@ func (o *ordered[S]) insert(s S, m string) {
 		o.tail = x
 	}
 	o.n++
+	return x
 }
 
 // remove drops (s, m), if o holds it.

@@ -27,7 +27,7 @@ func TestOrderedIsTheSortedOrder(t *testing.T) {
 			delete(set, m)
 		} else if !in {
 			sk := float64(rng.IntN(40)) / 4
-			o.insert(sk, m)
+			o.insert(sk, m, nil)
 			set[m] = sk
 		}
 		if step%7 != 0 {
