@@ -40,6 +40,8 @@ type Memory struct {
 	leases  map[string]memLease
 	fences  map[string]int64
 	allocTo map[string]time.Time
+	// near is closestAround's room for the entries it chooses among.
+	near []matcher.Entry
 	// ends holds when each hash written ends, soonest first, so that an
 	// ended hash is dropped then, as Redis expires a key, instead of staying
 	// until it is next read: most are never read again.
@@ -666,7 +668,7 @@ func (p *Memory) scanMany(partition string, scans []Scan) (_ [][]matcher.Entry, 
 						x = y.mm.bySkill
 					}
 					if x != nil {
-						if near[j], err = closestMembers(pt.bySkill.around(x.next[0], s.limit), es[j].Skill, s.limit); err != nil {
+						if near[j], err = p.closestAround(pt.bySkill, x.next[0], es[j].Skill, s.limit); err != nil {
 							return nil, err
 						}
 					}
@@ -719,7 +721,7 @@ func (p *Memory) scanMany(partition string, scans []Scan) (_ [][]matcher.Entry, 
 			if !found {
 				at = pt.bySkill.seek(s.skill, true)
 			}
-			if out[i], err = closestMembers(pt.bySkill.around(at, s.n), s.skill, s.n); err != nil {
+			if out[i], err = p.closestAround(pt.bySkill, at, s.skill, s.n); err != nil {
 				return nil, err
 			}
 		default:
@@ -727,6 +729,27 @@ func (p *Memory) scanMany(partition string, scans []Scan) (_ [][]matcher.Entry, 
 		}
 	}
 	return out, nil
+}
+
+// closestAround is closestMembers(o.around(at, n), skill, n) over the
+// entries parsed when added: the same n, in the same order. Closest orders
+// by distance, then enqueue, then ticket id, so the members closestMembers
+// leaves out before it (farther than the n-th closest) change nothing.
+func (p *Memory) closestAround(o *ordered[float64], at *ixNode[float64], skill float64, n int) ([]matcher.Entry, error) {
+	lo, k := o.span(at, n)
+	if k == 0 {
+		return []matcher.Entry{}, nil
+	}
+	buf := p.near[:0]
+	for x := lo; k > 0; x, k = x.next[0], k-1 {
+		e, err := nodeEntry(x)
+		if err != nil {
+			return nil, err
+		}
+		buf = append(buf, e)
+	}
+	p.near = buf
+	return matcher.Closest(buf, skill, n), nil
 }
 
 // Oldest is Pool.Oldest.

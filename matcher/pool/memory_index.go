@@ -138,23 +138,29 @@ func (o *ordered[S]) seek(s S, after bool) *ixNode[S] {
 // (the end of o when at is nil): up to n members before at, then at and up
 // to n-1 after it, in order.
 func (o *ordered[S]) around(at *ixNode[S], n int) []any {
+	lo, k := o.span(at, n)
+	var out []any
+	for x := lo; k > 0; x, k = x.next[0], k-1 {
+		out = append(out, x.m)
+	}
+	return out
+}
+
+// span is the nodes around holds: the first of them and how many.
+func (o *ordered[S]) span(at *ixNode[S], n int) (*ixNode[S], int) {
 	if n <= 0 {
-		return nil
+		return nil, 0
 	}
 	p := o.tail
 	if at != nil {
 		p = at.prev
 	}
-	lo := at // the lowest taken
+	lo, k := at, 0 // the lowest taken
 	for i := 0; i < n && p != nil; i++ {
-		lo, p = p, p.prev
-	}
-	var out []any
-	for x := lo; x != nil && x != at; x = x.next[0] {
-		out = append(out, x.m)
+		lo, p, k = p, p.prev, k+1
 	}
 	for i, x := 0, at; i < n && x != nil; i, x = i+1, x.next[0] {
-		out = append(out, x.m)
+		k++
 	}
-	return out
+	return lo, k
 }
