@@ -1,7 +1,6 @@
 package pool
 
 import (
-	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -56,17 +55,47 @@ type memEnd struct {
 	id    string
 }
 
+// endHeap is a min-heap of memEnds by until, as container/heap keeps
+// one but without its interface: a boxed memEnd per push and pop and a
+// dynamic call per comparison were most of sweep's time.
 type endHeap []memEnd
 
-func (h endHeap) Len() int           { return len(h) }
-func (h endHeap) Less(i, j int) bool { return h[i].until.Before(h[j].until) }
-func (h endHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *endHeap) Push(x any)        { *h = append(*h, x.(memEnd)) }
-func (h *endHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+func (h *endHeap) push(e memEnd) {
+	*h = append(*h, e)
+	q := *h
+	for j := len(q) - 1; j > 0; {
+		i := (j - 1) / 2
+		if !q[j].until.Before(q[i].until) {
+			break
+		}
+		q[i], q[j] = q[j], q[i]
+		j = i
+	}
+}
+
+// pop removes and returns the soonest; h must not be empty.
+func (h *endHeap) pop() memEnd {
+	q := *h
+	n := len(q) - 1
+	q[0], q[n] = q[n], q[0]
+	for i := 0; ; {
+		j := 2*i + 1
+		if j >= n {
+			break
+		}
+		if r := j + 1; r < n && q[r].until.Before(q[j].until) {
+			j = r
+		}
+		if !q[j].until.Before(q[i].until) {
+			break
+		}
+		q[i], q[j] = q[j], q[i]
+		i = j
+	}
+	e := q[n]
+	q[n] = memEnd{}
+	*h = q[:n]
+	return e
 }
 
 type memPart struct {
@@ -152,14 +181,14 @@ func (p *Memory) tag(partition string) *memTag {
 
 // ending notes that the hash id of tg ends at until.
 func (p *Memory) ending(tg *memTag, id string, until time.Time) {
-	heap.Push(&p.ends, memEnd{until: until, tag: tg, id: id})
+	p.ends.push(memEnd{until: until, tag: tg, id: id})
 }
 
 // sweep drops the hashes that ended by now.
 func (p *Memory) sweep() {
 	now := p.clock()
 	for len(p.ends) > 0 && !now.Before(p.ends[0].until) {
-		e := heap.Pop(&p.ends).(memEnd)
+		e := p.ends.pop()
 		if h := e.tag.tickets[e.id]; h != nil && !now.Before(h.until) {
 			delete(e.tag.tickets, e.id)
 		}
@@ -419,10 +448,13 @@ func (p *Memory) claim(partition string, fence int64, reqs []ClaimRequest) ([]Cl
 	taken := map[string]bool{}
 	out := make([]ClaimResult, len(reqs))
 	until := p.clock().Add(p.claimTTL)
+	var ms []string // the members of a group, each formatted once
 	for g, r := range reqs {
 		var missing []string
+		ms = ms[:0]
 		for _, e := range r.Entries {
 			m := member(e)
+			ms = append(ms, m)
 			if _, in := pt.pool[m]; !in || taken[m] {
 				missing = append(missing, e.TicketID)
 			}
@@ -431,8 +463,8 @@ func (p *Memory) claim(partition string, fence int64, reqs []ClaimRequest) ([]Cl
 			out[g] = ClaimResult{Missing: missing}
 			continue
 		}
-		for _, e := range r.Entries {
-			m := member(e)
+		for k, e := range r.Entries {
+			m := ms[k]
 			taken[m] = true
 			// As claim.lua, the mark is written over whatever the hash
 			// held, ended or not.

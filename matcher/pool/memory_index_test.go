@@ -371,3 +371,31 @@ func TestMemoryStatsNewestFirst(t *testing.T) {
 		}
 	}
 }
+
+// The ends come out soonest first, however they went in.
+func TestEndHeapOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 0))
+	base := time.UnixMilli(1_700_000_000_000)
+	var h endHeap
+	var want []time.Time
+	for range 2000 {
+		if rng.IntN(3) == 0 && len(h) > 0 {
+			got := h.pop().until
+			if got != want[0] {
+				t.Fatalf("popped %v, want %v", got, want[0])
+			}
+			want = want[1:]
+			continue
+		}
+		at := base.Add(time.Duration(rng.IntN(500)) * time.Millisecond)
+		h.push(memEnd{until: at})
+		i, _ := slices.BinarySearchFunc(want, at, func(a, b time.Time) int { return a.Compare(b) })
+		want = slices.Insert(want, i, at)
+	}
+	for len(h) > 0 {
+		if got := h.pop().until; got != want[0] {
+			t.Fatalf("popped %v, want %v", got, want[0])
+		}
+		want = want[1:]
+	}
+}
