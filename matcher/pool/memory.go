@@ -41,10 +41,10 @@ type Memory struct {
 	allocTo map[string]time.Time
 	// near is closestAround's room for the entries it chooses among.
 	near []matcher.Entry
-	// ends holds when each hash written ends, soonest first, so that an
-	// ended hash is dropped then, as Redis expires a key, instead of staying
-	// until it is next read: most are never read again.
-	ends endHeap
+	// ends holds when each hash written ends, so that an ended hash is
+	// dropped then, as Redis expires a key, instead of staying until it is
+	// next read: most are never read again.
+	ends endQueue
 }
 
 // memEnd is when a hash written ends. A hash written again ends later and
@@ -53,6 +53,76 @@ type memEnd struct {
 	until time.Time
 	tag   *memTag
 	id    string
+}
+
+// endQueue holds memEnds for sweep to take those due. The ends of one
+// TTL written on a clock that does not go back come in order: a few lanes,
+// each in order, take them at O(1) a push and a take where a heap took
+// O(log n) (most of sweep's time, over a pool of many tickets); an end
+// that fits no lane goes to the heap.
+type endQueue struct {
+	lanes [4]endLane
+	heap  endHeap
+}
+
+// endLane is a queue of memEnds in order of until: head is the next.
+type endLane struct {
+	q    []memEnd
+	head int
+}
+
+func (l *endLane) empty() bool { return l.head == len(l.q) }
+
+func (l *endLane) last() time.Time { return l.q[len(l.q)-1].until }
+
+func (q *endQueue) push(e memEnd) {
+	best, free := -1, -1
+	for i := range q.lanes {
+		l := &q.lanes[i]
+		switch {
+		case l.empty():
+			if free < 0 {
+				free = i
+			}
+		case !e.until.Before(l.last()) && (best < 0 || l.last().After(q.lanes[best].last())):
+			best = i
+		}
+	}
+	if best < 0 {
+		best = free
+	}
+	if best < 0 {
+		q.heap.push(e)
+		return
+	}
+	l := &q.lanes[best]
+	if l.empty() {
+		l.q, l.head = l.q[:0], 0
+	}
+	l.q = append(l.q, e)
+}
+
+// due takes every end not after now, calling take with each, in no
+// particular order.
+func (q *endQueue) due(now time.Time, take func(memEnd)) {
+	for i := range q.lanes {
+		l := &q.lanes[i]
+		for !l.empty() && !now.Before(l.q[l.head].until) {
+			e := l.q[l.head]
+			l.q[l.head] = memEnd{}
+			l.head++
+			take(e)
+		}
+		// What was taken is room again once it is half the lane.
+		if l.head > 1024 && 2*l.head > len(l.q) {
+			n := copy(l.q, l.q[l.head:])
+			clear(l.q[n:])
+			l.q, l.head = l.q[:n], 0
+		}
+	}
+	for len(q.heap) > 0 && !now.Before(q.heap[0].until) {
+		take(q.heap.pop())
+	}
 }
 
 // endHeap is a min-heap of memEnds by until, as container/heap keeps
@@ -187,12 +257,11 @@ func (p *Memory) ending(tg *memTag, id string, until time.Time) {
 // sweep drops the hashes that ended by now.
 func (p *Memory) sweep() {
 	now := p.clock()
-	for len(p.ends) > 0 && !now.Before(p.ends[0].until) {
-		e := p.ends.pop()
+	p.ends.due(now, func(e memEnd) {
 		if h := e.tag.tickets[e.id]; h != nil && !now.Before(h.until) {
 			delete(e.tag.tickets, e.id)
 		}
-	}
+	})
 }
 
 // ticket is the live hash of a ticket, nil when there is none or it expired.

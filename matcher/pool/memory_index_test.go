@@ -399,3 +399,48 @@ func TestEndHeapOrder(t *testing.T) {
 		want = want[1:]
 	}
 }
+
+// An endQueue gives each end once, when it is due, whatever the order
+// they went in: in order as one TTL on a steady clock writes them, in
+// interleaved runs as several TTLs do, or at random (the heap's).
+func TestEndQueueDue(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 0))
+	base := time.UnixMilli(1_700_000_000_000)
+	var q endQueue
+	left := map[string]time.Time{}
+	now := base
+	for i := range 20000 {
+		if rng.IntN(4) == 0 {
+			now = now.Add(time.Duration(rng.IntN(300)) * time.Millisecond)
+			q.due(now, func(e memEnd) {
+				at, ok := left[e.id]
+				if !ok || at.After(now) {
+					t.Fatalf("took %s (%v, live %v) at %v", e.id, at, ok, now)
+				}
+				delete(left, e.id)
+			})
+			for id, at := range left {
+				if !at.After(now) {
+					t.Fatalf("%s due at %v left at %v", id, at, now)
+				}
+			}
+			continue
+		}
+		var at time.Time
+		switch rng.IntN(6) {
+		case 0:
+			at = now.Add(time.Duration(rng.IntN(5000)) * time.Millisecond)
+		case 1, 2:
+			at = now.Add(time.Minute)
+		default:
+			at = now.Add(10 * time.Minute)
+		}
+		id := strconv.Itoa(i)
+		left[id] = at
+		q.push(memEnd{until: at, id: id})
+	}
+	q.due(now.Add(time.Hour), func(e memEnd) { delete(left, e.id) })
+	if len(left) > 0 {
+		t.Fatalf("%d ends never taken", len(left))
+	}
+}
