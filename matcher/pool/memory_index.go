@@ -18,6 +18,9 @@ type ixNode[S int64 | float64] struct {
 	mm    *memMember // m parsed, shared by its nodes in a partition's sets
 	prev  *ixNode[S] // on level 0; nil for the first
 	next  []*ixNode[S]
+	// low holds next for the levels most nodes have (15 in 16 have one or
+	// two): a node is then one allocation, not two.
+	low [2]*ixNode[S]
 }
 
 const ixMaxLevel = 32
@@ -71,7 +74,12 @@ func (o *ordered[S]) insert(s S, m string, mm *memMember) *ixNode[S] {
 		up[l] = &o.head
 	}
 	o.level = max(o.level, lvl)
-	x := &ixNode[S]{score: s, m: m, mm: mm, next: make([]*ixNode[S], lvl)}
+	x := &ixNode[S]{score: s, m: m, mm: mm}
+	if lvl <= len(x.low) {
+		x.next = x.low[:lvl]
+	} else {
+		x.next = make([]*ixNode[S], lvl)
+	}
 	for l := range lvl {
 		x.next[l], up[l].next[l] = up[l].next[l], x
 	}
