@@ -40,7 +40,7 @@ type Memory struct {
 	fences  map[string]int64
 	allocTo map[string]time.Time
 	// near is closestAround's room for the entries it chooses among.
-	near []matcher.Entry
+	near []*matcher.Entry
 	// ends holds when each hash written ends, so that an ended hash is
 	// dropped then, as Redis expires a key, instead of staying until it is
 	// next read: most are never read again.
@@ -833,24 +833,60 @@ func (p *Memory) scanMany(partition string, scans []Scan) (_ [][]matcher.Entry, 
 }
 
 // closestAround is closestMembers(o.around(at, n), skill, n) over the
-// entries parsed when added: the same n, in the same order. Closest orders
-// by distance, then enqueue, then ticket id, so the members closestMembers
-// leaves out before it (farther than the n-th closest) change nothing.
+// entries parsed when added: the same n, in the same order. It chooses as
+// matcher.Closest does (by distance, then enqueue, then ticket id, each
+// after every one it is not closer than) but over pointers into the
+// nodes, so that only the n chosen are copied; the members closestMembers
+// leaves out before choosing are farther than the n-th and change nothing.
 func (p *Memory) closestAround(o *ordered[float64], at *ixNode[float64], skill float64, n int) ([]matcher.Entry, error) {
 	lo, k := o.span(at, n)
 	if k == 0 {
 		return []matcher.Entry{}, nil
 	}
-	buf := p.near[:0]
-	for x := lo; k > 0; x, k = x.next[0], k-1 {
-		e, err := nodeEntry(x)
-		if err != nil {
-			return nil, err
+	closer := func(a, b *matcher.Entry) bool {
+		da, db := math.Abs(a.Skill-skill), math.Abs(b.Skill-skill)
+		if da != db {
+			return da < db
 		}
-		buf = append(buf, e)
+		if !a.Enqueue.Equal(b.Enqueue) {
+			return a.Enqueue.Before(b.Enqueue)
+		}
+		return a.TicketID < b.TicketID
 	}
-	p.near = buf
-	return matcher.Closest(buf, skill, n), nil
+	sel := p.near[:0]
+	defer func() { clear(sel); p.near = sel[:0] }()
+	for x := lo; k > 0; x, k = x.next[0], k-1 {
+		var e *matcher.Entry
+		if x.mm != nil {
+			if x.mm.err != nil {
+				return nil, x.mm.err
+			}
+			e = &x.mm.e
+		} else {
+			pe, err := parseMember(x.m)
+			if err != nil {
+				return nil, err
+			}
+			e = &pe
+		}
+		if len(sel) == n && !closer(e, sel[n-1]) {
+			continue
+		}
+		i := 0
+		for i < len(sel) && !closer(e, sel[i]) {
+			i++
+		}
+		if len(sel) < n {
+			sel = append(sel, nil)
+		}
+		copy(sel[i+1:], sel[i:len(sel)-1])
+		sel[i] = e
+	}
+	out := make([]matcher.Entry, len(sel))
+	for i, e := range sel {
+		out[i] = *e
+	}
+	return out, nil
 }
 
 // Oldest is Pool.Oldest.
