@@ -169,11 +169,12 @@ func (h *endHeap) pop() memEnd {
 }
 
 type memPart struct {
-	pool   map[string]float64 // member → skill
-	enq    map[string]int64   // member → effective enqueue, unix ms
-	watch  map[string]int64   // member → when to look, unix ms
+	// mems are the partition's members, each with its scores in the three
+	// sets (pool: skill, enq: effective enqueue, watch: when to look), in
+	// one map where three maps took three lookups an add or a delete.
+	mems   map[string]*memMember
 	offers map[string]memOffer
-	// The three sets above in their order, kept by add, del and setWatch.
+	// The three sets in their order, kept by add, del and setWatch.
 	bySkill        *ordered[float64]
 	byEnq, byWatch *ordered[int64]
 }
@@ -232,7 +233,7 @@ func NewMemory(clock func() time.Time, claimTTL time.Duration) *Memory {
 func (p *Memory) part(partition string) *memPart {
 	pt := p.parts[partition]
 	if pt == nil {
-		pt = &memPart{pool: map[string]float64{}, enq: map[string]int64{}, watch: map[string]int64{}, offers: map[string]memOffer{},
+		pt = &memPart{mems: map[string]*memMember{}, offers: map[string]memOffer{},
 			bySkill: newOrdered[float64](), byEnq: newOrdered[int64](), byWatch: newOrdered[int64]()}
 		p.parts[partition] = pt
 	}
@@ -277,54 +278,61 @@ func (p *Memory) ticket(partition, id string) *memTicket {
 
 func (pt *memPart) add(m string, skill float64, enq, watch int64) {
 	pt.del(m)
-	pt.pool[m], pt.enq[m] = skill, enq
-	mm := &memMember{}
+	mm := &memMember{skill: skill, enq: enq}
 	mm.e, mm.err = parseMember(m)
+	pt.mems[m] = mm
 	mm.bySkill = pt.bySkill.insert(skill, m, mm)
 	pt.byEnq.insert(enq, m, mm)
 	pt.setWatch(m, mm, watch)
 }
 
 func (pt *memPart) del(m string) {
-	if sk, ok := pt.pool[m]; ok {
-		pt.bySkill.remove(sk, m)
-		delete(pt.pool, m)
+	mm := pt.mems[m]
+	if mm == nil {
+		return
 	}
-	if enq, ok := pt.enq[m]; ok {
-		pt.byEnq.remove(enq, m)
-		delete(pt.enq, m)
+	pt.bySkill.remove(mm.skill, m)
+	pt.byEnq.remove(mm.enq, m)
+	if mm.watched {
+		pt.byWatch.remove(mm.watch, m)
 	}
-	if w, ok := pt.watch[m]; ok {
-		pt.byWatch.remove(w, m)
-		delete(pt.watch, m)
-	}
+	delete(pt.mems, m)
+}
+
+// has reports whether m is a member of pt.
+func (pt *memPart) has(m string) bool {
+	_, ok := pt.mems[m]
+	return ok
 }
 
 // setWatch sets when to look at m, a member of pt; mm is m's, nil to
-// find it.
+// look it up.
 func (pt *memPart) setWatch(m string, mm *memMember, w int64) {
-	if old, ok := pt.watch[m]; ok {
-		if old == w {
+	if mm == nil {
+		if mm = pt.mems[m]; mm == nil {
 			return
 		}
-		pt.byWatch.remove(old, m)
 	}
-	if mm == nil {
-		if x := pt.bySkill.find(pt.pool[m], m); x != nil {
-			mm = x.mm
+	if mm.watched {
+		if mm.watch == w {
+			return
 		}
+		pt.byWatch.remove(mm.watch, m)
 	}
-	pt.watch[m] = w
+	mm.watch, mm.watched = w, true
 	pt.byWatch.insert(w, m, mm)
 }
 
-// memMember is a member of a partition, parsed once when added rather than
-// on every scan that reads it (the parse was most of a scan's time), with
-// its node in the skill order.
+// memMember is a member of a partition: its scores, and the member parsed
+// once when added rather than on every scan that reads it (the parse was
+// most of a scan's time), with its node in the skill order.
 type memMember struct {
-	e       matcher.Entry
-	err     error // the member does not parse: the scans that read it fail
-	bySkill *ixNode[float64]
+	e          matcher.Entry
+	err        error // the member does not parse: the scans that read it fail
+	skill      float64
+	enq, watch int64 // watch is set when watched
+	watched    bool
+	bySkill    *ixNode[float64]
 }
 
 // nodeEntry is the entry x names, as parseMember reads its member.
@@ -524,7 +532,7 @@ func (p *Memory) claim(partition string, fence int64, reqs []ClaimRequest) ([]Cl
 		for _, e := range r.Entries {
 			m := member(e)
 			ms = append(ms, m)
-			if _, in := pt.pool[m]; !in || taken[m] {
+			if !pt.has(m) || taken[m] {
 				missing = append(missing, e.TicketID)
 			}
 		}
@@ -580,7 +588,7 @@ func (p *Memory) RemoveEntry(_ context.Context, partitions []string, e matcher.E
 	}
 	for _, m := range members {
 		for _, part := range partitions {
-			if pt := p.part(part); hasMember(pt.pool, m) {
+			if pt := p.part(part); pt.has(m) {
 				pt.del(m)
 				delete(p.tag(part).tickets, e.TicketID)
 				return RemoveResult{Removed: true}, nil
@@ -592,11 +600,6 @@ func (p *Memory) RemoveEntry(_ context.Context, partitions []string, e matcher.E
 		return RemoveResult{}, nil
 	}
 	return RemoveResult{ClaimedBy: h.match}, nil
-}
-
-func hasMember[S any](set map[string]S, m string) bool {
-	_, ok := set[m]
-	return ok
 }
 
 // Requeue is Pool.Requeue.
@@ -660,7 +663,7 @@ func (p *Memory) requeue(partition string, siblings []string, deadOnly bool, ent
 		}
 		h.m, h.state, h.match, h.from, h.fence, h.until = m, "waiting", "", "", 0, until
 		p.ending(tg, e.TicketID, until)
-		if !hasMember(pt.pool, m) {
+		if !pt.has(m) {
 			n++
 		}
 		pt.add(m, e.Skill, e.Enqueue.UnixMilli(), watchMS(h.hb, e.Enqueue.UnixMilli(), e.Deadline.UnixMilli(), timeout))
@@ -681,7 +684,7 @@ func (p *Memory) elsewhere(partition string, siblings []string, deadOnly bool, f
 	}
 	for _, s := range siblings {
 		sp := p.part(s)
-		if hasMember(sp.pool, m) || (h != nil && h.m != "" && hasMember(sp.pool, h.m)) || hasMember(sp.pool, id) {
+		if sp.has(m) || (h != nil && h.m != "" && sp.has(h.m)) || sp.has(id) {
 			return true
 		}
 	}
@@ -714,7 +717,7 @@ func (p *Memory) HeartbeatAny(_ context.Context, partitions []string, ticketID s
 	}
 	w := watchMS(h.hb, h.hb, e.Deadline.UnixMilli(), timeout)
 	for _, part := range partitions {
-		if pt := p.part(part); hasMember(pt.pool, h.m) {
+		if pt := p.part(part); pt.has(h.m) {
 			pt.setWatch(h.m, nil, w)
 		}
 	}
@@ -764,9 +767,11 @@ func (p *Memory) scanMany(partition string, scans []Scan) (_ [][]matcher.Entry, 
 				near := make([][]matcher.Entry, len(es))
 				for j, y := range nodes {
 					near[j] = []matcher.Entry{}
-					x := pt.bySkill.find(pt.pool[y.m], y.m)
-					if y.mm != nil {
-						x = y.mm.bySkill
+					var x *ixNode[float64]
+					if mm := y.mm; mm != nil {
+						x = mm.bySkill
+					} else if mm := pt.mems[y.m]; mm != nil {
+						x = mm.bySkill
 					}
 					if x != nil {
 						if near[j], err = p.closestAround(pt.bySkill, x.next[0], es[j].Skill, s.limit); err != nil {
@@ -815,8 +820,8 @@ func (p *Memory) scanMany(partition string, scans []Scan) (_ [][]matcher.Entry, 
 			var at *ixNode[float64]
 			found := false
 			if len(s.params) > 1 && s.params[1] != "" {
-				if sk, in := pt.pool[s.params[1]]; in {
-					at, found = pt.bySkill.find(sk, s.params[1]).next[0], true
+				if mm := pt.mems[s.params[1]]; mm != nil {
+					at, found = mm.bySkill.next[0], true
 				}
 			}
 			if !found {
@@ -921,7 +926,7 @@ func (p *Memory) Size(_ context.Context, partition string) (int64, error) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return int64(len(p.part(partition).pool)), nil
+	return int64(len(p.part(partition).mems)), nil
 }
 
 // Sizes is Pool.Sizes.
@@ -938,7 +943,7 @@ func (p *Memory) Sizes(ctx context.Context, partitions []string) ([]int64, error
 	defer p.mu.Unlock()
 	out := make([]int64, len(partitions))
 	for i, part := range partitions {
-		out[i] = int64(len(p.part(part).pool))
+		out[i] = int64(len(p.part(part).mems))
 	}
 	return out, nil
 }
@@ -970,7 +975,7 @@ func (p *Memory) Rewatch(_ context.Context, partition string, es []matcher.Entry
 		if e.UserID == "" || checkEntry(e) != nil {
 			continue
 		}
-		if m := member(e); hasMember(pt.pool, m) && !hasMember(pt.watch, m) {
+		if m := member(e); pt.has(m) && !pt.mems[m].watched {
 			pt.setWatch(m, nil, watchAt(e, timeout).UnixMilli())
 			n++
 		}
@@ -998,7 +1003,7 @@ func (p *Memory) Locate(_ context.Context, partitions []string, ticketID string)
 		return "", matcher.Entry{}, false, nil
 	}
 	for _, part := range partitions {
-		if hasMember(p.part(part).pool, h.m) {
+		if p.part(part).has(h.m) {
 			e, err := parseMember(h.m)
 			if err != nil {
 				return "", matcher.Entry{}, false, fmt.Errorf("locate %s: %w", ticketID, err)
@@ -1025,7 +1030,8 @@ func (p *Memory) Promote(_ context.Context, from, to string, cutoff time.Time, n
 		ms = append(ms, x.m)
 	}
 	for _, m := range ms {
-		t.add(m, f.pool[m], f.enq[m], f.watch[m])
+		mm := f.mems[m]
+		t.add(m, mm.skill, mm.enq, mm.watch)
 		f.del(m)
 		moved = append(moved, memberID(m))
 	}

@@ -187,13 +187,26 @@ func TestMemoryScansAsSorted(t *testing.T) {
 				t.Fatal(err)
 			}
 			p.mu.Lock()
-			wantMembers, err := parsed(byScore(p.part(prt).pool))
+			pool, _, _ := p.part(prt).sets()
+			wantMembers, err := parsed(byScore(pool))
 			p.mu.Unlock()
 			if err != nil || !reflect.DeepEqual(members, wantMembers) {
 				t.Fatalf("step %d, %s: members %v, want %v (%v)", step, prt, members, wantMembers, err)
 			}
 		}
 	}
+}
+
+// sets are the three sets of pt as maps, member to score.
+func (pt *memPart) sets() (pool map[string]float64, enq, watch map[string]int64) {
+	pool, enq, watch = map[string]float64{}, map[string]int64{}, map[string]int64{}
+	for m, mm := range pt.mems {
+		pool[m], enq[m] = mm.skill, mm.enq
+		if mm.watched {
+			watch[m] = mm.watch
+		}
+	}
+	return pool, enq, watch
 }
 
 // sortedScan is scanMany as it was, sorting the sets on each call: what
@@ -205,6 +218,7 @@ func (p *Memory) sortedScan(partition string, scans []Scan) (_ [][]matcher.Entry
 		}
 	}
 	pt, tg := p.part(partition), p.tag(partition)
+	pool, enq, watch := pt.sets()
 	var bySkill []string // the pool in skill order, once per call
 	rank := func() map[string]int {
 		r := make(map[string]int, len(bySkill))
@@ -216,7 +230,7 @@ func (p *Memory) sortedScan(partition string, scans []Scan) (_ [][]matcher.Entry
 	var ranks map[string]int
 	skillOrder := func() {
 		if bySkill == nil {
-			bySkill = byScore(pt.pool)
+			bySkill = byScore(pool)
 			ranks = rank()
 		}
 	}
@@ -234,7 +248,7 @@ func (p *Memory) sortedScan(partition string, scans []Scan) (_ [][]matcher.Entry
 		}
 		switch s.mode {
 		case "oldest", "anchors":
-			ms := byScore(pt.enq)
+			ms := byScore(enq)
 			ms = ms[:min(s.n, len(ms))]
 			if out[i], err = parsed(ms); err != nil {
 				return nil, err
@@ -258,8 +272,8 @@ func (p *Memory) sortedScan(partition string, scans []Scan) (_ [][]matcher.Entry
 				return nil, err
 			}
 			var es []matcher.Entry
-			for _, m := range byScore(pt.watch) {
-				if pt.watch[m] > now || len(es) == s.n {
+			for _, m := range byScore(watch) {
+				if watch[m] > now || len(es) == s.n {
 					break
 				}
 				e, err := parseMember(m)
@@ -283,7 +297,7 @@ func (p *Memory) sortedScan(partition string, scans []Scan) (_ [][]matcher.Entry
 			skillOrder()
 			es := []matcher.Entry{}
 			for _, m := range bySkill {
-				if sk := pt.pool[m]; sk >= lo && sk <= hi && len(es) < s.n {
+				if sk := pool[m]; sk >= lo && sk <= hi && len(es) < s.n {
 					e, err := parseMember(m)
 					if err != nil {
 						return nil, err
@@ -302,7 +316,7 @@ func (p *Memory) sortedScan(partition string, scans []Scan) (_ [][]matcher.Entry
 			}
 			if c < 0 {
 				c, _ = slices.BinarySearchFunc(bySkill, s.skill, func(m string, sk float64) int {
-					if pt.pool[m] <= sk {
+					if pool[m] <= sk {
 						return -1
 					}
 					return 1
