@@ -3,8 +3,10 @@ package pool
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -617,6 +619,32 @@ func TestClosestMembersIsClosest(t *testing.T) {
 		}
 		if want := matcher.Closest(all, skill, n); !reflect.DeepEqual(got, want) {
 			t.Fatalf("round %d, %d closest to %v: got %v, want %v", round, n, skill, ids(got), ids(want))
+		}
+	}
+}
+
+// member written into one buffer is the fields formatted apart and joined.
+func TestMemberIsItsFieldsJoined(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	skills := []float64{0, -17.25, 1e21, -1e-9, math.Inf(1), math.Inf(-1), math.Copysign(0, -1)}
+	for i := range 500 {
+		e := matcher.Entry{
+			TicketID: fmt.Sprintf("t%d-%s", i, strings.Repeat("x", rng.IntN(120))),
+			UserID:   strings.Repeat("u|", rng.IntN(60)),
+			Skill:    rng.NormFloat64() * 1000, Activity: rng.Float64(), Estimated: rng.IntN(2) == 0,
+			Enqueue: time.UnixMilli(rng.Int64N(4e12) - 1e12), Deadline: time.UnixMilli(rng.Int64N(4e12)),
+		}
+		if i < len(skills) {
+			e.Skill, e.Activity = skills[i], skills[len(skills)-1-i]
+		}
+		est := "0"
+		if e.Estimated {
+			est = "1"
+		}
+		want := e.TicketID + "|" + score(e.Skill) + "|" + msTime(e.Enqueue) + "|" + msTime(e.Deadline) + "|" +
+			est + "|" + score(e.Activity) + "|" + e.UserID
+		if got := member(e); got != want {
+			t.Fatalf("member = %q, want %q", got, want)
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package pool
 
 import (
-	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -40,10 +39,12 @@ type Memory struct {
 	leases  map[string]memLease
 	fences  map[string]int64
 	allocTo map[string]time.Time
-	// ends holds when each hash written ends, soonest first, so that an
-	// ended hash is dropped then, as Redis expires a key, instead of staying
-	// until it is next read: most are never read again.
-	ends endHeap
+	// near is closestAround's room for the entries it chooses among.
+	near []*matcher.Entry
+	// ends holds when each hash written ends, so that an ended hash is
+	// dropped then, as Redis expires a key, instead of staying until it is
+	// next read: most are never read again.
+	ends endQueue
 }
 
 // memEnd is when a hash written ends. A hash written again ends later and
@@ -54,25 +55,126 @@ type memEnd struct {
 	id    string
 }
 
+// endQueue holds memEnds for sweep to take those due. The ends of one
+// TTL written on a clock that does not go back come in order: a few lanes,
+// each in order, take them at O(1) a push and a take where a heap took
+// O(log n) (most of sweep's time, over a pool of many tickets); an end
+// that fits no lane goes to the heap.
+type endQueue struct {
+	lanes [4]endLane
+	heap  endHeap
+}
+
+// endLane is a queue of memEnds in order of until: head is the next.
+type endLane struct {
+	q    []memEnd
+	head int
+}
+
+func (l *endLane) empty() bool { return l.head == len(l.q) }
+
+func (l *endLane) last() time.Time { return l.q[len(l.q)-1].until }
+
+func (q *endQueue) push(e memEnd) {
+	best, free := -1, -1
+	for i := range q.lanes {
+		l := &q.lanes[i]
+		switch {
+		case l.empty():
+			if free < 0 {
+				free = i
+			}
+		case !e.until.Before(l.last()) && (best < 0 || l.last().After(q.lanes[best].last())):
+			best = i
+		}
+	}
+	if best < 0 {
+		best = free
+	}
+	if best < 0 {
+		q.heap.push(e)
+		return
+	}
+	l := &q.lanes[best]
+	if l.empty() {
+		l.q, l.head = l.q[:0], 0
+	}
+	l.q = append(l.q, e)
+}
+
+// due takes every end not after now, calling take with each, in no
+// particular order.
+func (q *endQueue) due(now time.Time, take func(memEnd)) {
+	for i := range q.lanes {
+		l := &q.lanes[i]
+		for !l.empty() && !now.Before(l.q[l.head].until) {
+			e := l.q[l.head]
+			l.q[l.head] = memEnd{}
+			l.head++
+			take(e)
+		}
+		// What was taken is room again once it is half the lane.
+		if l.head > 1024 && 2*l.head > len(l.q) {
+			n := copy(l.q, l.q[l.head:])
+			clear(l.q[n:])
+			l.q, l.head = l.q[:n], 0
+		}
+	}
+	for len(q.heap) > 0 && !now.Before(q.heap[0].until) {
+		take(q.heap.pop())
+	}
+}
+
+// endHeap is a min-heap of memEnds by until, as container/heap keeps
+// one but without its interface: a boxed memEnd per push and pop and a
+// dynamic call per comparison were most of sweep's time.
 type endHeap []memEnd
 
-func (h endHeap) Len() int           { return len(h) }
-func (h endHeap) Less(i, j int) bool { return h[i].until.Before(h[j].until) }
-func (h endHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *endHeap) Push(x any)        { *h = append(*h, x.(memEnd)) }
-func (h *endHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+func (h *endHeap) push(e memEnd) {
+	*h = append(*h, e)
+	q := *h
+	for j := len(q) - 1; j > 0; {
+		i := (j - 1) / 2
+		if !q[j].until.Before(q[i].until) {
+			break
+		}
+		q[i], q[j] = q[j], q[i]
+		j = i
+	}
+}
+
+// pop removes and returns the soonest; h must not be empty.
+func (h *endHeap) pop() memEnd {
+	q := *h
+	n := len(q) - 1
+	q[0], q[n] = q[n], q[0]
+	for i := 0; ; {
+		j := 2*i + 1
+		if j >= n {
+			break
+		}
+		if r := j + 1; r < n && q[r].until.Before(q[j].until) {
+			j = r
+		}
+		if !q[j].until.Before(q[i].until) {
+			break
+		}
+		q[i], q[j] = q[j], q[i]
+		i = j
+	}
+	e := q[n]
+	q[n] = memEnd{}
+	*h = q[:n]
+	return e
 }
 
 type memPart struct {
-	pool   map[string]float64 // member → skill
-	enq    map[string]int64   // member → effective enqueue, unix ms
-	watch  map[string]int64   // member → when to look, unix ms
+	// mems are the partition's members, each with its scores in the three
+	// sets (pool: skill, enq: effective enqueue, watch: when to look), in
+	// one map where three maps took three lookups an add or a delete.
+	mems   map[string]*memMember
 	offers map[string]memOffer
-	// The three sets above in their order, kept by add, del and setWatch.
+	// The three sets in their order, kept by add, del and setWatch.
 	bySkill        *ordered[float64]
 	byEnq, byWatch *ordered[int64]
 }
@@ -132,7 +234,7 @@ func NewMemory(clock func() time.Time, claimTTL time.Duration) *Memory {
 func (p *Memory) part(partition string) *memPart {
 	pt := p.parts[partition]
 	if pt == nil {
-		pt = &memPart{pool: map[string]float64{}, enq: map[string]int64{}, watch: map[string]int64{}, offers: map[string]memOffer{},
+		pt = &memPart{mems: map[string]*memMember{}, offers: map[string]memOffer{},
 			bySkill: newOrdered[float64](), byEnq: newOrdered[int64](), byWatch: newOrdered[int64]()}
 		p.parts[partition] = pt
 	}
@@ -151,18 +253,17 @@ func (p *Memory) tag(partition string) *memTag {
 
 // ending notes that the hash id of tg ends at until.
 func (p *Memory) ending(tg *memTag, id string, until time.Time) {
-	heap.Push(&p.ends, memEnd{until: until, tag: tg, id: id})
+	p.ends.push(memEnd{until: until, tag: tg, id: id})
 }
 
 // sweep drops the hashes that ended by now.
 func (p *Memory) sweep() {
 	now := p.clock()
-	for len(p.ends) > 0 && !now.Before(p.ends[0].until) {
-		e := heap.Pop(&p.ends).(memEnd)
+	p.ends.due(now, func(e memEnd) {
 		if h := e.tag.tickets[e.id]; h != nil && !now.Before(h.until) {
 			delete(e.tag.tickets, e.id)
 		}
-	}
+	})
 }
 
 // ticket is the live hash of a ticket, nil when there is none or it expired.
@@ -178,36 +279,69 @@ func (p *Memory) ticket(partition, id string) *memTicket {
 
 func (pt *memPart) add(m string, skill float64, enq, watch int64) {
 	pt.del(m)
-	pt.pool[m], pt.enq[m] = skill, enq
-	pt.bySkill.insert(skill, m)
-	pt.byEnq.insert(enq, m)
-	pt.setWatch(m, watch)
+	mm := &memMember{skill: skill, enq: enq}
+	mm.e, mm.err = parseMember(m)
+	pt.mems[m] = mm
+	mm.bySkill = pt.bySkill.insert(skill, m, mm)
+	pt.byEnq.insert(enq, m, mm)
+	pt.setWatch(m, mm, watch)
 }
 
 func (pt *memPart) del(m string) {
-	if sk, ok := pt.pool[m]; ok {
-		pt.bySkill.remove(sk, m)
-		delete(pt.pool, m)
+	mm := pt.mems[m]
+	if mm == nil {
+		return
 	}
-	if enq, ok := pt.enq[m]; ok {
-		pt.byEnq.remove(enq, m)
-		delete(pt.enq, m)
+	pt.bySkill.remove(mm.skill, m)
+	pt.byEnq.remove(mm.enq, m)
+	if mm.watched {
+		pt.byWatch.remove(mm.watch, m)
 	}
-	if w, ok := pt.watch[m]; ok {
-		pt.byWatch.remove(w, m)
-		delete(pt.watch, m)
-	}
+	delete(pt.mems, m)
 }
 
-func (pt *memPart) setWatch(m string, w int64) {
-	if old, ok := pt.watch[m]; ok {
-		if old == w {
+// has reports whether m is a member of pt.
+func (pt *memPart) has(m string) bool {
+	_, ok := pt.mems[m]
+	return ok
+}
+
+// setWatch sets when to look at m, a member of pt; mm is m's, nil to
+// look it up.
+func (pt *memPart) setWatch(m string, mm *memMember, w int64) {
+	if mm == nil {
+		if mm = pt.mems[m]; mm == nil {
 			return
 		}
-		pt.byWatch.remove(old, m)
 	}
-	pt.watch[m] = w
-	pt.byWatch.insert(w, m)
+	if mm.watched {
+		if mm.watch == w {
+			return
+		}
+		pt.byWatch.remove(mm.watch, m)
+	}
+	mm.watch, mm.watched = w, true
+	pt.byWatch.insert(w, m, mm)
+}
+
+// memMember is a member of a partition: its scores, and the member parsed
+// once when added rather than on every scan that reads it (the parse was
+// most of a scan's time), with its node in the skill order.
+type memMember struct {
+	e          matcher.Entry
+	err        error // the member does not parse: the scans that read it fail
+	skill      float64
+	enq, watch int64 // watch is set when watched
+	watched    bool
+	bySkill    *ixNode[float64]
+}
+
+// nodeEntry is the entry x names, as parseMember reads its member.
+func nodeEntry[S int64 | float64](x *ixNode[S]) (matcher.Entry, error) {
+	if x.mm == nil {
+		return parseMember(x.m)
+	}
+	return x.mm.e, x.mm.err
 }
 
 // byScore is the members of a set in its order: by score, then member.
@@ -392,11 +526,14 @@ func (p *Memory) claim(partition string, fence int64, reqs []ClaimRequest) ([]Cl
 	taken := map[string]bool{}
 	out := make([]ClaimResult, len(reqs))
 	until := p.clock().Add(p.claimTTL)
+	var ms []string // the members of a group, each formatted once
 	for g, r := range reqs {
 		var missing []string
+		ms = ms[:0]
 		for _, e := range r.Entries {
 			m := member(e)
-			if _, in := pt.pool[m]; !in || taken[m] {
+			ms = append(ms, m)
+			if !pt.has(m) || taken[m] {
 				missing = append(missing, e.TicketID)
 			}
 		}
@@ -405,8 +542,8 @@ func (p *Memory) claim(partition string, fence int64, reqs []ClaimRequest) ([]Cl
 			continue
 		}
 		names := make([]string, 0, len(r.Entries))
-		for _, e := range r.Entries {
-			m := member(e)
+		for k, e := range r.Entries {
+			m := ms[k]
 			taken[m] = true
 			// As claim.lua, the mark is written over whatever the hash
 			// held, ended or not.
@@ -454,7 +591,7 @@ func (p *Memory) RemoveEntry(_ context.Context, partitions []string, e matcher.E
 	}
 	for _, m := range members {
 		for _, part := range partitions {
-			if pt := p.part(part); hasMember(pt.pool, m) {
+			if pt := p.part(part); pt.has(m) {
 				pt.del(m)
 				delete(p.tag(part).tickets, e.TicketID)
 				return RemoveResult{Removed: true}, nil
@@ -466,11 +603,6 @@ func (p *Memory) RemoveEntry(_ context.Context, partitions []string, e matcher.E
 		return RemoveResult{}, nil
 	}
 	return RemoveResult{ClaimedBy: h.match}, nil
-}
-
-func hasMember[S any](set map[string]S, m string) bool {
-	_, ok := set[m]
-	return ok
 }
 
 // Requeue is Pool.Requeue.
@@ -537,7 +669,7 @@ func (p *Memory) requeue(partition string, siblings []string, deadOnly bool, ent
 			h.name = e.Name
 		}
 		p.ending(tg, e.TicketID, until)
-		if !hasMember(pt.pool, m) {
+		if !pt.has(m) {
 			n++
 		}
 		pt.add(m, e.Skill, e.Enqueue.UnixMilli(), watchMS(h.hb, e.Enqueue.UnixMilli(), e.Deadline.UnixMilli(), timeout))
@@ -558,7 +690,7 @@ func (p *Memory) elsewhere(partition string, siblings []string, deadOnly bool, f
 	}
 	for _, s := range siblings {
 		sp := p.part(s)
-		if hasMember(sp.pool, m) || (h != nil && h.m != "" && hasMember(sp.pool, h.m)) || hasMember(sp.pool, id) {
+		if sp.has(m) || (h != nil && h.m != "" && sp.has(h.m)) || sp.has(id) {
 			return true
 		}
 	}
@@ -591,8 +723,8 @@ func (p *Memory) HeartbeatAny(_ context.Context, partitions []string, ticketID s
 	}
 	w := watchMS(h.hb, h.hb, e.Deadline.UnixMilli(), timeout)
 	for _, part := range partitions {
-		if pt := p.part(part); hasMember(pt.pool, h.m) {
-			pt.setWatch(h.m, w)
+		if pt := p.part(part); pt.has(h.m) {
+			pt.setWatch(h.m, nil, w)
 		}
 	}
 	return true, nil
@@ -624,19 +756,31 @@ func (p *Memory) scanMany(partition string, scans []Scan) (_ [][]matcher.Entry, 
 		}
 		switch s.mode {
 		case "oldest", "anchors":
-			ms := make([]string, 0, min(s.n, pt.byEnq.n))
-			for x := pt.byEnq.first(); x != nil && len(ms) < s.n; x = x.next[0] {
-				ms = append(ms, x.m)
+			es := make([]matcher.Entry, 0, min(s.n, pt.byEnq.n))
+			var nodes []*ixNode[int64]
+			for x := pt.byEnq.first(); x != nil && len(es) < s.n; x = x.next[0] {
+				e, err := nodeEntry(x)
+				if err != nil {
+					return nil, err
+				}
+				es = append(es, e)
+				if s.mode == "anchors" {
+					nodes = append(nodes, x)
+				}
 			}
-			if out[i], err = parsed(ms); err != nil {
-				return nil, err
-			}
-			if s.mode == "anchors" && len(ms) == s.n {
-				near := make([][]matcher.Entry, len(ms))
-				for j, m := range ms {
+			out[i] = es
+			if s.mode == "anchors" && len(es) == s.n {
+				near := make([][]matcher.Entry, len(es))
+				for j, y := range nodes {
 					near[j] = []matcher.Entry{}
-					if x := pt.bySkill.find(pt.pool[m], m); x != nil {
-						if near[j], err = closestMembers(pt.bySkill.around(x.next[0], s.limit), out[i][j].Skill, s.limit); err != nil {
+					var x *ixNode[float64]
+					if mm := y.mm; mm != nil {
+						x = mm.bySkill
+					} else if mm := pt.mems[y.m]; mm != nil {
+						x = mm.bySkill
+					}
+					if x != nil {
+						if near[j], err = p.closestAround(pt.bySkill, x.next[0], es[j].Skill, s.limit); err != nil {
 							return nil, err
 						}
 					}
@@ -651,7 +795,7 @@ func (p *Memory) scanMany(partition string, scans []Scan) (_ [][]matcher.Entry, 
 			var es []matcher.Entry
 			for x := pt.byWatch.first(); x != nil && x.score <= now && len(es) < s.n; x = x.next[0] {
 				m := x.m
-				e, err := parseMember(m)
+				e, err := nodeEntry(x)
 				if err != nil {
 					return nil, err
 				}
@@ -671,7 +815,7 @@ func (p *Memory) scanMany(partition string, scans []Scan) (_ [][]matcher.Entry, 
 			hi, _ := strconv.ParseFloat(s.params[1], 64)
 			es := []matcher.Entry{}
 			for x := pt.bySkill.seek(lo, false); x != nil && x.score <= hi && len(es) < s.n; x = x.next[0] {
-				e, err := parseMember(x.m)
+				e, err := nodeEntry(x)
 				if err != nil {
 					return nil, err
 				}
@@ -682,19 +826,76 @@ func (p *Memory) scanMany(partition string, scans []Scan) (_ [][]matcher.Entry, 
 			var at *ixNode[float64]
 			found := false
 			if len(s.params) > 1 && s.params[1] != "" {
-				if sk, in := pt.pool[s.params[1]]; in {
-					at, found = pt.bySkill.find(sk, s.params[1]).next[0], true
+				if mm := pt.mems[s.params[1]]; mm != nil {
+					at, found = mm.bySkill.next[0], true
 				}
 			}
 			if !found {
 				at = pt.bySkill.seek(s.skill, true)
 			}
-			if out[i], err = closestMembers(pt.bySkill.around(at, s.n), s.skill, s.n); err != nil {
+			if out[i], err = p.closestAround(pt.bySkill, at, s.skill, s.n); err != nil {
 				return nil, err
 			}
 		default:
 			return nil, fmt.Errorf("scan: unknown mode %s", s.mode)
 		}
+	}
+	return out, nil
+}
+
+// closestAround is closestMembers(o.around(at, n), skill, n) over the
+// entries parsed when added: the same n, in the same order. It chooses as
+// matcher.Closest does (by distance, then enqueue, then ticket id, each
+// after every one it is not closer than) but over pointers into the
+// nodes, so that only the n chosen are copied; the members closestMembers
+// leaves out before choosing are farther than the n-th and change nothing.
+func (p *Memory) closestAround(o *ordered[float64], at *ixNode[float64], skill float64, n int) ([]matcher.Entry, error) {
+	lo, k := o.span(at, n)
+	if k == 0 {
+		return []matcher.Entry{}, nil
+	}
+	closer := func(a, b *matcher.Entry) bool {
+		da, db := math.Abs(a.Skill-skill), math.Abs(b.Skill-skill)
+		if da != db {
+			return da < db
+		}
+		if !a.Enqueue.Equal(b.Enqueue) {
+			return a.Enqueue.Before(b.Enqueue)
+		}
+		return a.TicketID < b.TicketID
+	}
+	sel := p.near[:0]
+	defer func() { clear(sel); p.near = sel[:0] }()
+	for x := lo; k > 0; x, k = x.next[0], k-1 {
+		var e *matcher.Entry
+		if x.mm != nil {
+			if x.mm.err != nil {
+				return nil, x.mm.err
+			}
+			e = &x.mm.e
+		} else {
+			pe, err := parseMember(x.m)
+			if err != nil {
+				return nil, err
+			}
+			e = &pe
+		}
+		if len(sel) == n && !closer(e, sel[n-1]) {
+			continue
+		}
+		i := 0
+		for i < len(sel) && !closer(e, sel[i]) {
+			i++
+		}
+		if len(sel) < n {
+			sel = append(sel, nil)
+		}
+		copy(sel[i+1:], sel[i:len(sel)-1])
+		sel[i] = e
+	}
+	out := make([]matcher.Entry, len(sel))
+	for i, e := range sel {
+		out[i] = *e
 	}
 	return out, nil
 }
@@ -731,7 +932,7 @@ func (p *Memory) Size(_ context.Context, partition string) (int64, error) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return int64(len(p.part(partition).pool)), nil
+	return int64(len(p.part(partition).mems)), nil
 }
 
 // Sizes is Pool.Sizes.
@@ -748,7 +949,7 @@ func (p *Memory) Sizes(ctx context.Context, partitions []string) ([]int64, error
 	defer p.mu.Unlock()
 	out := make([]int64, len(partitions))
 	for i, part := range partitions {
-		out[i] = int64(len(p.part(part).pool))
+		out[i] = int64(len(p.part(part).mems))
 	}
 	return out, nil
 }
@@ -780,8 +981,8 @@ func (p *Memory) Rewatch(_ context.Context, partition string, es []matcher.Entry
 		if e.UserID == "" || checkEntry(e) != nil {
 			continue
 		}
-		if m := member(e); hasMember(pt.pool, m) && !hasMember(pt.watch, m) {
-			pt.setWatch(m, watchAt(e, timeout).UnixMilli())
+		if m := member(e); pt.has(m) && !pt.mems[m].watched {
+			pt.setWatch(m, nil, watchAt(e, timeout).UnixMilli())
 			n++
 		}
 	}
@@ -808,7 +1009,7 @@ func (p *Memory) Locate(_ context.Context, partitions []string, ticketID string)
 		return "", matcher.Entry{}, false, nil
 	}
 	for _, part := range partitions {
-		if hasMember(p.part(part).pool, h.m) {
+		if p.part(part).has(h.m) {
 			e, err := parseMember(h.m)
 			if err != nil {
 				return "", matcher.Entry{}, false, fmt.Errorf("locate %s: %w", ticketID, err)
@@ -835,7 +1036,8 @@ func (p *Memory) Promote(_ context.Context, from, to string, cutoff time.Time, n
 		ms = append(ms, x.m)
 	}
 	for _, m := range ms {
-		t.add(m, f.pool[m], f.enq[m], f.watch[m])
+		mm := f.mems[m]
+		t.add(m, mm.skill, mm.enq, mm.watch)
 		f.del(m)
 		moved = append(moved, memberID(m))
 	}

@@ -15,8 +15,12 @@ type ordered[S int64 | float64] struct {
 type ixNode[S int64 | float64] struct {
 	score S
 	m     string
+	mm    *memMember // m parsed, shared by its nodes in a partition's sets
 	prev  *ixNode[S] // on level 0; nil for the first
 	next  []*ixNode[S]
+	// low holds next for the levels most nodes have (15 in 16 have one or
+	// two): a node is then one allocation, not two.
+	low [2]*ixNode[S]
 }
 
 const ixMaxLevel = 32
@@ -60,8 +64,9 @@ func (o *ordered[S]) path(s S, m string, up *[ixMaxLevel]*ixNode[S]) {
 	}
 }
 
-// insert adds (s, m); m must not be in o.
-func (o *ordered[S]) insert(s S, m string) {
+// insert adds (s, m), carrying mm, and returns its node; m must not be
+// in o.
+func (o *ordered[S]) insert(s S, m string, mm *memMember) *ixNode[S] {
 	var up [ixMaxLevel]*ixNode[S]
 	o.path(s, m, &up)
 	lvl := o.randomLevel()
@@ -69,7 +74,12 @@ func (o *ordered[S]) insert(s S, m string) {
 		up[l] = &o.head
 	}
 	o.level = max(o.level, lvl)
-	x := &ixNode[S]{score: s, m: m, next: make([]*ixNode[S], lvl)}
+	x := &ixNode[S]{score: s, m: m, mm: mm}
+	if lvl <= len(x.low) {
+		x.next = x.low[:lvl]
+	} else {
+		x.next = make([]*ixNode[S], lvl)
+	}
 	for l := range lvl {
 		x.next[l], up[l].next[l] = up[l].next[l], x
 	}
@@ -82,6 +92,7 @@ func (o *ordered[S]) insert(s S, m string) {
 		o.tail = x
 	}
 	o.n++
+	return x
 }
 
 // remove drops (s, m), if o holds it.
@@ -135,23 +146,29 @@ func (o *ordered[S]) seek(s S, after bool) *ixNode[S] {
 // (the end of o when at is nil): up to n members before at, then at and up
 // to n-1 after it, in order.
 func (o *ordered[S]) around(at *ixNode[S], n int) []any {
+	lo, k := o.span(at, n)
+	var out []any
+	for x := lo; k > 0; x, k = x.next[0], k-1 {
+		out = append(out, x.m)
+	}
+	return out
+}
+
+// span is the nodes around holds: the first of them and how many.
+func (o *ordered[S]) span(at *ixNode[S], n int) (*ixNode[S], int) {
 	if n <= 0 {
-		return nil
+		return nil, 0
 	}
 	p := o.tail
 	if at != nil {
 		p = at.prev
 	}
-	lo := at // the lowest taken
+	lo, k := at, 0 // the lowest taken
 	for i := 0; i < n && p != nil; i++ {
-		lo, p = p, p.prev
-	}
-	var out []any
-	for x := lo; x != nil && x != at; x = x.next[0] {
-		out = append(out, x.m)
+		lo, p, k = p, p.prev, k+1
 	}
 	for i, x := 0, at; i < n && x != nil; i, x = i+1, x.next[0] {
-		out = append(out, x.m)
+		k++
 	}
-	return out
+	return lo, k
 }

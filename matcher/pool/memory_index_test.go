@@ -27,7 +27,7 @@ func TestOrderedIsTheSortedOrder(t *testing.T) {
 			delete(set, m)
 		} else if !in {
 			sk := float64(rng.IntN(40)) / 4
-			o.insert(sk, m)
+			o.insert(sk, m, nil)
 			set[m] = sk
 		}
 		if step%7 != 0 {
@@ -187,13 +187,26 @@ func TestMemoryScansAsSorted(t *testing.T) {
 				t.Fatal(err)
 			}
 			p.mu.Lock()
-			wantMembers, err := parsed(byScore(p.part(prt).pool))
+			pool, _, _ := p.part(prt).sets()
+			wantMembers, err := parsed(byScore(pool))
 			p.mu.Unlock()
 			if err != nil || !reflect.DeepEqual(members, wantMembers) {
 				t.Fatalf("step %d, %s: members %v, want %v (%v)", step, prt, members, wantMembers, err)
 			}
 		}
 	}
+}
+
+// sets are the three sets of pt as maps, member to score.
+func (pt *memPart) sets() (pool map[string]float64, enq, watch map[string]int64) {
+	pool, enq, watch = map[string]float64{}, map[string]int64{}, map[string]int64{}
+	for m, mm := range pt.mems {
+		pool[m], enq[m] = mm.skill, mm.enq
+		if mm.watched {
+			watch[m] = mm.watch
+		}
+	}
+	return pool, enq, watch
 }
 
 // sortedScan is scanMany as it was, sorting the sets on each call: what
@@ -205,6 +218,7 @@ func (p *Memory) sortedScan(partition string, scans []Scan) (_ [][]matcher.Entry
 		}
 	}
 	pt, tg := p.part(partition), p.tag(partition)
+	pool, enq, watch := pt.sets()
 	var bySkill []string // the pool in skill order, once per call
 	rank := func() map[string]int {
 		r := make(map[string]int, len(bySkill))
@@ -216,7 +230,7 @@ func (p *Memory) sortedScan(partition string, scans []Scan) (_ [][]matcher.Entry
 	var ranks map[string]int
 	skillOrder := func() {
 		if bySkill == nil {
-			bySkill = byScore(pt.pool)
+			bySkill = byScore(pool)
 			ranks = rank()
 		}
 	}
@@ -234,7 +248,7 @@ func (p *Memory) sortedScan(partition string, scans []Scan) (_ [][]matcher.Entry
 		}
 		switch s.mode {
 		case "oldest", "anchors":
-			ms := byScore(pt.enq)
+			ms := byScore(enq)
 			ms = ms[:min(s.n, len(ms))]
 			if out[i], err = parsed(ms); err != nil {
 				return nil, err
@@ -258,8 +272,8 @@ func (p *Memory) sortedScan(partition string, scans []Scan) (_ [][]matcher.Entry
 				return nil, err
 			}
 			var es []matcher.Entry
-			for _, m := range byScore(pt.watch) {
-				if pt.watch[m] > now || len(es) == s.n {
+			for _, m := range byScore(watch) {
+				if watch[m] > now || len(es) == s.n {
 					break
 				}
 				e, err := parseMember(m)
@@ -283,7 +297,7 @@ func (p *Memory) sortedScan(partition string, scans []Scan) (_ [][]matcher.Entry
 			skillOrder()
 			es := []matcher.Entry{}
 			for _, m := range bySkill {
-				if sk := pt.pool[m]; sk >= lo && sk <= hi && len(es) < s.n {
+				if sk := pool[m]; sk >= lo && sk <= hi && len(es) < s.n {
 					e, err := parseMember(m)
 					if err != nil {
 						return nil, err
@@ -302,7 +316,7 @@ func (p *Memory) sortedScan(partition string, scans []Scan) (_ [][]matcher.Entry
 			}
 			if c < 0 {
 				c, _ = slices.BinarySearchFunc(bySkill, s.skill, func(m string, sk float64) int {
-					if pt.pool[m] <= sk {
+					if pool[m] <= sk {
 						return -1
 					}
 					return 1
@@ -369,5 +383,78 @@ func TestMemoryStatsNewestFirst(t *testing.T) {
 		if !outs[i].At.Equal(want) || !ms[i].Equal(want) || outs[i].Wait != time.Duration(total-1-i)*time.Millisecond {
 			t.Fatalf("entry %d: outcome %v, match %v; want at %v", i, outs[i], ms[i], want)
 		}
+	}
+}
+
+// The ends come out soonest first, however they went in.
+func TestEndHeapOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 0))
+	base := time.UnixMilli(1_700_000_000_000)
+	var h endHeap
+	var want []time.Time
+	for range 2000 {
+		if rng.IntN(3) == 0 && len(h) > 0 {
+			got := h.pop().until
+			if got != want[0] {
+				t.Fatalf("popped %v, want %v", got, want[0])
+			}
+			want = want[1:]
+			continue
+		}
+		at := base.Add(time.Duration(rng.IntN(500)) * time.Millisecond)
+		h.push(memEnd{until: at})
+		i, _ := slices.BinarySearchFunc(want, at, func(a, b time.Time) int { return a.Compare(b) })
+		want = slices.Insert(want, i, at)
+	}
+	for len(h) > 0 {
+		if got := h.pop().until; got != want[0] {
+			t.Fatalf("popped %v, want %v", got, want[0])
+		}
+		want = want[1:]
+	}
+}
+
+// An endQueue gives each end once, when it is due, whatever the order
+// they went in: in order as one TTL on a steady clock writes them, in
+// interleaved runs as several TTLs do, or at random (the heap's).
+func TestEndQueueDue(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 0))
+	base := time.UnixMilli(1_700_000_000_000)
+	var q endQueue
+	left := map[string]time.Time{}
+	now := base
+	for i := range 20000 {
+		if rng.IntN(4) == 0 {
+			now = now.Add(time.Duration(rng.IntN(300)) * time.Millisecond)
+			q.due(now, func(e memEnd) {
+				at, ok := left[e.id]
+				if !ok || at.After(now) {
+					t.Fatalf("took %s (%v, live %v) at %v", e.id, at, ok, now)
+				}
+				delete(left, e.id)
+			})
+			for id, at := range left {
+				if !at.After(now) {
+					t.Fatalf("%s due at %v left at %v", id, at, now)
+				}
+			}
+			continue
+		}
+		var at time.Time
+		switch rng.IntN(6) {
+		case 0:
+			at = now.Add(time.Duration(rng.IntN(5000)) * time.Millisecond)
+		case 1, 2:
+			at = now.Add(time.Minute)
+		default:
+			at = now.Add(10 * time.Minute)
+		}
+		id := strconv.Itoa(i)
+		left[id] = at
+		q.push(memEnd{until: at, id: id})
+	}
+	q.due(now.Add(time.Hour), func(e memEnd) { delete(left, e.id) })
+	if len(left) > 0 {
+		t.Fatalf("%d ends never taken", len(left))
 	}
 }

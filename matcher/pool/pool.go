@@ -798,13 +798,27 @@ const memberSep = '|'
 // ticket waits (the heartbeat, which does, is in the hash), and formatting
 // the fields parsed from a member gives the member back, so the entries a
 // pass read name their members.
+//
+// It is written into one buffer, a single allocation where the fields
+// formatted apart and joined took five: a member is formatted on every
+// enqueue, requeue and claim.
 func member(e matcher.Entry) string {
-	est := "0"
+	var buf [96]byte
+	b := append(buf[:0], e.TicketID...)
+	b = append(b, '|')
+	b = appendScore(b, e.Skill)
+	b = append(b, '|')
+	b = strconv.AppendInt(b, e.Enqueue.UnixMilli(), 10)
+	b = append(b, '|')
+	b = strconv.AppendInt(b, e.Deadline.UnixMilli(), 10)
+	b = append(b, '|', '0', '|')
 	if e.Estimated {
-		est = "1"
+		b[len(b)-2] = '1'
 	}
-	return e.TicketID + "|" + score(e.Skill) + "|" + msTime(e.Enqueue) + "|" + msTime(e.Deadline) + "|" +
-		est + "|" + score(e.Activity) + "|" + e.UserID
+	b = appendScore(b, e.Activity)
+	b = append(b, '|')
+	b = append(b, e.UserID...)
+	return string(b)
 }
 
 // parseMember reads a member written by member.
@@ -865,6 +879,17 @@ func score(x float64) string {
 		return "-inf"
 	}
 	return strconv.FormatFloat(x, 'f', -1, 64)
+}
+
+// appendScore appends score(x) to b.
+func appendScore(b []byte, x float64) []byte {
+	switch {
+	case math.IsInf(x, 1):
+		return append(b, "+inf"...)
+	case math.IsInf(x, -1):
+		return append(b, "-inf"...)
+	}
+	return strconv.AppendFloat(b, x, 'f', -1, 64)
 }
 
 func msTime(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
