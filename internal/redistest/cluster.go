@@ -2,12 +2,14 @@ package redistest
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -55,10 +57,28 @@ func Cluster(t testing.TB) *redis.ClusterClient {
 	return clusterOf(t, ClusterEnv, "")
 }
 
-// FailoverCluster is Cluster for the cluster of FailoverClusterEnv.
+// FailoverCluster is Cluster for the cluster of FailoverClusterEnv. The
+// tests of every package that fail it over take turns: each holds a lock
+// (a file lock, across the test processes) from here to its cleanup, so no
+// test sees another's failover.
 func FailoverCluster(t testing.TB) *redis.ClusterClient {
 	t.Helper()
-	return clusterOf(t, FailoverClusterEnv, "REDIS_CLUSTER_PORT=7100 ")
+	rdb := clusterOf(t, FailoverClusterEnv, "REDIS_CLUSTER_PORT=7100 ")
+	lockPath := filepath.Join(os.TempDir(), "matchgate-failover-cluster-"+strings.ReplaceAll(FailoverClusterAddrs()[0], ":", "-")+".lock")
+	f, err := os.OpenFile(lockPath, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatalf("redistest: %v", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatalf("redistest: lock %s: %v", lockPath, err)
+	}
+	// The cleanups of FailOver and KillMaster, registered later, run first:
+	// the lock is let go once the cluster is whole again.
+	t.Cleanup(func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		_ = f.Close()
+	})
+	return rdb
 }
 
 func clusterOf(t testing.TB, env, script string) *redis.ClusterClient {
@@ -181,6 +201,7 @@ func FailOver(t testing.TB, rdb *redis.ClusterClient, key string) (from, to stri
 		t.Fatalf("redistest: slot of %s: %v", key, err)
 	}
 	from, to = slotNodes(t, ctx, rdb, int(slot))
+	replicaOf(t, ctx, to, from) // in sync, or it cannot take over
 	promote(t, ctx, to, int(slot), false)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -188,8 +209,9 @@ func FailOver(t testing.TB, rdb *redis.ClusterClient, key string) (from, to stri
 		// The masters voted for this shard's failover just now and will not
 		// again for twice the node timeout: the way back takes over without
 		// a vote.
+		replicaOf(t, ctx, from, to)
 		promote(t, ctx, from, int(slot), true)
-		slotNodes(t, ctx, rdb, int(slot)) // the shard has its replica again
+		replicaOf(t, ctx, to, from) // the cluster is as it was
 		rdb.ReloadState(ctx)
 	})
 	rdb.ReloadState(ctx)
@@ -211,6 +233,27 @@ func slotNodes(t testing.TB, ctx context.Context, rdb *redis.ClusterClient, slot
 		select {
 		case <-ctx.Done():
 			t.Fatalf("redistest: no master with a replica serves slot %d (%v)", slot, err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// replicaOf waits (bounded by ctx) until the node at addr is a replica of
+// master with its replication link up.
+func replicaOf(t testing.TB, ctx context.Context, addr, master string) {
+	t.Helper()
+	node := redis.NewClient(&redis.Options{Addr: addr})
+	defer node.Close()
+	host, port, _ := strings.Cut(master, ":")
+	for {
+		role, err := node.Do(ctx, "role").Slice()
+		if err == nil && len(role) >= 4 && role[0] == "slave" && role[1] == host &&
+			fmt.Sprint(role[2]) == port && role[3] == "connected" {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("redistest: %s is not a connected replica of %s (role %v, %v)", addr, master, role, err)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
