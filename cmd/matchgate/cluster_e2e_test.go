@@ -153,3 +153,69 @@ func tryTicket(base string, g guest, id string) (matcher.TicketView, bool) {
 	defer resp.Body.Close()
 	return v, resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(&v) == nil
 }
+
+// Three gateways, three matchers and two relays, each a process, on the
+// Redis Cluster and one PostgreSQL: the partitions spread over the
+// matchers by their leases, players on any gateway are matched with players
+// on any other, and when a gateway is killed its players reconnect to
+// another and find their tickets there.
+func TestEndToEndManyNodesCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs eight processes")
+	}
+	redistest.Cluster(t)
+	prefix := redistest.Prefix(t)
+	db := pgURL(t)
+	bin := buildBinary(t)
+	common := []string{"--redis-url", "redis+cluster://" + strings.Join(redistest.ClusterAddrs(), ","),
+		"--postgres-url", db, "--redis-prefix", prefix, "--lease-ttl", "2s", "--log-level", "debug"}
+	var matchers []*node
+	for i := range 3 {
+		matchers = append(matchers, spawnNode(t, bin, fmt.Sprint("matcher", i), false, append([]string{"--roles", "matcher"}, common...)...))
+	}
+	for i := range 2 {
+		spawnNode(t, bin, fmt.Sprint("relay", i), false, append([]string{"--roles", "relay"}, common...)...)
+	}
+	var gateways []*node
+	var bases []string
+	for i := range 3 {
+		g := spawnNode(t, bin, fmt.Sprint("gateway", i), true, append([]string{"--roles", "gateway"}, common...)...)
+		gateways, bases = append(gateways, g), append(bases, g.base)
+	}
+	// The built-in queues have six partitions: each matcher ends up with
+	// its share (two), none with all.
+	retry(t, "the partitions spread over the matchers", func() ([]int, bool) {
+		held := make([]int, len(matchers))
+		ok := true
+		for i, m := range matchers {
+			held[i] = strings.Count(m.logs.String(), `msg="partition acquired"`) - strings.Count(m.logs.String(), `msg="partition released"`) -
+				strings.Count(m.logs.String(), `msg="partition lost"`)
+			ok = ok && held[i] >= 1 && held[i] <= 3
+		}
+		return held, ok
+	})
+	exercise(t, bases, 24)
+
+	// A player waiting on gateway0, which dies; back on gateway1 it finds
+	// its ticket and is matched with a player of gateway2.
+	a := newGuest(t, bases[0], 1500)
+	ca := dial(t, bases[0], a)
+	ca.expect("hello", 5*time.Second)
+	ca.send(map[string]any{"type": "join", "id": "a", "queue": "duel"})
+	ticket := decode[struct{ Ticket matcher.Ticket }](t, ca.expect("joined", 5*time.Second)).Ticket
+	gateways[0].kill(t)
+	<-ca.closed
+	back := dial(t, bases[1], a)
+	if h := decode[helloFrame](t, back.expect("hello", 5*time.Second)); len(h.Tickets) != 1 || h.Tickets[0].ID != ticket.ID {
+		t.Fatalf("hello on gateway1 after gateway0 died: %s", back.lastRaw(h))
+	}
+	b := newGuest(t, bases[2], 1500)
+	cb := dial(t, bases[2], b)
+	cb.expect("hello", 5*time.Second)
+	cb.send(map[string]any{"type": "join", "id": "b", "queue": "duel"})
+	cb.expect("joined", 5*time.Second)
+	ma, mb := back.expectMatch(15*time.Second), cb.expectMatch(15*time.Second)
+	if ma.ID != mb.ID || !slices.Contains(ma.TicketIDs(), ticket.ID) {
+		t.Fatalf("after the gateway died: a got %s, b got %s", ma.ID, mb.ID)
+	}
+}

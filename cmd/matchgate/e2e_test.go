@@ -401,40 +401,84 @@ func TestEndToEndTwoProcessesCluster(t *testing.T) {
 func twoProcesses(t *testing.T, redisURL string) {
 	prefix := redistest.Prefix(t)
 	db := pgURL(t)
+	bin := buildBinary(t)
+	var bases []string
+	for i := range 2 {
+		n := spawnNode(t, bin, fmt.Sprint("node", i), true, "--redis-url", redisURL, "--postgres-url", db, "--redis-prefix", prefix)
+		bases = append(bases, n.base)
+	}
+	exercise(t, bases, 24)
+}
+
+// buildBinary builds this package's binary for tests that run processes.
+func buildBinary(t *testing.T) string {
+	t.Helper()
 	bin := filepath.Join(t.TempDir(), "matchgate")
 	build := exec.Command("go", "build", "-o", bin, ".")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
-	var bases []string
-	for i := range 2 {
-		port := freePort(t)
-		cmd := exec.Command(bin, "serve", "--addr", port, "--secret", testSecret, "--guests", "true",
-			"--redis-url", redisURL, "--postgres-url", db, "--redis-prefix", prefix, "--node", fmt.Sprint("node", i))
-		logs := &syncBuffer{}
-		cmd.Stderr = logs
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			_ = cmd.Process.Signal(os.Interrupt)
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("node%d exited with %v\n%s", i, err, logs.String())
-				}
-			case <-time.After(20 * time.Second):
-				_ = cmd.Process.Kill()
-				t.Errorf("node%d did not stop on SIGINT", i)
-			}
-		})
-		base := "http://" + port
-		waitReady(t, base, logs)
-		bases = append(bases, base)
+	return bin
+}
+
+// node is one server process of a test of several.
+type node struct {
+	name   string
+	base   string // "" without the gateway role
+	cmd    *exec.Cmd
+	logs   *syncBuffer
+	killed bool
+}
+
+// spawnNode starts `bin serve` named name with args; with gateway set it
+// listens on a free port and is waited for until ready. It is stopped with
+// SIGINT at cleanup (and must exit cleanly), unless killed before.
+func spawnNode(t *testing.T, bin, name string, gateway bool, args ...string) *node {
+	t.Helper()
+	n := &node{name: name, logs: &syncBuffer{}}
+	args = append([]string{"serve", "--secret", testSecret, "--guests", "true", "--node", name}, args...)
+	port := ""
+	if gateway {
+		port = freePort(t)
+		args = append(args, "--addr", port)
 	}
-	exercise(t, bases, 24)
+	n.cmd = exec.Command(bin, args...)
+	n.cmd.Stderr = n.logs
+	if err := n.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if n.killed {
+			return
+		}
+		_ = n.cmd.Process.Signal(os.Interrupt)
+		done := make(chan error, 1)
+		go func() { done <- n.cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("%s exited with %v\n%s", name, err, n.logs.String())
+			}
+		case <-time.After(20 * time.Second):
+			_ = n.cmd.Process.Kill()
+			t.Errorf("%s did not stop on SIGINT", name)
+		}
+	})
+	if gateway {
+		n.base = "http://" + port
+		waitReady(t, n.base, n.logs)
+	}
+	return n
+}
+
+// kill stops the process at once, as a crash would.
+func (n *node) kill(t *testing.T) {
+	t.Helper()
+	n.killed = true
+	if err := n.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = n.cmd.Wait()
 }
 
 func freePort(t *testing.T) string {
