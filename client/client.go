@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -75,6 +76,37 @@ type Options struct {
 	// of reconnecting: Err is then the loss. For callers that decide
 	// themselves when to connect again (a load generator's drops).
 	DisableReconnect bool
+	// OnFrame, when set, sees every frame the socket reads, as it was
+	// read: its bytes and the time of the read, before the client decodes
+	// it, and whether or not the client then keeps it (a stale version is
+	// dropped from the state and the events, never from OnFrame). Each
+	// socket's hello is its first call. For tools that check the protocol
+	// on the wire (cmd/loadgen, cmd/chaos).
+	//
+	// It is called on the goroutine that reads the socket, one frame at a
+	// time in order, so it must return promptly and never block: while it
+	// runs the socket is not read, and the server closes a socket that
+	// falls behind as a slow consumer. data is the frame's own buffer; it
+	// may be kept.
+	OnFrame func(data []byte, at time.Time)
+	// OnSession, when set, sees the boundaries of each socket, on the same
+	// goroutine as OnFrame and in order with its frames (the same rules
+	// apply): Session{Up: true} once a socket is upgraded (its hello is the
+	// next frame), Session{Up: false} once it has ended, with why.
+	OnSession func(Session)
+}
+
+// Session is a boundary of one socket, for Options.OnSession.
+type Session struct {
+	// Up: the socket was upgraded. Otherwise it has ended: no frame of it
+	// follows.
+	Up bool
+	At time.Time
+	// Err is why the socket ended: nil after Close, ErrDropped after
+	// Drop, otherwise the read's error (websocket.CloseStatus gives the
+	// close code the server sent, when it sent one; a ban or an expired
+	// token is a *TerminalError).
+	Err error
 }
 
 func (o Options) withDefaults() Options {
@@ -151,8 +183,9 @@ type Client struct {
 
 // link is one open socket. lost is closed when it ends.
 type link struct {
-	conn *websocket.Conn
-	lost chan struct{}
+	conn    *websocket.Conn
+	lost    chan struct{}
+	dropped atomic.Bool // Drop cut it
 }
 
 // pending is a command waiting for its reply (the frame whose re is its
@@ -375,15 +408,23 @@ func (c *Client) open(ctx context.Context) (*link, string, error) {
 		return nil, tok, fmt.Errorf("matchgate client: dial: %w", err)
 	}
 	conn.SetReadLimit(c.opts.MaxFrameBytes)
+	c.session(Session{Up: true, At: c.opts.Clock.Now()})
 	_, b, err := conn.Read(ctx)
 	if err != nil {
 		conn.CloseNow()
-		return nil, tok, fmt.Errorf("matchgate client: read hello: %w", closeErr(err))
+		err = fmt.Errorf("matchgate client: read hello: %w", closeErr(err))
+		c.session(Session{At: c.opts.Clock.Now(), Err: err})
+		return nil, tok, err
+	}
+	if c.opts.OnFrame != nil {
+		c.opts.OnFrame(b, c.opts.Clock.Now())
 	}
 	var f frame
 	if err := json.Unmarshal(b, &f); err != nil || f.Type != protocol.FrameHello {
 		conn.CloseNow()
-		return nil, tok, fmt.Errorf("matchgate client: first frame is not hello: %.80q", b)
+		err := fmt.Errorf("matchgate client: first frame is not hello: %.80q", b)
+		c.session(Session{At: c.opts.Clock.Now(), Err: err})
+		return nil, tok, err
 	}
 	l := &link{conn: conn, lost: make(chan struct{})}
 	c.onHello(f)
@@ -423,7 +464,19 @@ func (c *Client) serve(l *link) error {
 		_, b, err := l.conn.Read(context.Background())
 		if err != nil {
 			l.conn.CloseNow()
-			return closeErr(err)
+			err = closeErr(err)
+			cause := err
+			switch {
+			case c.ctx.Err() != nil:
+				cause = nil
+			case l.dropped.Load():
+				err, cause = ErrDropped, ErrDropped
+			}
+			c.session(Session{At: c.opts.Clock.Now(), Err: cause})
+			return err
+		}
+		if c.opts.OnFrame != nil {
+			c.opts.OnFrame(b, c.opts.Clock.Now())
 		}
 		var f frame
 		if err := json.Unmarshal(b, &f); err != nil {
@@ -431,6 +484,30 @@ func (c *Client) serve(l *link) error {
 			continue
 		}
 		c.handle(f)
+	}
+}
+
+// session tells Options.OnSession of a socket's boundary.
+func (c *Client) session(s Session) {
+	if c.opts.OnSession != nil {
+		c.opts.OnSession(s)
+	}
+}
+
+// Drop cuts the current socket at once, without a close handshake, as a
+// network that fails would: the server sees the connection reset. The
+// client then goes on as after any loss: commands waiting for a reply on
+// the socket fail with ErrDisconnected, and it reconnects (with backoff),
+// or, with Options.DisableReconnect, stops with Err ErrDropped. Drop does
+// nothing while there is no socket. For tools that test what a dropped
+// client meets.
+func (c *Client) Drop() {
+	c.mu.Lock()
+	l := c.link
+	c.mu.Unlock()
+	if l != nil {
+		l.dropped.Store(true)
+		l.conn.CloseNow()
 	}
 }
 
