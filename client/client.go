@@ -94,6 +94,12 @@ type Options struct {
 	// apply): Session{Up: true} once a socket is upgraded (its hello is the
 	// next frame), Session{Up: false} once it has ended, with why.
 	OnSession func(Session)
+	// OnSend, when set, sees every command frame just before it is
+	// written: its bytes and the time. With OnFrame, a tool learns which
+	// reply (its "re") answers which command (its "id"): the command is
+	// seen before its reply. It is called on the goroutine of the command
+	// (several may run at once) and must not block; data may be kept.
+	OnSend func(data []byte, at time.Time)
 }
 
 // Session is a boundary of one socket, for Options.OnSession.
@@ -703,6 +709,9 @@ func (c *Client) request(ctx context.Context, typ, queue string, build func(id s
 		if err != nil {
 			unregister()
 			return frame{}, fmt.Errorf("%s: encode: %w", typ, err)
+		}
+		if c.opts.OnSend != nil {
+			c.opts.OnSend(b, c.opts.Clock.Now())
 		}
 		if err := l.conn.Write(ctx, websocket.MessageText, b); err != nil {
 			unregister()

@@ -164,6 +164,63 @@ func TestOnFrameSeesEveryFrame(t *testing.T) {
 	}
 }
 
+// OnSend sees each command as written, before its reply reaches OnFrame:
+// the reply's re is the command's id.
+func TestOnSendNamesTheReply(t *testing.T) {
+	base := startServer(t)
+	ctx := testContext(t)
+	var tp tap
+	o := tp.options(&client.Options{})
+	var mu sync.Mutex
+	var sent []protocol.Command
+	o.OnSend = func(data []byte, at time.Time) {
+		var cmd protocol.Command
+		if err := json.Unmarshal(data, &cmd); err != nil {
+			t.Errorf("OnSend: %v: %s", err, data)
+		}
+		mu.Lock()
+		sent = append(sent, cmd)
+		mu.Unlock()
+		tp.mu.Lock()
+		tp.log = append(tp.log, tapped{frame: "sent:" + cmd.ID, at: at})
+		tp.mu.Unlock()
+	}
+	a := dialGuest(t, base, "", o)
+	tk, err := a.Join(ctx, "lonely", client.JoinOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	if len(sent) != 1 || sent[0].Type != protocol.FrameJoin || sent[0].Queue != "lonely" || sent[0].ID == "" {
+		t.Fatalf("sent %+v", sent)
+	}
+	id := sent[0].ID
+	mu.Unlock()
+	s := tp.seen()
+	sentAt, replyAt := -1, -1
+	for i, x := range s {
+		if x.frame == "sent:"+id {
+			sentAt = i
+		}
+		if x.frame == protocol.FrameJoined {
+			var f struct {
+				Re     string `json:"re"`
+				Ticket struct {
+					ID string `json:"id"`
+				} `json:"ticket"`
+			}
+			_ = json.Unmarshal(x.raw, &f)
+			if f.Re != id || f.Ticket.ID != tk.ID {
+				t.Fatalf("joined re %q ticket %q, want %q %q", f.Re, f.Ticket.ID, id, tk.ID)
+			}
+			replyAt = i
+		}
+	}
+	if sentAt < 0 || replyAt < sentAt {
+		t.Fatalf("sent at %d, reply at %d: %s", sentAt, replyAt, describe(s))
+	}
+}
+
 // OnSession sees each socket start and end, with the cause: a socket cut
 // by the network ends with an error, the reconnect starts a session whose
 // first frame is its hello, and Close ends the last one with nil.
