@@ -57,51 +57,63 @@ type attempt struct {
 // pushFrameType is what push mode publishes on users' channels.
 const pushFrameType = "loadgen.push"
 
-// runSocket connects (at the instant the connect pacer chose) and keeps the
-// socket until the run closes it, reconnecting after deliberate drops and,
-// with --reconnect-on-close, after server closes.
+// runSocket connects (at the instant the connect pacer chose) and returns
+// once the socket is open, or the player gives up. No goroutine of the
+// player waits while its socket is open (a goroutine a socket is memory
+// the load generator takes from the system it measures): the socket's end
+// starts ended, which reconnects after deliberate drops and, with
+// --reconnect-on-close, after server closes.
 func (p *player) runSocket(ctx context.Context, due time.Time) {
-	first := true
-	backoff := 100 * time.Millisecond
+	p.connectLoop(ctx, due, true, 100*time.Millisecond)
+}
+
+// connectLoop connects, retrying after failures with jittered backoff
+// unless this is the first connect or --reconnect-on-close is off.
+func (p *player) connectLoop(ctx context.Context, due time.Time, first bool, backoff time.Duration) {
 	for ctx.Err() == nil && !p.r.closing.Load() {
-		conn, err := p.connect(ctx, due)
-		if err != nil {
-			p.r.stats.inc(cConnectFailed)
-			kind := dialErrorKind(err)
-			p.r.stats.label(lDialErrors, kind)
-			p.r.stats.sample(kind, err)
-			if first || !p.r.cfg.ReconnectOnClose {
-				return
-			}
-		} else {
-			first = false
-			backoff = 100 * time.Millisecond
-			err = p.hold(ctx, conn)
-			p.r.stats.add(cSocketsOpen, -1)
-			p.mu.Lock()
-			dropped := p.dropping
-			p.dropping, p.connected, p.conn = false, false, nil
-			p.mu.Unlock()
-			if ctx.Err() != nil || p.r.closing.Load() {
-				return
-			}
-			if !dropped {
-				p.r.stats.label(lCloses, closeKind(err))
-				if !p.r.cfg.ReconnectOnClose {
-					return
-				}
-			}
-			p.r.stats.inc(cReconnects)
-			if dropped {
-				due = time.Now()
-				continue
-			}
+		err := p.connect(ctx, due)
+		if err == nil {
+			return
 		}
-		// Jittered backoff after a failure or a server close.
+		p.r.stats.inc(cConnectFailed)
+		kind := dialErrorKind(err)
+		p.r.stats.label(lDialErrors, kind)
+		p.r.stats.sample(kind, err)
+		if first || !p.r.cfg.ReconnectOnClose {
+			return
+		}
 		sleepCtx(ctx, backoff/2+time.Duration(p.r.rand().Int64N(int64(backoff))))
 		backoff = min(2*backoff, 5*time.Second)
 		due = time.Now()
 	}
+}
+
+// ended follows a socket's end (err: why, from the client), on its own
+// goroutine, counted in the run's wait group since connect.
+func (p *player) ended(ctx context.Context, err error) {
+	defer p.r.wg.Done()
+	p.r.stats.add(cSocketsOpen, -1)
+	p.mu.Lock()
+	dropped := p.dropping
+	p.dropping, p.connected, p.conn = false, false, nil
+	p.mu.Unlock()
+	if ctx.Err() != nil || p.r.closing.Load() {
+		return
+	}
+	if !dropped {
+		p.r.stats.label(lCloses, closeKind(err))
+		if !p.r.cfg.ReconnectOnClose {
+			return
+		}
+	}
+	p.r.stats.inc(cReconnects)
+	backoff := 100 * time.Millisecond
+	if !dropped {
+		// Jittered backoff after a server close.
+		sleepCtx(ctx, backoff/2+time.Duration(p.r.rand().Int64N(int64(backoff))))
+		backoff *= 2
+	}
+	p.connectLoop(ctx, time.Now(), false, backoff)
 }
 
 // closeKind names how a connection ended.
@@ -122,42 +134,60 @@ func closeKind(err error) string {
 const replyWait = time.Hour
 
 // connect dials through client/ and returns once the hello is read and
-// folded into the player's state. The client does not reconnect (runSocket
-// does) and keeps out of the way of what is measured: no pings of its own
-// (the server pings), no REST heartbeats, no events read; every frame is
-// seen as read (onFrame) and checked there.
-func (p *player) connect(ctx context.Context, due time.Time) (*client.Client, error) {
+// folded into the player's state; the socket's end then starts ended. The
+// client does not reconnect (the player does) and keeps out of the way of
+// what is measured: no pings of its own (the server pings), no REST
+// heartbeats, no events read; every frame is seen as read (onFrame) and
+// checked there. The run's end (ctx) cuts the socket.
+func (p *player) connect(ctx context.Context, due time.Time) error {
 	cctx, cancel := context.WithTimeout(ctx, p.r.cfg.ConnectTimeout)
 	defer cancel()
 	st := &upgradeStatus{rt: p.r.dial.ws.Transport}
-	sock := &socketFrames{p: p, due: due}
+	sock := &socketFrames{p: p, due: due, ready: make(chan struct{})}
+	var stopCut func() bool
 	c, err := client.Dial(cctx, p.base, client.StaticToken(p.token), &client.Options{
 		HTTPClient:  &http.Client{Transport: st},
 		DialTimeout: p.r.cfg.ConnectTimeout, RequestTimeout: replyWait,
 		PingInterval: -1, HeartbeatInterval: -1, DisableReconnect: true, EventBuffer: 1,
 		OnSession: func(s client.Session) {
-			if s.Up {
+			switch {
+			case s.Up:
 				p.r.stats.hist(hConnect).Record(s.At.Sub(due))
+			case sock.helloOK:
+				// The end of a socket Dial returned (a socket whose hello
+				// was read is one): after connect is done with it.
+				go func() {
+					<-sock.ready
+					if sock.taken {
+						stopCut()
+						p.ended(ctx, s.Err)
+					}
+				}()
 			}
 		},
 		OnFrame: sock.frame,
 	})
 	if err != nil {
+		close(sock.ready)
 		if st.status != 0 && st.status != http.StatusSwitchingProtocols {
-			return nil, &httpError{status: st.status, err: err}
+			return &httpError{status: st.status, err: err}
 		}
-		return nil, err
+		return err
 	}
+	sock.taken = true
+	p.r.wg.Add(1) // done by ended
+	stopCut = context.AfterFunc(ctx, c.Drop)
 	p.r.stats.inc(cConnects)
 	p.r.stats.inc(cSocketsOpen)
 	p.mu.Lock()
 	p.conn, p.connected = c, true
 	idle := p.att == nil
 	p.mu.Unlock()
+	close(sock.ready)
 	if idle {
 		p.r.becameIdle(p)
 	}
-	return c, nil
+	return nil
 }
 
 // upgradeStatus is the transport of one dial, noting the upgrade's HTTP
@@ -179,9 +209,12 @@ func (u *upgradeStatus) RoundTrip(req *http.Request) (*http.Response, error) {
 // (client.Options.OnFrame: on the socket's reader, never blocking). The
 // first is the hello.
 type socketFrames struct {
-	p     *player
-	due   time.Time
-	hello bool
+	p       *player
+	due     time.Time
+	hello   bool          // the first frame was read
+	helloOK bool          // and was a hello: Dial returns the socket
+	ready   chan struct{} // closed once connect is done with Dial's answer
+	taken   bool          // Dial returned the socket (set before ready)
 }
 
 func (s *socketFrames) frame(data []byte, at time.Time) {
@@ -192,6 +225,7 @@ func (s *socketFrames) frame(data []byte, at time.Time) {
 		// The client refuses a socket whose first frame is not a hello.
 		s.hello = true
 		if err == nil && f.Type == protocol.FrameHello {
+			s.helloOK = true
 			p.r.stats.hist(hHello).Record(at.Sub(s.due))
 			p.mu.Lock()
 			p.helloLocked(&f)
@@ -260,15 +294,6 @@ func (p *player) helloLocked(f *inFrame) {
 			// dissolve ends the attempt (this player stays silent on it).
 		}
 	}
-}
-
-// hold waits until the socket ends and says why (or until ctx does: the
-// socket is cut then). Its frames are handled as they are read (onFrame).
-func (p *player) hold(ctx context.Context, c *client.Client) error {
-	stop := context.AfterFunc(ctx, c.Drop)
-	defer stop()
-	<-c.Done()
-	return c.Err()
 }
 
 // handle applies one frame.
