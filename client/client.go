@@ -433,11 +433,14 @@ func (c *Client) open(ctx context.Context) (*link, string, error) {
 		return nil, tok, err
 	}
 	l := &link{conn: conn, lost: make(chan struct{})}
-	c.onHello(f)
+	hello := c.onHello(f)
 	c.mu.Lock()
 	c.link, c.lastTok = l, tok
 	close(c.linkUp)
 	c.mu.Unlock()
+	// The HelloEvent once the socket is offered: whoever sees it finds
+	// the client Connected.
+	c.emit(hello)
 	c.emit(StateEvent{State: Open})
 	c.resubscribe()
 	return l, tok, nil
@@ -765,7 +768,7 @@ func (c *Client) handle(f frame) {
 	now := c.opts.Clock.Now()
 	switch f.Type {
 	case protocol.FrameHello:
-		c.onHello(f)
+		c.emit(c.onHello(f))
 	case protocol.FrameStatus:
 		c.putHistory(f.Type, f.Tickets, f.Matches)
 	case protocol.FrameEntered:
@@ -821,8 +824,9 @@ func (c *Client) handle(f frame) {
 }
 
 // onHello merges a hello: its tickets and matches by version, its
-// admission places and provider states as the server's word on them.
-func (c *Client) onHello(f frame) {
+// admission places and provider states as the server's word on them. It
+// emits what changed, and returns the HelloEvent for the caller to emit.
+func (c *Client) onHello(f frame) HelloEvent {
 	h := Hello{UserID: f.UserID, Node: f.Node, Tickets: f.Tickets, Matches: f.Matches, More: f.More, Next: f.Next,
 		Admission: f.Admission, Providers: f.Providers}
 	now := c.opts.Clock.Now()
@@ -849,7 +853,7 @@ func (c *Client) onHello(f frame) {
 	for _, p := range ps {
 		c.emit(ProviderEvent{Frame: f.Type, Provider: p})
 	}
-	c.emit(HelloEvent{Hello: h, Reconnect: reconnect})
+	return HelloEvent{Hello: h, Reconnect: reconnect}
 }
 
 func (c *Client) putHistory(typ string, ts []Ticket, ms []Match) {
