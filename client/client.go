@@ -370,9 +370,12 @@ func (c *Client) run(l *link, lastTok string) {
 		d := Backoff(attempt, c.opts.BackoffBase, c.opts.BackoffCap, c.opts.Random)
 		attempt++
 		c.log.Debug("matchgate client: reconnecting", slog.Int("attempt", attempt), slog.Duration("delay", d), slog.Any("error", err))
+		// The wait starts before it is told: whoever sees the event finds
+		// the client waiting.
+		wait := c.opts.Clock.After(d)
 		c.emit(StateEvent{State: Reconnecting, Attempt: attempt, Delay: d, Err: err})
 		select {
-		case <-c.opts.Clock.After(d):
+		case <-wait:
 		case <-c.ctx.Done():
 			c.stop(nil)
 			return
