@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -75,6 +76,43 @@ type Options struct {
 	// of reconnecting: Err is then the loss. For callers that decide
 	// themselves when to connect again (a load generator's drops).
 	DisableReconnect bool
+	// OnFrame, when set, sees every frame the socket reads, as it was
+	// read: its bytes and the time of the read, before the client decodes
+	// it, and whether or not the client then keeps it (a stale version is
+	// dropped from the state and the events, never from OnFrame). Each
+	// socket's hello is its first call. For tools that check the protocol
+	// on the wire (cmd/loadgen, cmd/chaos).
+	//
+	// It is called on the goroutine that reads the socket, one frame at a
+	// time in order, so it must return promptly and never block: while it
+	// runs the socket is not read, and the server closes a socket that
+	// falls behind as a slow consumer. data is the frame's own buffer; it
+	// may be kept.
+	OnFrame func(data []byte, at time.Time)
+	// OnSession, when set, sees the boundaries of each socket, on the same
+	// goroutine as OnFrame and in order with its frames (the same rules
+	// apply): Session{Up: true} once a socket is upgraded (its hello is the
+	// next frame), Session{Up: false} once it has ended, with why.
+	OnSession func(Session)
+	// OnSend, when set, sees every command frame just before it is
+	// written: its bytes and the time. With OnFrame, a tool learns which
+	// reply (its "re") answers which command (its "id"): the command is
+	// seen before its reply. It is called on the goroutine of the command
+	// (several may run at once) and must not block; data may be kept.
+	OnSend func(data []byte, at time.Time)
+}
+
+// Session is a boundary of one socket, for Options.OnSession.
+type Session struct {
+	// Up: the socket was upgraded. Otherwise it has ended: no frame of it
+	// follows.
+	Up bool
+	At time.Time
+	// Err is why the socket ended: nil after Close, ErrDropped after
+	// Drop, otherwise the read's error (websocket.CloseStatus gives the
+	// close code the server sent, when it sent one; a ban or an expired
+	// token is a *TerminalError).
+	Err error
 }
 
 func (o Options) withDefaults() Options {
@@ -151,8 +189,9 @@ type Client struct {
 
 // link is one open socket. lost is closed when it ends.
 type link struct {
-	conn *websocket.Conn
-	lost chan struct{}
+	conn    *websocket.Conn
+	lost    chan struct{}
+	dropped atomic.Bool // Drop cut it
 }
 
 // pending is a command waiting for its reply (the frame whose re is its
@@ -331,9 +370,12 @@ func (c *Client) run(l *link, lastTok string) {
 		d := Backoff(attempt, c.opts.BackoffBase, c.opts.BackoffCap, c.opts.Random)
 		attempt++
 		c.log.Debug("matchgate client: reconnecting", slog.Int("attempt", attempt), slog.Duration("delay", d), slog.Any("error", err))
+		// The wait starts before it is told: whoever sees the event finds
+		// the client waiting.
+		wait := c.opts.Clock.After(d)
 		c.emit(StateEvent{State: Reconnecting, Attempt: attempt, Delay: d, Err: err})
 		select {
-		case <-c.opts.Clock.After(d):
+		case <-wait:
 		case <-c.ctx.Done():
 			c.stop(nil)
 			return
@@ -375,22 +417,33 @@ func (c *Client) open(ctx context.Context) (*link, string, error) {
 		return nil, tok, fmt.Errorf("matchgate client: dial: %w", err)
 	}
 	conn.SetReadLimit(c.opts.MaxFrameBytes)
+	c.session(Session{Up: true, At: c.opts.Clock.Now()})
 	_, b, err := conn.Read(ctx)
 	if err != nil {
 		conn.CloseNow()
-		return nil, tok, fmt.Errorf("matchgate client: read hello: %w", closeErr(err))
+		err = fmt.Errorf("matchgate client: read hello: %w", closeErr(err))
+		c.session(Session{At: c.opts.Clock.Now(), Err: err})
+		return nil, tok, err
+	}
+	if c.opts.OnFrame != nil {
+		c.opts.OnFrame(b, c.opts.Clock.Now())
 	}
 	var f frame
 	if err := json.Unmarshal(b, &f); err != nil || f.Type != protocol.FrameHello {
 		conn.CloseNow()
-		return nil, tok, fmt.Errorf("matchgate client: first frame is not hello: %.80q", b)
+		err := fmt.Errorf("matchgate client: first frame is not hello: %.80q", b)
+		c.session(Session{At: c.opts.Clock.Now(), Err: err})
+		return nil, tok, err
 	}
 	l := &link{conn: conn, lost: make(chan struct{})}
-	c.onHello(f)
+	hello := c.onHello(f)
 	c.mu.Lock()
 	c.link, c.lastTok = l, tok
 	close(c.linkUp)
 	c.mu.Unlock()
+	// The HelloEvent once the socket is offered: whoever sees it finds
+	// the client Connected.
+	c.emit(hello)
 	c.emit(StateEvent{State: Open})
 	c.resubscribe()
 	return l, tok, nil
@@ -423,7 +476,19 @@ func (c *Client) serve(l *link) error {
 		_, b, err := l.conn.Read(context.Background())
 		if err != nil {
 			l.conn.CloseNow()
-			return closeErr(err)
+			err = closeErr(err)
+			cause := err
+			switch {
+			case c.ctx.Err() != nil:
+				cause = nil
+			case l.dropped.Load():
+				err, cause = ErrDropped, ErrDropped
+			}
+			c.session(Session{At: c.opts.Clock.Now(), Err: cause})
+			return err
+		}
+		if c.opts.OnFrame != nil {
+			c.opts.OnFrame(b, c.opts.Clock.Now())
 		}
 		var f frame
 		if err := json.Unmarshal(b, &f); err != nil {
@@ -431,6 +496,30 @@ func (c *Client) serve(l *link) error {
 			continue
 		}
 		c.handle(f)
+	}
+}
+
+// session tells Options.OnSession of a socket's boundary.
+func (c *Client) session(s Session) {
+	if c.opts.OnSession != nil {
+		c.opts.OnSession(s)
+	}
+}
+
+// Drop cuts the current socket at once, without a close handshake, as a
+// network that fails would: the server sees the connection reset. The
+// client then goes on as after any loss: commands waiting for a reply on
+// the socket fail with ErrDisconnected, and it reconnects (with backoff),
+// or, with Options.DisableReconnect, stops with Err ErrDropped. Drop does
+// nothing while there is no socket. For tools that test what a dropped
+// client meets.
+func (c *Client) Drop() {
+	c.mu.Lock()
+	l := c.link
+	c.mu.Unlock()
+	if l != nil {
+		l.dropped.Store(true)
+		l.conn.CloseNow()
 	}
 }
 
@@ -627,6 +716,9 @@ func (c *Client) request(ctx context.Context, typ, queue string, build func(id s
 			unregister()
 			return frame{}, fmt.Errorf("%s: encode: %w", typ, err)
 		}
+		if c.opts.OnSend != nil {
+			c.opts.OnSend(b, c.opts.Clock.Now())
+		}
 		if err := l.conn.Write(ctx, websocket.MessageText, b); err != nil {
 			unregister()
 			if ctx.Err() != nil {
@@ -679,7 +771,7 @@ func (c *Client) handle(f frame) {
 	now := c.opts.Clock.Now()
 	switch f.Type {
 	case protocol.FrameHello:
-		c.onHello(f)
+		c.emit(c.onHello(f))
 	case protocol.FrameStatus:
 		c.putHistory(f.Type, f.Tickets, f.Matches)
 	case protocol.FrameEntered:
@@ -735,8 +827,9 @@ func (c *Client) handle(f frame) {
 }
 
 // onHello merges a hello: its tickets and matches by version, its
-// admission places and provider states as the server's word on them.
-func (c *Client) onHello(f frame) {
+// admission places and provider states as the server's word on them. It
+// emits what changed, and returns the HelloEvent for the caller to emit.
+func (c *Client) onHello(f frame) HelloEvent {
 	h := Hello{UserID: f.UserID, Node: f.Node, Tickets: f.Tickets, Matches: f.Matches, More: f.More, Next: f.Next,
 		Admission: f.Admission, Providers: f.Providers}
 	now := c.opts.Clock.Now()
@@ -763,7 +856,7 @@ func (c *Client) onHello(f frame) {
 	for _, p := range ps {
 		c.emit(ProviderEvent{Frame: f.Type, Provider: p})
 	}
-	c.emit(HelloEvent{Hello: h, Reconnect: reconnect})
+	return HelloEvent{Hello: h, Reconnect: reconnect}
 }
 
 func (c *Client) putHistory(typ string, ts []Ticket, ms []Match) {

@@ -17,6 +17,9 @@ var (
 	// before its reply. The server may have acted on it; the hello after
 	// the reconnect tells (the state held is updated from it).
 	ErrDisconnected = errors.New("matchgate client: connection lost before the reply")
+	// ErrDropped: Drop cut the socket (Session.Err, and Err with
+	// Options.DisableReconnect).
+	ErrDropped = errors.New("matchgate client: socket dropped")
 )
 
 // Error is a command the server refused: an error frame's error, or a

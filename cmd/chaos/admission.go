@@ -8,11 +8,11 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/matchgate/matchgate/client"
 	"github.com/matchgate/matchgate/gateway"
 	"github.com/matchgate/matchgate/protocol"
 )
@@ -144,7 +144,6 @@ type waiter struct {
 	rng   *rand.Rand
 	rec   *waiterRec
 	gw    int
-	reqs  int
 
 	// The socket's state for the place it follows (wsPlace).
 	sockFrom, lastWaiting time.Time
@@ -347,7 +346,7 @@ func (w *waiter) wsPlace(ctx context.Context) (away bool) {
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
 		w.sockFrom, w.lastWaiting = time.Now(), time.Time{}
-		c, err := dialWS(ctx, w.s.gateways[w.gw], w.token)
+		c, _, err := dialWS(ctx, w.s.gateways[w.gw], w.token)
 		if err != nil {
 			w.gw = (w.gw + 1) % len(w.s.gateways)
 			if !sleepCtx(ctx, w.uniform(backoff/2, backoff)) {
@@ -399,9 +398,19 @@ const (
 )
 
 func (w *waiter) wsSession(ctx context.Context, c *wsConn, entered *bool, leaveAt, awayAt, dropAt *time.Time) wsResult {
+	// A command goes from its own goroutine (the client waits for its
+	// reply); the reply is read on c.frames, as every frame is.
 	send := func(typ string) bool {
-		w.reqs++
-		return c.send(ctx, outFrame{Type: typ, ID: "a" + strconv.Itoa(w.reqs), Queue: gateQueue}) == nil
+		return c.command(func(ctx context.Context, cl *client.Client) {
+			switch typ {
+			case protocol.FrameEnter:
+				_, _ = cl.Enter(ctx, gateQueue)
+			case protocol.FramePosition:
+				_, _ = cl.Position(ctx, gateQueue)
+			case protocol.FrameLeave:
+				_ = cl.Leave(ctx, gateQueue)
+			}
+		})
 	}
 	// The first command: enter, or after a reconnect ask for the place
 	// (hello lists it too).
@@ -422,6 +431,9 @@ func (w *waiter) wsSession(ctx context.Context, c *wsConn, entered *bool, leaveA
 		case f, ok := <-c.frames:
 			if !ok {
 				return wsLost
+			}
+			if f.sent {
+				continue // a command as written: the waiter reads replies
 			}
 			r := w.wsFrame(ctx, f.raw, entered)
 			switch r {

@@ -7,12 +7,19 @@ import (
 	"github.com/matchgate/matchgate/protocol"
 )
 
+// reqKey names a request: its session and id.
+type reqKey struct {
+	session int
+	id      string
+}
+
 // checkClients: every outcome a player was told agrees with the record.
 func (c *checker) checkClients() {
 	for _, r := range c.players {
-		sent := map[string]sentRec{}
+		// A request's id is its session's client's: unique in the session.
+		sent := map[reqKey]sentRec{}
 		for _, s := range r.Sent {
-			sent[s.ID] = s
+			sent[reqKey{s.Session, s.ID}] = s
 		}
 		for _, u := range r.Unanswered {
 			c.f.addf(vRequestUnanswered, u.TicketID, "", r.User, "%s %s sent at %s in session %d: no reply within %s on an open socket",
@@ -30,7 +37,7 @@ func (c *checker) checkClients() {
 	}
 }
 
-func (c *checker) checkFrame(r *playerRec, fr frameRec, sent map[string]sentRec) {
+func (c *checker) checkFrame(r *playerRec, fr frameRec, sent map[reqKey]sentRec) {
 	f := fr.f
 	at := fr.At.Format(time.RFC3339Nano)
 	switch f.Type {
@@ -56,7 +63,7 @@ func (c *checker) checkFrame(r *playerRec, fr frameRec, sent map[string]sentRec)
 			c.f.addf(vProtocol, "", "", r.User, "cancelled without a ticket at %s", at)
 			return
 		}
-		if req, ok := sent[f.Re]; ok && req.TicketID != f.Ticket.ID {
+		if req, ok := sent[reqKey{fr.Session, f.Re}]; ok && req.TicketID != f.Ticket.ID {
 			c.f.addf(vToldCancelled, f.Ticket.ID, "", r.User, "cancel of %s answered with ticket %s", req.TicketID, f.Ticket.ID)
 		}
 		if t := c.tickets[f.Ticket.ID]; t == nil || t.Status != protocol.StatusCancelled {
@@ -84,13 +91,13 @@ func (c *checker) checkFrame(r *playerRec, fr frameRec, sent map[string]sentRec)
 	}
 }
 
-func (c *checker) checkError(r *playerRec, fr frameRec, sent map[string]sentRec) {
+func (c *checker) checkError(r *playerRec, fr frameRec, sent map[reqKey]sentRec) {
 	e := fr.f.Error
 	if e == nil {
 		c.f.addf(vProtocol, "", "", r.User, "error frame without error at %s", fr.At.Format(time.RFC3339Nano))
 		return
 	}
-	req, hasReq := sent[fr.f.Re]
+	req, hasReq := sent[reqKey{fr.Session, fr.f.Re}]
 	ticket := e.TicketID
 	if ticket == "" && hasReq {
 		ticket = req.TicketID

@@ -2,83 +2,147 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"net/http"
+	"sync"
 	"time"
 
-	"github.com/coder/websocket"
+	"github.com/matchgate/matchgate/client"
 )
 
-// rxFrame is a frame as read off the socket, stamped at once.
+// rxFrame is a frame as read off the socket, stamped at once; or, with
+// sent, a command as the client wrote it.
 type rxFrame struct {
-	at  time.Time
-	raw []byte
+	at   time.Time
+	raw  []byte
+	sent bool
 }
 
-// wsConn is one player socket: a reader goroutine stamps every frame and
-// hands it over on frames, which it closes when reading ends. The owner
-// must drain frames after closing the socket, so the reader can exit.
+// wsConn is one player socket: a client/ Client that does not reconnect
+// (the player does, as it decides). Every frame read and every command
+// written is queued, stamped, as it happens (the client's OnFrame and
+// OnSend, which must not block), and handed over in that order on frames,
+// which is closed once the socket has ended and its commands returned. The
+// owner must drain frames after closing the socket.
 type wsConn struct {
-	conn   *websocket.Conn
+	c      *client.Client
 	addr   string
 	frames chan rxFrame
+
+	mu     sync.Mutex
+	queue  []rxFrame
+	ended  bool          // the socket is over: no command starts
+	wake   chan struct{} // something was queued, or the socket ended
+	cmds   sync.WaitGroup
+	pumper sync.WaitGroup
 }
 
 // writeTimeout bounds every write (STYLE 8).
 const writeTimeout = 5 * time.Second
 
-func dialWS(ctx context.Context, addr, token string) (*wsConn, error) {
-	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	c, _, err := websocket.Dial(dctx, "ws://"+addr+"/v1/ws", &websocket.DialOptions{
-		HTTPHeader: http.Header{"Authorization": []string{"Bearer " + token}},
+// dialWS connects to a gateway and returns once the hello is read: it is
+// the first of frames. first is the first frame read when the socket
+// failed for it (it was not a hello), else nil.
+func dialWS(ctx context.Context, addr, token string) (w *wsConn, first []byte, err error) {
+	w = &wsConn{addr: addr, frames: make(chan rxFrame, 256), wake: make(chan struct{}, 1)}
+	c, err := client.Dial(ctx, "ws://"+addr+"/v1/ws", client.StaticToken(token), &client.Options{
+		DialTimeout:       writeTimeout + helloTimeout,
+		RequestTimeout:    time.Hour, // the player times its requests (requestTimeout)
+		PingInterval:      -1,        // the server pings; reading answers
+		HeartbeatInterval: -1,
+		DisableReconnect:  true,
+		EventBuffer:       1,
+		OnFrame:           func(b []byte, at time.Time) { w.push(rxFrame{at: at, raw: b}) },
+		OnSend:            func(b []byte, at time.Time) { w.push(rxFrame{at: at, raw: b, sent: true}) },
+		OnSession: func(s client.Session) {
+			if !s.Up {
+				w.end()
+			}
+		},
 	})
 	if err != nil {
-		return nil, err
+		w.mu.Lock()
+		if len(w.queue) > 0 {
+			first = w.queue[0].raw
+		}
+		w.mu.Unlock()
+		return nil, first, err
 	}
-	c.SetReadLimit(1 << 20) // a hello lists every recent ticket and match
-	w := &wsConn{conn: c, addr: addr, frames: make(chan rxFrame, 256)}
-	go w.readLoop()
-	return w, nil
+	w.c = c
+	w.pumper.Go(w.pump)
+	return w, nil, nil
 }
 
-// readLoop reads until the socket fails or closes. Reading continuously is
-// also what answers the server's protocol pings.
-func (w *wsConn) readLoop() {
+func (w *wsConn) push(rx rxFrame) {
+	w.mu.Lock()
+	if !w.ended {
+		w.queue = append(w.queue, rx)
+	}
+	w.mu.Unlock()
+	w.signal()
+}
+
+func (w *wsConn) end() {
+	w.mu.Lock()
+	w.ended = true
+	w.mu.Unlock()
+	w.signal()
+}
+
+func (w *wsConn) signal() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// pump hands the queue over on frames, and closes it once the socket has
+// ended, its commands have returned and everything is handed over.
+func (w *wsConn) pump() {
 	defer close(w.frames)
 	for {
-		_, b, err := w.conn.Read(context.Background())
-		if err != nil {
+		<-w.wake
+		w.mu.Lock()
+		q, ended := w.queue, w.ended
+		w.queue = nil
+		w.mu.Unlock()
+		for _, rx := range q {
+			w.frames <- rx
+		}
+		if ended {
+			w.cmds.Wait()
+			w.mu.Lock()
+			q = w.queue
+			w.mu.Unlock()
+			for _, rx := range q {
+				w.frames <- rx
+			}
 			return
 		}
-		w.frames <- rxFrame{at: time.Now(), raw: b}
 	}
 }
 
-func (w *wsConn) send(ctx context.Context, f outFrame) error {
-	b, err := json.Marshal(f)
-	if err != nil {
-		return err
+// command runs a command on its own goroutine: the player reads its reply
+// on frames, as it reads every frame. It reports false when the socket is
+// over.
+func (w *wsConn) command(run func(ctx context.Context, c *client.Client)) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ended {
+		return false
 	}
-	ctx, cancel := context.WithTimeout(ctx, writeTimeout)
-	defer cancel()
-	return w.conn.Write(ctx, websocket.MessageText, b)
+	w.cmds.Go(func() { run(context.Background(), w.c) })
+	return true
 }
 
 // drop ends the socket without a close handshake, as a client that loses
 // its network would.
-func (w *wsConn) drop() { _ = w.conn.CloseNow() }
+func (w *wsConn) drop() {
+	w.c.Drop()
+	_ = w.c.Close()
+}
 
 // close ends the socket politely (a bounded close handshake).
 func (w *wsConn) close() {
-	done := make(chan struct{})
-	go func() {
-		_ = w.conn.Close(websocket.StatusNormalClosure, "chaos run over")
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(writeTimeout):
-		_ = w.conn.CloseNow()
-	}
+	t := time.AfterFunc(writeTimeout, w.c.Drop)
+	_ = w.c.Close()
+	t.Stop()
 }

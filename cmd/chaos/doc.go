@@ -37,15 +37,19 @@
 // schema, the wipe), cluster.go, cluster_stop.go and proc_*.go (processes
 // in process groups), faults.go (the schedule), pgproxy.go (the PostgreSQL
 // proxy), fleet.go (the fake fleet manager), player.go,
-// player_frames.go and conn.go (simulated players), wire.go (the protocol
-// as a client sees it), record.go (what each player sent and received),
+// player_frames.go and conn.go (simulated players, speaking through the
+// Go client, package client, with reconnecting off), wire.go (the
+// protocol as a client sees it), record.go (what each player sent and received),
 // settle.go (the end of the run), ledger.go (reading the record),
 // findings.go and check*.go (the invariants), evidence.go (Redis state of a
 // stuck ticket), logs.go (server log scan), report.go (the report).
 //
-// Concurrency: each player is one goroutine plus one reader goroutine per
-// open socket; a player's record is written only by its own goroutine and
-// read only after every player has stopped. The fault schedule runs in one
+// Concurrency: each player is one goroutine; per open socket the client
+// reads on its own goroutine, a command waits for its reply on its own,
+// and one goroutine hands the frames read and the commands written (the
+// client's OnFrame and OnSend) to the player in order. A player's record
+// is written only by its own goroutine and read only after every player
+// has stopped. The fault schedule runs in one
 // goroutine; restarts run in goroutines the run waits for. The proxy runs
 // one goroutine per connection and direction, the fleet manager an HTTP
 // server; both are closed, and waited for, after the cluster has stopped. Every loop is

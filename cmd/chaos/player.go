@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync/atomic"
 	"time"
+
+	"github.com/matchgate/matchgate/client"
 )
 
 // sim is what every player shares: the run's settings and the live count of
@@ -37,7 +40,6 @@ type player struct {
 	pendingJoin   *sentRec
 	pendingCancel *sentRec
 	joins         int
-	reqs          int
 	nextJoin      time.Time
 	cancelTicket  string // the ticket the planned cancel is for
 	cancelAt      time.Time
@@ -141,8 +143,13 @@ func (p *player) giveUp(why string) {
 // connect dials a gateway and reads hello, which must come first.
 func (p *player) connect(ctx context.Context) (*wsConn, error) {
 	dialed := time.Now()
-	w, err := dialWS(ctx, p.sim.gateways[p.gw], p.token)
+	w, first, err := dialWS(ctx, p.sim.gateways[p.gw], p.token)
 	if err != nil {
+		if first != nil {
+			// The client refuses such a socket; the run still tells.
+			f, _ := decodeFrame(first)
+			p.rec.Anomalies = append(p.rec.Anomalies, fmt.Sprintf("session %d: first frame is %q, not hello", p.session+1, f.Type))
+		}
 		return nil, err
 	}
 	timer := time.NewTimer(helloTimeout)
@@ -219,7 +226,7 @@ func (p *player) play(ctx context.Context, w *wsConn) (string, time.Duration) {
 			p.endSession(w, reason, now)
 			return reason, away
 		}
-		if err := p.act(ctx, w, now); err != nil {
+		if err := p.act(w, now); err != nil {
 			p.rec.Lost++
 			w.drop()
 			p.endSession(w, "lost", now)
@@ -242,7 +249,7 @@ func (p *player) nextWake(now time.Time) time.Duration {
 
 // act sends what is due: a cancel, a join; and gives up on replies that
 // never came.
-func (p *player) act(ctx context.Context, w *wsConn, now time.Time) error {
+func (p *player) act(w *wsConn, now time.Time) error {
 	if p.pendingJoin != nil && now.Sub(p.pendingJoin.At) > requestTimeout {
 		p.rec.Unanswered = append(p.rec.Unanswered, *p.pendingJoin)
 		p.pendingJoin, p.nextJoin = nil, now
@@ -256,23 +263,24 @@ func (p *player) act(ctx context.Context, w *wsConn, now time.Time) error {
 		p.cancelTries++
 		req := p.newReq(now, "cancel", "", p.cancelTicket)
 		p.pendingCancel = req
-		return w.send(ctx, outFrame{Type: req.Type, ID: req.ID, TicketID: req.TicketID})
+		ticket := req.TicketID
+		return w.run(func(ctx context.Context, c *client.Client) { _, _ = c.Cancel(ctx, ticket) })
 	}
 	if p.current == "" && p.pendingJoin == nil && p.joins < p.sim.o.MaxJoins &&
 		!now.Before(p.nextJoin) && now.Before(p.sim.joinStop) {
 		p.joins++
 		req := p.newReq(now, "join", p.pickQueue(), "")
 		p.pendingJoin = req
-		return w.send(ctx, outFrame{Type: req.Type, ID: req.ID, Queue: req.Queue})
+		queue := req.Queue
+		return w.run(func(ctx context.Context, c *client.Client) { _, _ = c.Join(ctx, queue, client.JoinOptions{}) })
 	}
 	return nil
 }
 
+// newReq is a request about to be sent; its id is the client's, known
+// once it is written (sent), when it is recorded.
 func (p *player) newReq(now time.Time, typ, queue, ticket string) *sentRec {
-	p.reqs++
-	r := sentRec{At: now, Session: p.session, ID: fmt.Sprintf("%s-%d", typ[:1], p.reqs), Type: typ, Queue: queue, TicketID: ticket}
-	p.rec.Sent = append(p.rec.Sent, r)
-	return &r
+	return &sentRec{At: now, Session: p.session, Type: typ, Queue: queue, TicketID: ticket}
 }
 
 // pickQueue draws a queue by weight, among those not retired.
@@ -298,4 +306,15 @@ func (p *player) pickQueue() string {
 		x -= q.Weight
 	}
 	return last
+}
+
+// errSocketOver: a command was due on a socket that has ended.
+var errSocketOver = errors.New("the socket has ended")
+
+// run starts a command on w; its frame and reply come on w.frames.
+func (w *wsConn) run(cmd func(context.Context, *client.Client)) error {
+	if !w.command(cmd) {
+		return errSocketOver
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -9,6 +10,10 @@ import (
 
 // receive records a frame and updates what the player believes.
 func (p *player) receive(rx rxFrame) inFrame {
+	if rx.sent {
+		p.sent(rx)
+		return inFrame{}
+	}
 	f, err := decodeFrame(rx.raw)
 	if err != nil {
 		p.rec.Anomalies = append(p.rec.Anomalies, fmt.Sprintf("undecodable frame %q: %v", rx.raw, err))
@@ -62,6 +67,29 @@ func (p *player) receive(rx rxFrame) inFrame {
 		p.onError(f, now)
 	}
 	return f
+}
+
+// sent records a command as the client wrote it, and gives the pending
+// request it is the client's id, which its reply's re carries.
+func (p *player) sent(rx rxFrame) {
+	var cmd protocol.Command
+	if err := json.Unmarshal(rx.raw, &cmd); err != nil {
+		p.rec.Anomalies = append(p.rec.Anomalies, fmt.Sprintf("undecodable command %q: %v", rx.raw, err))
+		return
+	}
+	r := sentRec{At: rx.at, Session: p.session, ID: cmd.ID, Type: cmd.Type, Queue: cmd.Queue, TicketID: cmd.TicketID}
+	var req *sentRec
+	switch cmd.Type {
+	case "join":
+		req = p.pendingJoin
+	case "cancel":
+		req = p.pendingCancel
+	}
+	if req != nil && req.ID == "" {
+		req.ID = cmd.ID
+		r.At = req.At
+	}
+	p.rec.Sent = append(p.rec.Sent, r)
 }
 
 func (p *player) onError(f inFrame, now time.Time) {

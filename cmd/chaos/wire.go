@@ -17,14 +17,6 @@ type (
 	inFrame    = protocol.ClientFrame
 )
 
-// outFrame is a client→server command.
-type outFrame struct {
-	Type     string `json:"type"`
-	ID       string `json:"id"`
-	Queue    string `json:"queue,omitempty"`
-	TicketID string `json:"ticketId,omitempty"`
-}
-
 func decodeFrame(b []byte) (inFrame, error) {
 	var f inFrame
 	err := json.Unmarshal(b, &f)

@@ -10,13 +10,9 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
-
-	"github.com/coder/websocket"
 
 	"github.com/matchgate/matchgate/client"
 	"github.com/matchgate/matchgate/gateway"
@@ -60,7 +56,7 @@ func newDialer(sources []string, restConns int) (*dialer, error) {
 // The source port is left to connect (IP_BIND_ADDRESS_NO_PORT), not chosen
 // at bind: a port is then only unique per destination, and ports in
 // TIME_WAIT can be reused, instead of every bound port being reserved for
-// its address. WebSocket connections also get SO_LINGER 0 (see dialWS).
+// its address. WebSocket connections also get SO_LINGER 0 (see dialWSConn).
 func (d *dialer) dialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	nd := net.Dialer{Timeout: 10 * time.Second, KeepAlive: -1}
 	if len(d.sources) > 0 {
@@ -96,21 +92,6 @@ func (d *dialer) dialWSConn(ctx context.Context, network, addr string) (net.Conn
 	if tc, ok := c.(*net.TCPConn); ok {
 		_ = tc.SetLinger(0)
 	}
-	return c, nil
-}
-
-// dialWS opens a WebSocket to base with the token in the query string (as a
-// browser does). It returns the time the upgrade took.
-func (d *dialer) dialWS(ctx context.Context, base, token string) (*websocket.Conn, error) {
-	u := strings.Replace(base, "http", "ws", 1) + "/v1/ws?token=" + url.QueryEscape(token)
-	c, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPClient: d.ws, CompressionMode: websocket.CompressionDisabled})
-	if err != nil {
-		if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
-			return nil, &httpError{status: resp.StatusCode, err: err}
-		}
-		return nil, err
-	}
-	c.SetReadLimit(1 << 20)
 	return c, nil
 }
 

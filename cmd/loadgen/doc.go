@@ -116,19 +116,20 @@
 //
 // # Concurrency
 //
-// Each socket player owns one goroutine, its reader, which handles every
-// frame; commands are written from the pacer's short-lived goroutines (a
-// coder/websocket Conn allows concurrent writes). One goroutine paces
-// connects, one paces joins or publishes, one spreads pings; cancels and
-// drops are timers. A player's state is guarded by its mutex; the stats are
-// atomic counters and locked histograms.
-//
-// The providers and admission modes speak through the Go client
-// (package client, docs/CLIENT-GO.md) with reconnecting off: a socket's
-// client goroutine reads it, and the mode's own goroutine handles its
-// events. The players, idle and push modes read the raw frames
-// themselves: the invariants are checked on every frame as sent, which
-// the client's version keeping would filter.
+// Every mode speaks through the Go client (package client,
+// docs/CLIENT-GO.md) with reconnecting off: the run reconnects as its
+// flags say. A socket player has no goroutine of its own while its socket
+// is open: the client's goroutine reads it, and connecting, and
+// reconnecting after the socket's end, run on short-lived goroutines. The
+// players, idle and push modes check every frame as read (the client's
+// OnFrame, on that reader: the invariants are checked on every frame as
+// sent, which the client's version keeping would filter); their commands
+// are sent from the pacers' short-lived goroutines, each waiting for its
+// reply. One goroutine paces connects, one paces joins or publishes, one
+// spreads pings; cancels and drops (the client's Drop: no close
+// handshake) are timers. A player's state is guarded by its mutex; the
+// stats are atomic counters and locked histograms. The providers and
+// admission modes handle the client's events in the mode's own goroutine.
 //
 // Example, 2,000 joins/s on a pairs queue against two real-dependency
 // servers (see docs/BENCHMARKS.md for the measured runs):

@@ -1,9 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
+	"net/http"
 	"strconv"
 	"sync"
 	"time"
@@ -19,9 +19,9 @@ import (
 	"github.com/matchgate/matchgate/protocol"
 )
 
-// player is one simulated user. A socket player holds one WebSocket (its
-// reader goroutine is the only goroutine it owns); a REST player holds none
-// and polls. A player has at most one ticket in flight (the server allows
+// player is one simulated user. A socket player holds one WebSocket, a
+// client/ Client that does not reconnect by itself (runSocket does, as the
+// run's flags say); a REST player holds none and polls. A player has at most one ticket in flight (the server allows
 // one WAITING ticket per user).
 type player struct {
 	r     *runner
@@ -33,13 +33,11 @@ type player struct {
 	rest  bool
 
 	mu        sync.Mutex
-	conn      *websocket.Conn
+	conn      *client.Client
 	connected bool // hello received on conn
 	queued    bool // in runner.idle
 	att       *attempt
-	seq       int
-	pending   map[string]request // request id → what it was
-	dropping  bool               // a deliberate drop: reconnect at once
+	dropping  bool // a deliberate drop: reconnect at once
 	// restUntil: a join refused with a retry-after (a decline's cooldown)
 	// keeps the player out of the join pacer until then.
 	restUntil time.Time
@@ -47,7 +45,6 @@ type player struct {
 
 // attempt is one join and what followed it.
 type attempt struct {
-	id     string // request id of the join
 	queue  string
 	region string
 	sent   time.Time
@@ -57,61 +54,66 @@ type attempt struct {
 	timers []*time.Timer
 }
 
-type request struct {
-	kind string
-	sent time.Time
-	att  *attempt
-}
-
 // pushFrameType is what push mode publishes on users' channels.
 const pushFrameType = "loadgen.push"
 
-// runSocket connects (at the instant the connect pacer chose) and keeps the
-// socket until the run closes it, reconnecting after deliberate drops and,
-// with --reconnect-on-close, after server closes.
+// runSocket connects (at the instant the connect pacer chose) and returns
+// once the socket is open, or the player gives up. No goroutine of the
+// player waits while its socket is open (a goroutine a socket is memory
+// the load generator takes from the system it measures): the socket's end
+// starts ended, which reconnects after deliberate drops and, with
+// --reconnect-on-close, after server closes.
 func (p *player) runSocket(ctx context.Context, due time.Time) {
-	first := true
-	backoff := 100 * time.Millisecond
+	p.connectLoop(ctx, due, true, 100*time.Millisecond)
+}
+
+// connectLoop connects, retrying after failures with jittered backoff
+// unless this is the first connect or --reconnect-on-close is off.
+func (p *player) connectLoop(ctx context.Context, due time.Time, first bool, backoff time.Duration) {
 	for ctx.Err() == nil && !p.r.closing.Load() {
-		conn, err := p.connect(ctx, due)
-		if err != nil {
-			p.r.stats.inc(cConnectFailed)
-			kind := dialErrorKind(err)
-			p.r.stats.label(lDialErrors, kind)
-			p.r.stats.sample(kind, err)
-			if first || !p.r.cfg.ReconnectOnClose {
-				return
-			}
-		} else {
-			first = false
-			backoff = 100 * time.Millisecond
-			err = p.readLoop(ctx, conn)
-			p.r.stats.add(cSocketsOpen, -1)
-			p.mu.Lock()
-			dropped := p.dropping
-			p.dropping, p.connected, p.conn, p.pending = false, false, nil, nil
-			p.mu.Unlock()
-			_ = conn.CloseNow()
-			if ctx.Err() != nil || p.r.closing.Load() {
-				return
-			}
-			if !dropped {
-				p.r.stats.label(lCloses, closeKind(err))
-				if !p.r.cfg.ReconnectOnClose {
-					return
-				}
-			}
-			p.r.stats.inc(cReconnects)
-			if dropped {
-				due = time.Now()
-				continue
-			}
+		err := p.connect(ctx, due)
+		if err == nil {
+			return
 		}
-		// Jittered backoff after a failure or a server close.
+		p.r.stats.inc(cConnectFailed)
+		kind := dialErrorKind(err)
+		p.r.stats.label(lDialErrors, kind)
+		p.r.stats.sample(kind, err)
+		if first || !p.r.cfg.ReconnectOnClose {
+			return
+		}
 		sleepCtx(ctx, backoff/2+time.Duration(p.r.rand().Int64N(int64(backoff))))
 		backoff = min(2*backoff, 5*time.Second)
 		due = time.Now()
 	}
+}
+
+// ended follows a socket's end (err: why, from the client), on its own
+// goroutine, counted in the run's wait group since connect.
+func (p *player) ended(ctx context.Context, err error) {
+	defer p.r.wg.Done()
+	p.r.stats.add(cSocketsOpen, -1)
+	p.mu.Lock()
+	dropped := p.dropping
+	p.dropping, p.connected, p.conn = false, false, nil
+	p.mu.Unlock()
+	if ctx.Err() != nil || p.r.closing.Load() {
+		return
+	}
+	if !dropped {
+		p.r.stats.label(lCloses, closeKind(err))
+		if !p.r.cfg.ReconnectOnClose {
+			return
+		}
+	}
+	p.r.stats.inc(cReconnects)
+	backoff := 100 * time.Millisecond
+	if !dropped {
+		// Jittered backoff after a server close.
+		sleepCtx(ctx, backoff/2+time.Duration(p.r.rand().Int64N(int64(backoff))))
+		backoff *= 2
+	}
+	p.connectLoop(ctx, time.Now(), false, backoff)
 }
 
 // closeKind names how a connection ended.
@@ -126,37 +128,117 @@ func closeKind(err error) string {
 	return "1006" // no close frame
 }
 
-// connect dials, reads hello and reconciles the player's state with it.
-func (p *player) connect(ctx context.Context, due time.Time) (*websocket.Conn, error) {
+// replyWait bounds a command's wait for its reply. A reply is waited for
+// as long as its socket lives (the socket's end fails the command), as a
+// reply that comes late is still measured.
+const replyWait = time.Hour
+
+// connect dials through client/ and returns once the hello is read and
+// folded into the player's state; the socket's end then starts ended. The
+// client does not reconnect (the player does) and keeps out of the way of
+// what is measured: no pings of its own (the server pings), no REST
+// heartbeats, no events read; every frame is seen as read (onFrame) and
+// checked there. The run's end (ctx) cuts the socket.
+func (p *player) connect(ctx context.Context, due time.Time) error {
 	cctx, cancel := context.WithTimeout(ctx, p.r.cfg.ConnectTimeout)
 	defer cancel()
-	conn, err := p.r.dial.dialWS(cctx, p.base, p.token)
+	st := &upgradeStatus{rt: p.r.dial.ws.Transport}
+	sock := &socketFrames{p: p, due: due, ready: make(chan struct{})}
+	var stopCut func() bool
+	c, err := client.Dial(cctx, p.base, client.StaticToken(p.token), &client.Options{
+		HTTPClient:  &http.Client{Transport: st},
+		DialTimeout: p.r.cfg.ConnectTimeout, RequestTimeout: replyWait,
+		PingInterval: -1, HeartbeatInterval: -1, DisableReconnect: true, EventBuffer: 1,
+		OnSession: func(s client.Session) {
+			switch {
+			case s.Up:
+				p.r.stats.hist(hConnect).Record(s.At.Sub(due))
+			case sock.helloOK:
+				// The end of a socket Dial returned (a socket whose hello
+				// was read is one): after connect is done with it.
+				go func() {
+					<-sock.ready
+					if sock.taken {
+						stopCut()
+						p.ended(ctx, s.Err)
+					}
+				}()
+			}
+		},
+		OnFrame: sock.frame,
+	})
 	if err != nil {
-		return nil, err
+		close(sock.ready)
+		if st.status != 0 && st.status != http.StatusSwitchingProtocols {
+			return &httpError{status: st.status, err: err}
+		}
+		return err
 	}
-	p.r.stats.hist(hConnect).Record(time.Since(due))
-	typ, data, err := conn.Read(cctx)
-	if err != nil {
-		_ = conn.CloseNow()
-		return nil, err
-	}
-	var f inFrame
-	if typ != websocket.MessageText || json.Unmarshal(data, &f) != nil || f.Type != "hello" {
-		_ = conn.Close(websocket.StatusPolicyViolation, "expected hello")
-		return nil, errors.New("first frame is not hello")
-	}
-	p.r.stats.hist(hHello).Record(time.Since(due))
+	sock.taken = true
+	p.r.wg.Add(1) // done by ended
+	stopCut = context.AfterFunc(ctx, c.Drop)
 	p.r.stats.inc(cConnects)
 	p.r.stats.inc(cSocketsOpen)
 	p.mu.Lock()
-	p.conn, p.connected, p.pending = conn, true, map[string]request{}
-	p.helloLocked(&f)
+	p.conn, p.connected = c, true
 	idle := p.att == nil
 	p.mu.Unlock()
+	close(sock.ready)
 	if idle {
 		p.r.becameIdle(p)
 	}
-	return conn, nil
+	return nil
+}
+
+// upgradeStatus is the transport of one dial, noting the upgrade's HTTP
+// status (a refusal such as 503 is reported by it).
+type upgradeStatus struct {
+	rt     http.RoundTripper
+	status int
+}
+
+func (u *upgradeStatus) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := u.rt.RoundTrip(req)
+	if resp != nil {
+		u.status = resp.StatusCode
+	}
+	return resp, err
+}
+
+// socketFrames checks and applies the frames of one socket as read
+// (client.Options.OnFrame: on the socket's reader, never blocking). The
+// first is the hello.
+type socketFrames struct {
+	p       *player
+	due     time.Time
+	hello   bool          // the first frame was read
+	helloOK bool          // and was a hello: Dial returns the socket
+	ready   chan struct{} // closed once connect is done with Dial's answer
+	taken   bool          // Dial returned the socket (set before ready)
+}
+
+func (s *socketFrames) frame(data []byte, at time.Time) {
+	p := s.p
+	var f inFrame
+	err := json.Unmarshal(data, &f)
+	if !s.hello {
+		// The client refuses a socket whose first frame is not a hello.
+		s.hello = true
+		if err == nil && f.Type == protocol.FrameHello {
+			s.helloOK = true
+			p.r.stats.hist(hHello).Record(at.Sub(s.due))
+			p.mu.Lock()
+			p.helloLocked(&f)
+			p.mu.Unlock()
+		}
+		return
+	}
+	p.r.stats.inc(cFramesIn)
+	if err != nil {
+		p.r.stats.label(lErrors, "bad_frame")
+		return
+	}
+	p.handle(&f, at)
 }
 
 // pendingIn reports whether match id is among ms and PENDING_ACCEPT.
@@ -214,36 +296,6 @@ func (p *player) helloLocked(f *inFrame) {
 	}
 }
 
-// readLoop handles frames until the connection ends (or ctx does: the
-// connection is closed then). Reads are not given ctx: the library would
-// register and drop a watch on it, shared by every socket, for every frame,
-// and read each frame into a new buffer; the load generator's CPU is taken
-// from the system it measures.
-func (p *player) readLoop(ctx context.Context, conn *websocket.Conn) error {
-	stop := context.AfterFunc(ctx, func() { _ = conn.CloseNow() })
-	defer stop()
-	var buf bytes.Buffer
-	for {
-		_, r, err := conn.Reader(context.Background())
-		if err == nil {
-			buf.Reset()
-			_, err = buf.ReadFrom(r)
-		}
-		if err != nil {
-			return err
-		}
-		data := buf.Bytes()
-		recv := time.Now()
-		p.r.stats.inc(cFramesIn)
-		var f inFrame
-		if err := json.Unmarshal(data, &f); err != nil {
-			p.r.stats.label(lErrors, "bad_frame")
-			continue
-		}
-		p.handle(&f, recv)
-	}
-}
-
 // handle applies one frame.
 func (p *player) handle(f *inFrame, recv time.Time) {
 	st := p.r.stats
@@ -280,74 +332,64 @@ func (p *player) handle(f *inFrame, recv time.Time) {
 		}
 		return
 	}
-	// Replies.
-	p.mu.Lock()
-	req, ok := p.pending[f.Re]
-	delete(p.pending, f.Re)
-	p.mu.Unlock()
-	if f.Type == "error" && f.Error != nil {
+	// Replies: each is also handed to the command that waits for it.
+	if f.Type == protocol.FrameError && f.Error != nil {
 		st.label(lErrors, f.Error.Code)
-	}
-	if !ok {
-		return
-	}
-	switch req.kind {
-	case "join":
-		p.joinReply(f, req, recv)
-	case "cancel":
-		p.cancelReply(f, req, recv)
-	case "ping":
-		if f.Type == "pong" {
-			st.inc(cPongs)
-			st.hist(hPing).Record(recv.Sub(req.sent))
-		}
 	}
 }
 
-func (p *player) joinReply(f *inFrame, req request, recv time.Time) {
+// joinReply applies a join's outcome, received at recv. An error that is
+// not the server's means no reply (the socket went): the next hello
+// tells what became of the join.
+func (p *player) joinReply(t client.Ticket, err error, a *attempt, recv time.Time) {
 	st := p.r.stats
-	a := req.att
+	var e *client.Error
+	if err != nil && !errors.As(err, &e) {
+		return
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if f.Type == "joined" && f.Ticket != nil {
+	if err == nil && t.ID != "" {
 		st.inc(cJoined)
-		st.hist(hJoined).Record(recv.Sub(req.sent))
-		p.r.check.Joined(f.Ticket.ID, p.user, false)
+		st.hist(hJoined).Record(recv.Sub(a.sent))
+		p.r.check.Joined(t.ID, p.user, false)
 		if a.ticket == "" {
-			a.ticket = f.Ticket.ID
+			a.ticket = t.ID
 		}
 		return
 	}
 	st.inc(cJoinErrors)
-	if f.Error != nil && f.Error.Code == string(protocol.CodeAlreadyQueued) && f.Error.TicketID != "" && !a.done {
+	if e != nil && e.Code == protocol.CodeAlreadyQueued && e.TicketID != "" && !a.done {
 		// A ticket from before (a reconnect lost its outcome): wait for it.
-		a.ticket = f.Error.TicketID
+		a.ticket = e.TicketID
 		p.r.check.Joined(a.ticket, p.user, false)
 		return
 	}
-	if f.Error != nil && f.Error.RetryAfter > 0 {
-		p.restUntil = recv.Add(time.Duration(f.Error.RetryAfter) * time.Second)
+	if e != nil && e.RetryAfter > 0 {
+		p.restUntil = recv.Add(e.RetryAfter)
 	}
 	if p.att == a && a.ticket == "" {
 		p.finishLocked(a)
 	}
 }
 
-func (p *player) cancelReply(f *inFrame, req request, recv time.Time) {
+// cancelReply applies a cancel's outcome, received at recv.
+func (p *player) cancelReply(t client.Ticket, err error, a *attempt, recv time.Time) {
 	st := p.r.stats
-	a := req.att
+	var e *client.Error
+	errors.As(err, &e)
 	switch {
-	case f.Type == "cancelled" && f.Ticket != nil:
+	case err == nil && t.ID != "":
 		st.inc(cCancelled)
-		p.r.check.Tell(f.Ticket.ID, p.user, f.Ticket.Status, "", srcReply, recv)
-	case f.Type == "error" && f.Error != nil && f.Error.Code == string(protocol.CodeAlreadyMatched):
+		p.r.check.Tell(t.ID, p.user, t.Status, "", srcReply, recv)
+	case e != nil && e.Code == protocol.CodeAlreadyMatched:
 		st.inc(cAlreadyMatched)
-		p.r.check.Tell(f.Error.TicketID, p.user, string(matcher.StatusMatched), f.Error.MatchID, srcReply, recv)
+		p.r.check.Tell(e.TicketID, p.user, string(matcher.StatusMatched), e.MatchID, srcReply, recv)
 		// match.found ends the attempt (and is measured); it was pushed
 		// before or will be.
 		return
-	case f.Type == "error" && f.Error != nil && f.Error.Code == string(protocol.CodeAlreadyCancelled):
-		p.r.check.Tell(f.Error.TicketID, p.user, statusEnded, "", srcReply, recv)
+	case e != nil && e.Code == protocol.CodeAlreadyCancelled:
+		p.r.check.Tell(e.TicketID, p.user, statusEnded, "", srcReply, recv)
 	default:
 		return
 	}
@@ -432,12 +474,20 @@ func (p *player) answerAccept(matchID string) {
 	switch {
 	case x < p.r.cfg.AcceptFraction:
 		p.r.stats.inc(cAccepts)
-		p.send("accept", map[string]any{"matchId": matchID}, nil)
+		p.command(func(ctx context.Context, c *client.Client) { _, _ = c.Accept(ctx, matchID) })
 	case x < p.r.cfg.AcceptFraction+p.r.cfg.DeclineFraction:
 		p.r.stats.inc(cDeclines)
-		p.send("decline", map[string]any{"matchId": matchID}, nil)
+		p.command(func(ctx context.Context, c *client.Client) { _, _ = c.Decline(ctx, matchID) })
 	default:
 		p.r.stats.inc(cSilent)
+	}
+}
+
+// command runs a command whose reply nobody waits for (an error reply is
+// counted as it is read), off the socket's reader.
+func (p *player) command(run func(context.Context, *client.Client)) {
+	if c := p.socket(); c != nil {
+		p.r.wg.Go(func() { run(context.Background(), c) })
 	}
 }
 
@@ -484,36 +534,14 @@ func (p *player) enqueueIdleLocked() {
 	}
 }
 
-// send writes one command frame; kind "join"/"cancel"/"ping" replies are
-// matched by request id.
-func (p *player) send(kind string, fields map[string]any, a *attempt) bool {
+// socket is the player's client while its socket is connected, else nil.
+func (p *player) socket() *client.Client {
 	p.mu.Lock()
-	conn := p.conn
-	if conn == nil || !p.connected {
-		p.mu.Unlock()
-		return false
+	defer p.mu.Unlock()
+	if !p.connected {
+		return nil
 	}
-	p.seq++
-	id := kind[:1] + strconv.Itoa(p.seq)
-	now := time.Now()
-	if kind == "join" || kind == "cancel" || kind == "ping" {
-		p.pending[id] = request{kind: kind, sent: now, att: a}
-	}
-	if kind == "join" {
-		a.id, a.sent = id, now
-	}
-	p.mu.Unlock()
-	fields["type"], fields["id"] = kind, id
-	b, _ := json.Marshal(fields)
-	// Not derived from the run's context, which every socket shares: the
-	// run's end closes the connection (readLoop), which ends the write.
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := conn.Write(ctx, websocket.MessageText, b); err != nil {
-		p.r.stats.label(lErrors, "write_failed")
-		return false
-	}
-	return true
+	return p.conn
 }
 
 // join starts an attempt (called by the join pacer with an idle player).
@@ -525,25 +553,19 @@ func (p *player) join() bool {
 	a := &attempt{queue: q.Queue, region: q.Region}
 	p.mu.Lock()
 	p.queued = false
+	c := p.conn
 	if !p.connected || p.att != nil {
 		p.mu.Unlock()
 		return false
 	}
 	p.att = a
+	a.sent = time.Now()
 	p.r.stats.inc(cWaiting)
 	p.mu.Unlock()
-	fields := map[string]any{"queue": q.Queue}
-	if q.Region != "" {
-		fields["region"] = q.Region
-	}
-	if !p.send("join", fields, a) {
-		p.mu.Lock()
-		p.finishLocked(a)
-		p.mu.Unlock()
-		return false
-	}
 	p.r.stats.inc(cJoinsSent)
 	p.scheduleBehaviours(a)
+	t, err := c.Join(context.Background(), q.Queue, client.JoinOptions{Region: q.Region})
+	p.joinReply(t, err, a, time.Now())
 	return true
 }
 
@@ -583,12 +605,18 @@ func (p *player) cancel(a *attempt) {
 	if !ok {
 		return
 	}
-	p.r.stats.inc(cCancelsSent)
 	if p.rest {
+		p.r.stats.inc(cCancelsSent)
 		p.restCancel(a, ticket)
 		return
 	}
-	p.send("cancel", map[string]any{"ticketId": ticket}, a)
+	c := p.socket()
+	if c == nil {
+		return
+	}
+	p.r.stats.inc(cCancelsSent)
+	t, err := c.Cancel(context.Background(), ticket)
+	p.cancelReply(t, err, a, time.Now())
 }
 
 // drop cuts the connection without a close handshake, as a lost network
@@ -602,14 +630,21 @@ func (p *player) drop(a *attempt) {
 	}
 	p.mu.Unlock()
 	if ok {
-		_ = conn.CloseNow()
+		conn.Drop()
 	}
 }
 
 // ping sends an application ping (the pong is timed).
 func (p *player) ping() {
-	if p.send("ping", map[string]any{}, nil) {
-		p.r.stats.inc(cPings)
+	c := p.socket()
+	if c == nil {
+		return
+	}
+	p.r.stats.inc(cPings)
+	sent := time.Now()
+	if err := c.Ping(context.Background()); err == nil {
+		p.r.stats.inc(cPongs)
+		p.r.stats.hist(hPing).Record(time.Since(sent))
 	}
 }
 
@@ -621,7 +656,8 @@ func (p *player) closeSocket(timeout time.Duration) {
 	if conn == nil {
 		return
 	}
-	t := time.AfterFunc(timeout, func() { _ = conn.CloseNow() })
-	_ = conn.Close(websocket.StatusNormalClosure, "load test over")
+	// Close's handshake is given timeout; then the socket is cut.
+	t := time.AfterFunc(timeout, conn.Drop)
+	_ = conn.Close()
 	t.Stop()
 }

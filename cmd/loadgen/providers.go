@@ -306,6 +306,13 @@ func (r *providersRun) readProvider(ctx context.Context, p *providerSocket, c *c
 				if a.Status == "DECLINED" || a.Status == "EXPIRED" {
 					r.release(p, a, now, false)
 				}
+			case protocol.FrameAssignment:
+				// An end's reply, in the order read: the slot is free
+				// before an offer read after it is counted (the end's own
+				// goroutine may see its reply later).
+				if a.Status == "ENDED" {
+					r.release(p, a, now, true)
+				}
 			}
 		}
 	}
