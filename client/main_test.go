@@ -1,19 +1,15 @@
 package client_test
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/matchgate/matchgate/internal/servertest"
 )
 
 // The tests run the real server: TestMain builds cmd/matchgate once, and
@@ -68,7 +64,7 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	if binary, err = build(dir); err != nil {
+	if binary, err = servertest.Build(dir); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -82,9 +78,9 @@ func testMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	exampleBase = srv.base
+	exampleBase = srv.Base
 	code := m.Run()
-	if err := srv.stop(); err != nil {
+	if err := srv.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "example server:", err)
 		if code == 0 {
 			code = 1
@@ -93,100 +89,11 @@ func testMain(m *testing.M) int {
 	return code
 }
 
-// build compiles cmd/matchgate from the module root into dir with the go
-// of PATH.
-func build(dir string) (string, error) {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
-	}
-	gomod := strings.TrimSpace(string(out))
-	if gomod == "" || gomod == os.DevNull {
-		return "", fmt.Errorf("go env GOMOD: not in a module")
-	}
-	bin := filepath.Join(dir, "matchgate")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/matchgate")
-	cmd.Dir = filepath.Dir(gomod)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/matchgate: %w\n%s", err, out)
-	}
-	return bin, nil
-}
-
-// process is one running `matchgate serve`.
-type process struct {
-	cmd  *exec.Cmd
-	base string
-	logs *syncBuffer
-	done chan error
-}
-
-// startProcess runs the server with the queue config cfg and waits for
-// its "matchgate listening" line; the log also goes to logw.
-func startProcess(cfg string, logw io.Writer, extra ...string) (*process, error) {
-	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--secret", testSecret, "--guests", "true",
-		"--log-format", "json", "--config", cfg, "--limit-guests-ip", "off", "--limit-connects-ip", "off"}, extra...)
-	cmd := exec.Command(binary, args...)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start matchgate: %w", err)
-	}
-	p := &process{cmd: cmd, logs: &syncBuffer{}, done: make(chan error, 1)}
-	urls := make(chan string, 1)
-	var copied sync.WaitGroup
-	copied.Go(func() {
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			line := sc.Bytes()
-			p.logs.Write(append(line, '\n'))
-			_, _ = logw.Write(append(line, '\n'))
-			var rec struct {
-				Msg string `json:"msg"`
-				URL string `json:"url"`
-			}
-			if json.Unmarshal(line, &rec) == nil && rec.Msg == "matchgate listening" {
-				select {
-				case urls <- strings.TrimSuffix(rec.URL, "/"):
-				default:
-				}
-			}
-		}
-		_, _ = io.Copy(io.Discard, stderr)
-	})
-	go func() {
-		copied.Wait()
-		p.done <- cmd.Wait()
-	}()
-	select {
-	case p.base = <-urls:
-		return p, nil
-	case err := <-p.done:
-		return nil, fmt.Errorf("matchgate exited before listening: %v\n%s", err, p.logs.String())
-	case <-time.After(30 * time.Second):
-		_ = cmd.Process.Kill()
-		<-p.done
-		return nil, fmt.Errorf("matchgate did not listen within 30s\n%s", p.logs.String())
-	}
-}
-
-// stop sends SIGTERM and waits for the graceful stop (SIGKILL after 20s).
-func (p *process) stop() error {
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-p.done:
-		if err != nil {
-			return fmt.Errorf("matchgate exited with %w", err)
-		}
-		return nil
-	case <-time.After(20 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-		return fmt.Errorf("matchgate did not stop on SIGTERM within 20s")
-	}
+// startProcess runs the server with the queue config cfg (the embedded
+// default otherwise) and waits for it to listen; the log also goes to logw.
+func startProcess(cfg string, logw io.Writer, extra ...string) (*servertest.Process, error) {
+	return servertest.Start(binary, logw, nil, append([]string{"--secret", testSecret, "--guests", "true",
+		"--config", cfg, "--limit-guests-ip", "off", "--limit-connects-ip", "off"}, extra...)...)
 }
 
 // startServer runs a server for one test and stops it at its cleanup; the
@@ -202,14 +109,14 @@ func startServer(t *testing.T, extra ...string) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := p.stop(); err != nil {
+		if err := p.Stop(); err != nil {
 			t.Errorf("%v", err)
 		}
 		if t.Failed() {
-			t.Logf("server log:\n%s", tail(p.logs.String(), 20000))
+			t.Logf("server log:\n%s", tail(p.Logs(), 20000))
 		}
 	})
-	return p.base
+	return p.Base
 }
 
 func tail(s string, n int) string {
@@ -217,23 +124,6 @@ func tail(s string, n int) string {
 		return s[len(s)-n:]
 	}
 	return s
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // testContext is a context ending with the test, within 30s.
