@@ -685,16 +685,30 @@ func (l *Memory) DrainOutbox(ctx context.Context, minAge time.Duration, limit in
 	}
 	l.mu.Lock()
 	before := stamp(l.now().Add(-minAge))
-	var batch []matcher.Event
-	for _, e := range l.outbox {
-		if len(batch) == limit {
+	ready := func(e matcher.Event) bool {
+		_, busy := l.inFlight[e.ID]
+		return !busy && e.CreatedAt.Before(before)
+	}
+	// Counted first, so that the batch is allocated once at its size: a
+	// drain may take the whole outbox.
+	n := 0
+	for i := range l.outbox {
+		if n == limit {
 			break
 		}
-		if _, busy := l.inFlight[e.ID]; busy || !e.CreatedAt.Before(before) {
-			continue
+		if ready(l.outbox[i]) {
+			n++
 		}
-		l.inFlight[e.ID] = struct{}{}
-		batch = append(batch, cloneEvent(e))
+	}
+	batch := make([]matcher.Event, 0, n)
+	for i := range l.outbox {
+		if len(batch) == n {
+			break
+		}
+		if e := &l.outbox[i]; ready(*e) {
+			l.inFlight[e.ID] = struct{}{}
+			batch = append(batch, cloneEvent(*e))
+		}
 	}
 	l.mu.Unlock()
 	if len(batch) == 0 {
@@ -705,13 +719,15 @@ func (l *Memory) DrainOutbox(ctx context.Context, minAge time.Duration, limit in
 	defer func() { // also when fn panics: the events go back to the outbox
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		ids := make(map[int64]bool, len(batch))
-		for _, e := range batch {
-			delete(l.inFlight, e.ID)
-			ids[e.ID] = true
+		for i := range batch {
+			delete(l.inFlight, batch[i].ID)
 		}
 		if ok {
-			l.outbox = slices.DeleteFunc(l.outbox, func(e matcher.Event) bool { return ids[e.ID] })
+			// The batch is in the outbox's order: ascending ID.
+			l.outbox = slices.DeleteFunc(l.outbox, func(e matcher.Event) bool {
+				_, found := slices.BinarySearchFunc(batch, e.ID, func(b matcher.Event, id int64) int { return cmp.Compare(b.ID, id) })
+				return found
+			})
 		}
 	}()
 	if err := fn(batch); err != nil {
