@@ -50,6 +50,11 @@ type Memory struct {
 	// that reached a state they never leave, for Forget; from finalHead on.
 	final     []finalRec
 	finalHead int
+
+	// ids, goneT and goneM are sets CommitMatches and Forget fill and
+	// empty under the lock, kept to spare their allocations.
+	ids          map[string]bool
+	goneT, goneM map[string]bool
 }
 
 // finalRec is a ticket or a match (ticket "") that became final at at.
@@ -75,6 +80,9 @@ func NewMemoryAt(now func() time.Time) *Memory {
 		epochs:    make(map[string]int64),
 		pending:   make(map[matcher.Partition]map[string]struct{}),
 		pendingOf: make(map[string]string),
+		ids:       make(map[string]bool),
+		goneT:     make(map[string]bool),
+		goneM:     make(map[string]bool),
 	}
 }
 
@@ -320,7 +328,8 @@ func (l *Memory) CommitMatches(ctx context.Context, ms []matcher.Match, epoch in
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	ids := make(map[string]bool, len(valid))
+	ids := l.ids
+	defer clear(ids)
 	for _, m := range valid {
 		// PostgreSQL fails on the insert, after the checks that pass over it.
 		_, taken := l.matches[m.ID]
@@ -546,7 +555,9 @@ func (l *Memory) Forget(before time.Time) (tickets, matches int) {
 	before = stamp(before)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	goneT, goneM := map[string]bool{}, map[string]bool{}
+	goneT, goneM := l.goneT, l.goneM
+	defer clear(goneT)
+	defer clear(goneM)
 	for l.finalHead < len(l.final) && l.final[l.finalHead].at.Before(before) {
 		r := l.final[l.finalHead]
 		l.final[l.finalHead] = finalRec{}
