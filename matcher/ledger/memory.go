@@ -50,6 +50,11 @@ type Memory struct {
 	// that reached a state they never leave, for Forget; from finalHead on.
 	final     []finalRec
 	finalHead int
+
+	// ids, goneT and goneM are sets CommitMatches and Forget fill and
+	// empty under the lock, kept to spare their allocations.
+	ids          map[string]bool
+	goneT, goneM map[string]bool
 }
 
 // finalRec is a ticket or a match (ticket "") that became final at at.
@@ -75,6 +80,9 @@ func NewMemoryAt(now func() time.Time) *Memory {
 		epochs:    make(map[string]int64),
 		pending:   make(map[matcher.Partition]map[string]struct{}),
 		pendingOf: make(map[string]string),
+		ids:       make(map[string]bool),
+		goneT:     make(map[string]bool),
+		goneM:     make(map[string]bool),
 	}
 }
 
@@ -320,7 +328,8 @@ func (l *Memory) CommitMatches(ctx context.Context, ms []matcher.Match, epoch in
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	ids := make(map[string]bool, len(valid))
+	ids := l.ids
+	defer clear(ids)
 	for _, m := range valid {
 		// PostgreSQL fails on the insert, after the checks that pass over it.
 		_, taken := l.matches[m.ID]
@@ -546,7 +555,9 @@ func (l *Memory) Forget(before time.Time) (tickets, matches int) {
 	before = stamp(before)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	goneT, goneM := map[string]bool{}, map[string]bool{}
+	goneT, goneM := l.goneT, l.goneM
+	defer clear(goneT)
+	defer clear(goneM)
 	for l.finalHead < len(l.final) && l.final[l.finalHead].at.Before(before) {
 		r := l.final[l.finalHead]
 		l.final[l.finalHead] = finalRec{}
@@ -685,16 +696,30 @@ func (l *Memory) DrainOutbox(ctx context.Context, minAge time.Duration, limit in
 	}
 	l.mu.Lock()
 	before := stamp(l.now().Add(-minAge))
-	var batch []matcher.Event
-	for _, e := range l.outbox {
-		if len(batch) == limit {
+	ready := func(e matcher.Event) bool {
+		_, busy := l.inFlight[e.ID]
+		return !busy && e.CreatedAt.Before(before)
+	}
+	// Counted first, so that the batch is allocated once at its size: a
+	// drain may take the whole outbox.
+	n := 0
+	for i := range l.outbox {
+		if n == limit {
 			break
 		}
-		if _, busy := l.inFlight[e.ID]; busy || !e.CreatedAt.Before(before) {
-			continue
+		if ready(l.outbox[i]) {
+			n++
 		}
-		l.inFlight[e.ID] = struct{}{}
-		batch = append(batch, cloneEvent(e))
+	}
+	batch := make([]matcher.Event, 0, n)
+	for i := range l.outbox {
+		if len(batch) == n {
+			break
+		}
+		if e := &l.outbox[i]; ready(*e) {
+			l.inFlight[e.ID] = struct{}{}
+			batch = append(batch, cloneEvent(*e))
+		}
 	}
 	l.mu.Unlock()
 	if len(batch) == 0 {
@@ -705,13 +730,15 @@ func (l *Memory) DrainOutbox(ctx context.Context, minAge time.Duration, limit in
 	defer func() { // also when fn panics: the events go back to the outbox
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		ids := make(map[int64]bool, len(batch))
-		for _, e := range batch {
-			delete(l.inFlight, e.ID)
-			ids[e.ID] = true
+		for i := range batch {
+			delete(l.inFlight, batch[i].ID)
 		}
 		if ok {
-			l.outbox = slices.DeleteFunc(l.outbox, func(e matcher.Event) bool { return ids[e.ID] })
+			// The batch is in the outbox's order: ascending ID.
+			l.outbox = slices.DeleteFunc(l.outbox, func(e matcher.Event) bool {
+				_, found := slices.BinarySearchFunc(batch, e.ID, func(b matcher.Event, id int64) int { return cmp.Compare(b.ID, id) })
+				return found
+			})
 		}
 	}()
 	if err := fn(batch); err != nil {

@@ -3,7 +3,7 @@ package plan
 import (
 	"math"
 	"slices"
-	"sort"
+	"sync"
 	"time"
 
 	"github.com/matchgate/matchgate/matcher"
@@ -228,15 +228,13 @@ func (skillPlanner) InWindow(q *matcher.QueueConfig, e, c matcher.Entry, now tim
 // keep that order: see Engine's claim); a group of offered players only is
 // left to their home partitions.
 func (skillPlanner) Choose(q *matcher.QueueConfig, r Round) Plan {
-	taken := map[string]bool{}
+	sc := scratchPool.Get().(*chooseScratch)
+	defer sc.release()
+	taken := sc.taken
 	used := func(id string) bool { return taken[id] || r.Used(id) }
 	// Offered players anchor too, in wait order with everyone else: their
 	// window is the widest, which is why they were offered.
-	type anchor struct {
-		e    matcher.Entry
-		near []matcher.Entry
-	}
-	anchors := make([]anchor, 0, len(r.Anchors)+len(r.Offered))
+	anchors := sc.anchors[:0]
 	for i, a := range r.Anchors {
 		var near []matcher.Entry
 		if i < len(r.Near) {
@@ -251,8 +249,9 @@ func (skillPlanner) Choose(q *matcher.QueueConfig, r Round) Plan {
 		}
 		anchors = append(anchors, anchor{o, near})
 	}
+	sc.anchors = anchors
 	if len(r.Offered) > 0 {
-		sort.SliceStable(anchors, func(i, j int) bool { return waitsLonger(anchors[i].e, anchors[j].e) })
+		slices.SortStableFunc(anchors, func(a, b anchor) int { return waitOrder(a.e, b.e) })
 	}
 	var plan Plan
 	var own []Group
@@ -272,7 +271,7 @@ func (skillPlanner) Choose(q *matcher.QueueConfig, r Round) Plan {
 		if r.Whole {
 			near = matcher.ClosestFunc(r.Anchors, a.Skill, q.ScanLimit, func(c matcher.Entry) bool { return !used(c.TicketID) })
 		}
-		var cands []matcher.Entry
+		cands := sc.cands[:0]
 		for _, c := range near {
 			if c.Skill >= a.Skill-reach && c.Skill <= a.Skill+reach {
 				cands = append(cands, c)
@@ -283,8 +282,11 @@ func (skillPlanner) Choose(q *matcher.QueueConfig, r Round) Plan {
 				cands = append(cands, o)
 			}
 		}
-		sort.SliceStable(cands, func(i, j int) bool { return waitsLonger(cands[i], cands[j]) })
-		group := []matcher.Entry{a}
+		sc.cands = cands
+		slices.SortStableFunc(cands, waitOrder)
+		// The group is built in the scratch buffer and copied out only when
+		// it fills: most anchors tried do not.
+		group := append(sc.group[:0], a)
 		for _, c := range cands {
 			if len(group) == q.Players {
 				break
@@ -303,6 +305,7 @@ func (skillPlanner) Choose(q *matcher.QueueConfig, r Round) Plan {
 				group = append(group, c)
 			}
 		}
+		sc.group = group
 		// A match is hosted here only when it seats someone from here.
 		if len(group) < q.Players || !slices.ContainsFunc(group, func(g matcher.Entry) bool { return g.Home == "" }) {
 			continue
@@ -311,7 +314,7 @@ func (skillPlanner) Choose(q *matcher.QueueConfig, r Round) Plan {
 		for _, g := range group {
 			taken[g.TicketID] = true
 		}
-		g := Group{Entries: group, FormedBy: matcher.FormedFilled}
+		g := Group{Entries: slices.Clone(group), FormedBy: matcher.FormedFilled}
 		if g.Crosses() {
 			plan.Groups = append(plan.Groups, g)
 		} else {
@@ -320,6 +323,47 @@ func (skillPlanner) Choose(q *matcher.QueueConfig, r Round) Plan {
 	}
 	plan.Groups = append(plan.Groups, own...)
 	return plan
+}
+
+// An anchor is a player Choose tries, with its candidates read.
+type anchor struct {
+	e    matcher.Entry
+	near []matcher.Entry
+}
+
+// chooseScratch is what one Choose builds and throws away, kept between
+// calls (engines choose concurrently, hence a pool rather than a field).
+type chooseScratch struct {
+	taken   map[string]bool
+	anchors []anchor
+	cands   []matcher.Entry
+	group   []matcher.Entry
+}
+
+var scratchPool = sync.Pool{New: func() any {
+	return &chooseScratch{taken: make(map[string]bool)}
+}}
+
+// release drops the references the scratch holds and returns it to the
+// pool.
+func (sc *chooseScratch) release() {
+	clear(sc.taken)
+	clear(sc.anchors[:cap(sc.anchors)])
+	clear(sc.cands[:cap(sc.cands)])
+	clear(sc.group[:cap(sc.group)])
+	scratchPool.Put(sc)
+}
+
+// waitOrder is waitsLonger as a comparison: stable sorts by it keep equal
+// entries' order.
+func waitOrder(a, b matcher.Entry) int {
+	switch {
+	case waitsLonger(a, b):
+		return -1
+	case waitsLonger(b, a):
+		return 1
+	}
+	return 0
 }
 
 // waitsLonger is the wait order: the earlier effective enqueue, then the
