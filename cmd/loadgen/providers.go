@@ -38,14 +38,10 @@ type providerSocket struct {
 	capacity          int
 	attrs             client.Attributes
 
-	mu   sync.Mutex
-	conn *client.Client
-	live map[string]string // assignment id → requester's ticket id
-	// ending are the live assignments whose end is sent and not yet
-	// answered: the server may have freed their slots, and its next offer
-	// may overtake the end's answer to this client.
-	ending map[string]bool
-	freed  []time.Time // ends not yet followed by an offer
+	mu    sync.Mutex
+	conn  *client.Client
+	live  map[string]string // assignment id → requester's ticket id
+	freed []time.Time       // ends not yet followed by an offer
 }
 
 // providersRun is one providers-mode run.
@@ -168,7 +164,7 @@ func (r *providersRun) newProvider(i int, rng *rand.Rand) (*providerSocket, erro
 		user: user, token: tok, base: r.cfg.URLs[i%len(r.cfg.URLs)], capacity: 1 + rng.IntN(3),
 		attrs: client.Attributes{Languages: langs, Specialties: []string{fmt.Sprintf("s%d", rng.IntN(10)), fmt.Sprintf("s%d", rng.IntN(10))},
 			SessionTypes: []string{"chat", "video"}, Rating: math.Round((2+3*rng.Float64())*10) / 10},
-		live: map[string]string{}, ending: map[string]bool{},
+		live: map[string]string{},
 	}, nil
 }
 
@@ -292,7 +288,7 @@ func (r *providersRun) readProvider(ctx context.Context, p *providerSocket, c *c
 					p.freed = p.freed[1:]
 				}
 				p.live[a.ID] = a.Requester.TicketID
-				if len(p.live)-len(p.ending) > p.capacity {
+				if len(p.live) > p.capacity {
 					r.overCapacity.Add(1)
 				}
 				p.mu.Unlock()
@@ -302,16 +298,16 @@ func (r *providersRun) readProvider(ctx context.Context, p *providerSocket, c *c
 				} else {
 					r.endLater(ctx, p, a.ID, rng, wg)
 				}
-			case protocol.FrameAssignmentUpdate:
-				if a.Status == "DECLINED" || a.Status == "EXPIRED" {
-					r.release(p, a, now, false)
-				}
-			case protocol.FrameAssignment:
-				// An end's reply, in the order read: the slot is free
-				// before an offer read after it is counted (the end's own
-				// goroutine may see its reply later).
-				if a.Status == "ENDED" {
+			case protocol.FrameAssignmentUpdate, protocol.FrameAssignment:
+				// A push or an end's reply, in the order read: a slot is
+				// free before an offer read after it is counted (the end's
+				// own goroutine may see its reply later, and the client
+				// delivers each version once, whichever frame carried it).
+				switch a.Status {
+				case "ENDED":
 					r.release(p, a, now, true)
+				case "DECLINED", "EXPIRED":
+					r.release(p, a, now, false)
 				}
 			}
 		}
@@ -354,13 +350,7 @@ func (r *providersRun) endLater(ctx context.Context, p *providerSocket, id strin
 		}
 		p.mu.Lock()
 		c := p.conn
-		p.ending[id] = true
 		p.mu.Unlock()
-		defer func() {
-			p.mu.Lock()
-			delete(p.ending, id)
-			p.mu.Unlock()
-		}()
 		a, err := c.EndAssignment(ctx, id)
 		if err != nil {
 			r.failed("provider_error_", err)

@@ -322,18 +322,7 @@ func TestAdminCLI(t *testing.T) {
 	})
 
 	t.Run("end-assignment", func(t *testing.T) {
-		pro := dial(t, base, mint(t, "pro-cli", "provider"))
-		pro.expect("hello", 5*time.Second)
-		pro.send(map[string]any{"type": "provider.online", "id": "1", "queue": "advice", "capacity": 1,
-			"attributes": map[string]any{"languages": []string{"en"}, "specialties": []string{"tax"}, "rating": 4}})
-		pro.expect("provider", 5*time.Second)
-		req := dial(t, base, mint(t, "req-cli", ""))
-		req.expect("hello", 5*time.Second)
-		req.send(map[string]any{"type": "join", "id": "j", "queue": "advice", "attributes": map[string]string{"language": "en"}})
-		offer := decode[assignmentFrame](t, pro.expect("assignment.offered", 5*time.Second)).Assignment
-		pro.send(map[string]any{"type": "assignment.accept", "id": "2", "assignmentId": offer.ID})
-		pro.expect("assignment", 5*time.Second)
-		req.expect("match.ready", 5*time.Second)
+		_, req, offer := runningSession(t, base, "pro-cli", "req-cli")
 		if out := admin(t, base, "end-assignment", offer.ID); out != "assignment "+offer.ID+" (queue advice): ENDED, reason operator\n" {
 			t.Fatalf("end-assignment printed %q", out)
 		}

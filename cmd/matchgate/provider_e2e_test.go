@@ -147,22 +147,30 @@ func TestProvidersRedisPostgres(t *testing.T) {
 	exerciseProviders(t, providerServer(t, "--redis-url", redistest.URL(), "--postgres-url", pgURL(t), "--redis-prefix", prefix))
 }
 
-// An operator ends a running session through the admin API: the slot is
-// freed and the assignment ENDED by the operator.
-func TestProviderOperatorEndsASession(t *testing.T) {
-	base := providerServer(t, "--admin-token", admissionAdmin)
-	pro := dial(t, base, mint(t, "pro-ana", "provider"))
+// runningSession has provider proUser online in advice, with capacity 1,
+// and requester reqUser joined and served: the session is running.
+func runningSession(t *testing.T, base, proUser, reqUser string) (pro, req *client, offer protocol.AssignmentView) {
+	t.Helper()
+	pro = dial(t, base, mint(t, proUser, "provider"))
 	pro.expect("hello", 5*time.Second)
 	pro.send(map[string]any{"type": "provider.online", "id": "1", "queue": "advice", "capacity": 1,
 		"attributes": map[string]any{"languages": []string{"en"}, "specialties": []string{"tax"}, "rating": 4}})
 	pro.expect("provider", 5*time.Second)
-	req := dial(t, base, mint(t, "req-1", ""))
+	req = dial(t, base, mint(t, reqUser, ""))
 	req.expect("hello", 5*time.Second)
 	req.send(map[string]any{"type": "join", "id": "j", "queue": "advice", "attributes": map[string]string{"language": "en"}})
-	offer := decode[assignmentFrame](t, pro.expect("assignment.offered", 5*time.Second)).Assignment
+	offer = decode[assignmentFrame](t, pro.expect("assignment.offered", 5*time.Second)).Assignment
 	pro.send(map[string]any{"type": "assignment.accept", "id": "2", "assignmentId": offer.ID})
 	pro.expect("assignment", 5*time.Second)
 	req.expect("match.ready", 5*time.Second)
+	return pro, req, offer
+}
+
+// An operator ends a running session through the admin API: the slot is
+// freed and the assignment ENDED by the operator.
+func TestProviderOperatorEndsASession(t *testing.T) {
+	base := providerServer(t, "--admin-token", admissionAdmin)
+	_, req, offer := runningSession(t, base, "pro-ana", "req-1")
 
 	if code, _ := call(t, http.MethodPost, base+"/v1/admin/assignments/"+offer.ID+"/end", req.g.Token, ""); code != http.StatusUnauthorized {
 		t.Fatalf("a player's token ended an assignment: %d", code)

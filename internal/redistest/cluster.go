@@ -2,6 +2,7 @@ package redistest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -124,11 +125,7 @@ func probeCluster(addrs []string) error {
 	return nil
 }
 
-type clusterError string
-
-func (e clusterError) Error() string { return string(e) }
-
-const errClusterNotOK = clusterError("cluster_state is not ok")
+var errClusterNotOK = errors.New("cluster_state is not ok")
 
 // deletePrefixBySlot is DeletePrefix for one node of a cluster: the keys of
 // one SCAN page may live in several slots, which one UNLINK refuses, so each
