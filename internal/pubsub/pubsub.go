@@ -98,7 +98,8 @@ func NewConns(rdb Opener, log *slog.Logger) *Conns {
 	return c
 }
 
-// ErrClosed is returned by Subscribe after Run has returned.
+// ErrClosed is returned by Subscribe on a cluster once Conns is closed (a
+// single Redis answers go-redis's own error then).
 var ErrClosed = errors.New("pubsub: closed")
 
 // Subscribe sends the subscribe of ch; its confirmation arrives through Run.
