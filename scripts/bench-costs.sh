@@ -4,7 +4,8 @@
 # its own, dropped at the end), cmd/loadgen driving it for DUR; CPU of
 # matchgate, Redis and PostgreSQL from /proc and Redis's INFO, Redis commands
 # from INFO commandstats, PostgreSQL commits from pg_stat_database, each
-# divided by the operations. Loopback only. MODE is one of
+# divided by the operations, and the load generator's CPU beside them.
+# Loopback only. MODE is one of
 #   join       players on the pairs queue at RATE joins/s (SOCKETS sockets)
 #   idle       SOCKETS sockets that only answer pings (PING, default 20s)
 #   push       RATE frames/s published to SOCKETS sockets' channels
@@ -74,7 +75,9 @@ ranking) lg+=(--mode rankings --admin-token $admin --ranking-items 100 --events 
 *) echo "MODE must be join, idle, push, poll, heartbeat or ranking" >&2; exit 2 ;;
 esac
 m0=$(cpu $mg); p0=$(pgcpu); r0=$(rcpu); c0=$(rcalls); x0=$(commits); t0=$(date +%s.%N)
-"${lg[@]}" > /tmp/costs-loadgen.txt 2>&1
+TIMEFORMAT='%U %S'
+{ time "${lg[@]}" > /tmp/costs-loadgen.txt 2>&1; } 2> /tmp/costs-loadgen-cpu.txt
+l=$(awk '{print $1 + $2}' /tmp/costs-loadgen-cpu.txt)
 m1=$(cpu $mg); p1=$(pgcpu); r1=$(rcpu); c1=$(rcalls); x1=$(commits); t1=$(date +%s.%N)
 case $MODE in
 join) what=join; ops=$(awk '/^  joins sent/{print $5}' /tmp/costs-loadgen.txt)
@@ -89,9 +92,9 @@ ranking) what=event; ops=$(awk '/^  ingest:/{print $2}' /tmp/costs-loadgen.txt)
   grep -E "ingest:|verified" /tmp/costs-loadgen.txt ;;
 esac
 awk -v j="$ops" -v w="$what" -v m="$(echo "$m1 - $m0" | bc)" -v p="$(pgdelta "$p0" "$p1")" -v r="$(echo "$r1 - $r0" | bc)" \
-    -v c="$((c1 - c0))" -v x="$((x1 - x0))" -v s="$SOCKETS" 'BEGIN{
-  printf "per %s (%d of them, %d sockets): CPU matchgate %.3f ms, Redis %.3f ms, PostgreSQL %.3f ms, all %.3f ms; Redis commands %.2f; PostgreSQL commits %.2f\n",
-    w, j, s, 1000*m/j, 1000*r/j, 1000*p/j, 1000*(m+r+p)/j, c/j, x/j }'
+    -v c="$((c1 - c0))" -v x="$((x1 - x0))" -v s="$SOCKETS" -v l="$l" 'BEGIN{
+  printf "per %s (%d of them, %d sockets): CPU matchgate %.3f ms, Redis %.3f ms, PostgreSQL %.3f ms, all %.3f ms (load generator %.3f ms); Redis commands %.2f; PostgreSQL commits %.2f\n",
+    w, j, s, 1000*m/j, 1000*r/j, 1000*p/j, 1000*(m+r+p)/j, 1000*l/j, c/j, x/j }'
 kill -INT $mg; wait $mg 2>/dev/null || true
 psql -q -h 127.0.0.1 -U postgres test -c "drop schema $schema cascade" 2>/dev/null
 redis-cli --scan --pattern "$schema*" | xargs -r -n 500 redis-cli unlink >/dev/null

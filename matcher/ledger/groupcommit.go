@@ -26,16 +26,8 @@ import (
 // One batch at a time: side by side at 2,000 joins/s (three runs each)
 // against two, the database used 5.0 instead of 5.5 CPU-seconds in ten, and
 // join→match.found p99 was 55-68 ms instead of 72-137.
-//
-// A batch lingers (internal/group): while joins come faster than one a
-// millisecond, a batch waits until its oldest join is a millisecond old.
-// PostgreSQL's CPU goes by the statement and the commit more than by the
-// row (a join cost 0.26 ms of it at 2,000 joins/s and 0.11 ms at 4,000/s,
-// about 0.36 ms a commit at both), and at a moderate rate few joins pile up
-// behind a short insert; docs/CAPACITY.md measures the difference.
 const (
 	maxInserters = 1
-	joinLinger   = time.Millisecond
 	maxBatch     = 512
 	// batchTimeout bounds one batch (of joins or of decisions) whatever the
 	// callers' contexts.
@@ -53,7 +45,7 @@ type insertResult struct {
 }
 
 func newInserter(l *Postgres) *group.Group[insertReq, insertResult] {
-	return group.New(maxInserters, maxBatch, batchTimeout, l.insertBatch).WithLinger(joinLinger)
+	return group.New(maxInserters, maxBatch, batchTimeout, l.insertBatch)
 }
 
 // create records t through the group commit.
