@@ -339,6 +339,8 @@ func (l *Memory) CommitMatches(ctx context.Context, ms []matcher.Match, epoch in
 		ids[m.ID] = true
 	}
 	out := make([]matcher.CommitResult, len(valid))
+	// The batch's events in one storage, each match's its own part of it.
+	events := make([]matcher.Event, 0, len(valid))
 	for i, m := range valid {
 		if err := l.checkEpoch(m, epoch); err != nil {
 			out[i].Err = err
@@ -349,7 +351,9 @@ func (l *Memory) CommitMatches(ctx context.Context, ms []matcher.Match, epoch in
 		case err != nil:
 			out[i].Err = err
 		default:
-			out[i].Events = l.commit(m)
+			from := len(events)
+			events = append(events, l.commit(m))
+			out[i].Events = events[from:len(events):len(events)]
 		}
 	}
 	return out, nil
@@ -409,8 +413,9 @@ func (l *Memory) checkSeats(m matcher.Match) error {
 	return &matcher.ShortfallError{Waiting: waiting}
 }
 
-// commit writes m, whose tickets are all WAITING, and its match.found event.
-func (l *Memory) commit(m matcher.Match) []matcher.Event {
+// commit writes m, whose tickets are all WAITING, and its match.found
+// event, which it returns.
+func (l *Memory) commit(m matcher.Match) matcher.Event {
 	m.Shard = "" // names the lease only; not part of the record
 	l.matches[m.ID] = m
 	if m.State == matcher.MatchPendingAccept {
@@ -428,8 +433,7 @@ func (l *Memory) commit(m matcher.Match) []matcher.Event {
 	if m.State != matcher.MatchPendingAccept {
 		l.finalMatch(m, stamp(m.CreatedAt))
 	}
-	e := l.appendEvent(matcher.MatchFoundEvent(m))
-	return []matcher.Event{e}
+	return l.appendEvent(matcher.MatchFoundEvent(m))
 }
 
 // setPending adds m to, or drops it from, the pending index.

@@ -41,6 +41,8 @@ type Memory struct {
 	allocTo map[string]time.Time
 	// near is closestAround's room for the entries it chooses among.
 	near []*matcher.Entry
+	// nodes is an anchors scan's room for its anchors' nodes.
+	nodes []*ixNode[int64]
 	// ends holds when each hash written ends, so that an ended hash is
 	// dropped then, as Redis expires a key, instead of staying until it is
 	// next read: most are never read again.
@@ -757,7 +759,7 @@ func (p *Memory) scanMany(partition string, scans []Scan) (_ [][]matcher.Entry, 
 		switch s.mode {
 		case "oldest", "anchors":
 			es := make([]matcher.Entry, 0, min(s.n, pt.byEnq.n))
-			var nodes []*ixNode[int64]
+			nodes := p.nodes[:0]
 			for x := pt.byEnq.first(); x != nil && len(es) < s.n; x = x.next[0] {
 				e, err := nodeEntry(x)
 				if err != nil {
@@ -768,22 +770,13 @@ func (p *Memory) scanMany(partition string, scans []Scan) (_ [][]matcher.Entry, 
 					nodes = append(nodes, x)
 				}
 			}
+			p.nodes = nodes
 			out[i] = es
 			if s.mode == "anchors" && len(es) == s.n {
-				near := make([][]matcher.Entry, len(es))
-				for j, y := range nodes {
-					near[j] = []matcher.Entry{}
-					var x *ixNode[float64]
-					if mm := y.mm; mm != nil {
-						x = mm.bySkill
-					} else if mm := pt.mems[y.m]; mm != nil {
-						x = mm.bySkill
-					}
-					if x != nil {
-						if near[j], err = p.closestAround(pt.bySkill, x.next[0], es[j].Skill, s.limit); err != nil {
-							return nil, err
-						}
-					}
+				near, err := p.anchorsNear(pt, s, es, nodes)
+				clear(nodes)
+				if err != nil {
+					return nil, err
 				}
 				*s.near = near
 			}
@@ -850,9 +843,48 @@ func (p *Memory) scanMany(partition string, scans []Scan) (_ [][]matcher.Entry, 
 // nodes, so that only the n chosen are copied; the members closestMembers
 // leaves out before choosing are farther than the n-th and change nothing.
 func (p *Memory) closestAround(o *ordered[float64], at *ixNode[float64], skill float64, n int) ([]matcher.Entry, error) {
+	return p.appendClosest([]matcher.Entry{}, o, at, skill, n)
+}
+
+// anchorsNear is the candidates of an anchors scan's anchors es, read at
+// nodes: one list each, in one storage (s's room when it has one).
+func (p *Memory) anchorsNear(pt *memPart, s Scan, es []matcher.Entry, nodes []*ixNode[int64]) ([][]matcher.Entry, error) {
+	var near [][]matcher.Entry
+	var all []matcher.Entry
+	if r := s.room; r != nil {
+		near, all = r.lists[:0], r.entries[:0]
+		defer func() { r.lists, r.entries = near, all }()
+	} else {
+		near, all = make([][]matcher.Entry, 0, len(es)), make([]matcher.Entry, 0, len(es)*s.limit)
+	}
+	if all == nil {
+		all = []matcher.Entry{} // an anchor's list is empty, never nil
+	}
+	for j, y := range nodes {
+		var x *ixNode[float64]
+		if mm := y.mm; mm != nil {
+			x = mm.bySkill
+		} else if mm := pt.mems[y.m]; mm != nil {
+			x = mm.bySkill
+		}
+		from := len(all)
+		if x != nil {
+			var err error
+			if all, err = p.appendClosest(all, pt.bySkill, x.next[0], es[j].Skill, s.limit); err != nil {
+				return nil, err
+			}
+		}
+		// Capped, so that a list never runs into the next.
+		near = append(near, all[from:len(all):len(all)])
+	}
+	return near, nil
+}
+
+// appendClosest is closestAround appending to dst.
+func (p *Memory) appendClosest(dst []matcher.Entry, o *ordered[float64], at *ixNode[float64], skill float64, n int) ([]matcher.Entry, error) {
 	lo, k := o.span(at, n)
 	if k == 0 {
-		return []matcher.Entry{}, nil
+		return dst, nil
 	}
 	closer := func(a, b *matcher.Entry) bool {
 		da, db := math.Abs(a.Skill-skill), math.Abs(b.Skill-skill)
@@ -893,11 +925,11 @@ func (p *Memory) closestAround(o *ordered[float64], at *ixNode[float64], skill f
 		copy(sel[i+1:], sel[i:len(sel)-1])
 		sel[i] = e
 	}
-	out := make([]matcher.Entry, len(sel))
-	for i, e := range sel {
-		out[i] = *e
+	dst = slices.Grow(dst, len(sel))
+	for _, e := range sel {
+		dst = append(dst, *e)
 	}
-	return out, nil
+	return dst, nil
 }
 
 // Oldest is Pool.Oldest.
