@@ -310,8 +310,8 @@ func (e *Engine) begin(ctx context.Context) (*pass, error) {
 		p.room = new(pool.Room)
 	}
 	err := p.steps(ctx)
-	// The candidates read into the room are the steps' alone.
-	p.near = nil
+	// The anchors and candidates read into the room are the steps' alone.
+	p.oldest, p.near = nil, nil
 	e.room.Store(p.room)
 	p.room = nil
 	return p, err
@@ -371,7 +371,7 @@ type pass struct {
 	// capacity is each provider's, as the snapshot of a provider queue's
 	// pass read it (providers.go).
 	capacity map[string]int
-	// room is where the steps' anchors scans write the candidates (near).
+	// room is where the steps' anchors scans write what they read (oldest, near).
 	room *pool.Room
 }
 

@@ -101,7 +101,19 @@ func (q *endQueue) push(e memEnd) {
 	if l.empty() {
 		l.q, l.head = l.q[:0], 0
 	}
+	if len(l.q) == cap(l.q) && l.head > 0 && 4*l.head >= len(l.q) {
+		// Full with a quarter or more taken: room again, rather than a
+		// larger copy.
+		l.compact()
+	}
 	l.q = append(l.q, e)
+}
+
+// compact moves what is left of l to the start of its storage.
+func (l *endLane) compact() {
+	n := copy(l.q, l.q[l.head:])
+	clear(l.q[n:])
+	l.q, l.head = l.q[:n], 0
 }
 
 // due takes every end not after now, calling take with each, in no
@@ -117,9 +129,7 @@ func (q *endQueue) due(now time.Time, take func(memEnd)) {
 		}
 		// What was taken is room again once it is half the lane.
 		if l.head > 1024 && 2*l.head > len(l.q) {
-			n := copy(l.q, l.q[l.head:])
-			clear(l.q[n:])
-			l.q, l.head = l.q[:n], 0
+			l.compact()
 		}
 	}
 	for len(q.heap) > 0 && !now.Before(q.heap[0].until) {
@@ -758,7 +768,13 @@ func (p *Memory) scanMany(partition string, scans []Scan) (_ [][]matcher.Entry, 
 		}
 		switch s.mode {
 		case "oldest", "anchors":
-			es := make([]matcher.Entry, 0, min(s.n, pt.byEnq.n))
+			var es []matcher.Entry
+			if s.room != nil && s.mode == "anchors" {
+				es = s.room.anchors[:0]
+			}
+			if es == nil {
+				es = make([]matcher.Entry, 0, min(s.n, pt.byEnq.n))
+			}
 			nodes := p.nodes[:0]
 			for x := pt.byEnq.first(); x != nil && len(es) < s.n; x = x.next[0] {
 				e, err := nodeEntry(x)
@@ -771,6 +787,9 @@ func (p *Memory) scanMany(partition string, scans []Scan) (_ [][]matcher.Entry, 
 				}
 			}
 			p.nodes = nodes
+			if s.room != nil && s.mode == "anchors" {
+				s.room.anchors = es
+			}
 			out[i] = es
 			if s.mode == "anchors" && len(es) == s.n {
 				near, err := p.anchorsNear(pt, s, es, nodes)
