@@ -61,6 +61,9 @@ type Memory struct {
 type memUser struct {
 	waiting, pending string
 	tickets          []string
+	// first holds tickets while a user has one, as most have: a user is
+	// then one allocation.
+	first [1]string
 }
 
 // user is userID's memUser, nil when it has none.
@@ -71,6 +74,7 @@ func (l *Memory) userOf(userID string) *memUser {
 	u := l.users[userID]
 	if u == nil {
 		u = &memUser{}
+		u.tickets = u.first[:0]
 		l.users[userID] = u
 	}
 	return u
@@ -144,6 +148,7 @@ func (l *Memory) CreateTicket(ctx context.Context, t matcher.Ticket) (matcher.Ti
 	l.tickets[t.ID] = t
 	if u == nil {
 		u = &memUser{}
+		u.tickets = u.first[:0]
 		l.users[t.UserID] = u
 	}
 	u.tickets = append(u.tickets, t.ID)
@@ -679,7 +684,7 @@ func (l *Memory) forgetTicket(t matcher.Ticket) {
 		return
 	}
 	if u.tickets = slices.DeleteFunc(u.tickets, func(id string) bool { return id == t.ID }); len(u.tickets) == 0 {
-		u.tickets = nil
+		u.tickets = u.first[:0]
 	}
 	l.tidy(t.UserID, u)
 }
