@@ -41,8 +41,10 @@ type Memory struct {
 	allocTo map[string]time.Time
 	// near is closestAround's room for the entries it chooses among.
 	near []*matcher.Entry
-	// nodes is an anchors scan's room for its anchors' nodes.
-	nodes []*ixNode[int64]
+	// nodes is an anchors scan's room for its anchors' nodes; taken and
+	// group a claim's for the members it takes and those of a group.
+	nodes        []*ixNode[int64]
+	taken, group []*memMember
 	// ends holds when each hash written ends, so that an ended hash is
 	// dropped then, as Redis expires a key, instead of staying until it is
 	// next read: most are never read again.
@@ -300,10 +302,13 @@ func (pt *memPart) add(m string, skill float64, enq, watch int64) {
 }
 
 func (pt *memPart) del(m string) {
-	mm := pt.mems[m]
-	if mm == nil {
-		return
+	if mm := pt.mems[m]; mm != nil {
+		pt.drop(m, mm)
 	}
+}
+
+// drop removes m, a member of pt, whose memMember is mm.
+func (pt *memPart) drop(m string, mm *memMember) {
 	pt.bySkill.remove(mm.skill, m)
 	pt.byEnq.remove(mm.enq, m)
 	if mm.watched {
@@ -345,6 +350,7 @@ type memMember struct {
 	skill      float64
 	enq, watch int64 // watch is set when watched
 	watched    bool
+	taken      bool // by the claim under way, which drops it
 	bySkill    *ixNode[float64]
 }
 
@@ -535,17 +541,25 @@ func (p *Memory) claim(partition string, fence int64, reqs []ClaimRequest) ([]Cl
 	}
 	p.sweep()
 	pt, tg := p.part(partition), p.tag(partition)
-	taken := map[string]bool{}
+	// The members taken, each marked so; and those of a group, each looked
+	// up once (by its member formatted in buf, which the lookup does not
+	// keep).
+	taken, mms := p.taken[:0], p.group[:0]
+	defer func() {
+		clear(taken)
+		clear(mms)
+		p.taken, p.group = taken[:0], mms[:0]
+	}()
+	var buf [96]byte
 	out := make([]ClaimResult, len(reqs))
 	until := p.clock().Add(p.claimTTL)
-	var ms []string // the members of a group, each formatted once
 	for g, r := range reqs {
 		var missing []string
-		ms = ms[:0]
+		mms = mms[:0]
 		for _, e := range r.Entries {
-			m := member(e)
-			ms = append(ms, m)
-			if !pt.has(m) || taken[m] {
+			mm := pt.mems[string(appendMember(buf[:0], e))]
+			mms = append(mms, mm)
+			if mm == nil || mm.taken {
 				missing = append(missing, e.TicketID)
 			}
 		}
@@ -555,8 +569,9 @@ func (p *Memory) claim(partition string, fence int64, reqs []ClaimRequest) ([]Cl
 		}
 		names := make([]string, 0, len(r.Entries))
 		for k, e := range r.Entries {
-			m := ms[k]
-			taken[m] = true
+			mm := mms[k]
+			mm.taken = true
+			taken = append(taken, mm)
 			// As claim.lua, the mark is written over whatever the hash
 			// held, ended or not.
 			h := tg.tickets[e.TicketID]
@@ -570,8 +585,8 @@ func (p *Memory) claim(partition string, fence int64, reqs []ClaimRequest) ([]Cl
 		}
 		out[g] = ClaimResult{OK: true, Names: names}
 	}
-	for m := range taken {
-		pt.del(m)
+	for _, mm := range taken {
+		pt.drop(mm.bySkill.m, mm)
 	}
 	return out, nil
 }
