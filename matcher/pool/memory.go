@@ -801,17 +801,20 @@ func (p *Memory) scanMany(partition string, scans []Scan) (_ [][]matcher.Entry, 
 					nodes = append(nodes, x)
 				}
 			}
-			p.nodes = nodes
 			if s.room != nil && s.mode == "anchors" {
 				s.room.anchors = es
 			}
 			out[i] = es
+			var near [][]matcher.Entry
 			if s.mode == "anchors" && len(es) == s.n {
-				near, err := p.anchorsNear(pt, s, es, nodes)
-				clear(nodes)
-				if err != nil {
-					return nil, err
-				}
+				near, err = p.anchorsNear(pt, s, es, nodes)
+			}
+			clear(nodes)
+			p.nodes = nodes[:0]
+			if err != nil {
+				return nil, err
+			}
+			if near != nil {
 				*s.near = near
 			}
 		case "watch":
