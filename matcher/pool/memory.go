@@ -892,7 +892,7 @@ func (p *Memory) anchorsNear(pt *memPart, s Scan, es []matcher.Entry, nodes []*i
 		near, all = r.lists[:0], r.entries[:0]
 		defer func() { r.lists, r.entries = near, all }()
 	} else {
-		near, all = make([][]matcher.Entry, 0, len(es)), make([]matcher.Entry, 0, len(es)*s.limit)
+		near, all = make([][]matcher.Entry, 0, len(es)), make([]matcher.Entry, 0, len(es)*min(s.limit, pt.bySkill.n))
 	}
 	if all == nil {
 		all = []matcher.Entry{} // an anchor's list is empty, never nil
