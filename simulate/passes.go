@@ -33,7 +33,7 @@ type passes struct {
 	engines    []*engine.Engine
 	// byPart is each partition's engine, by index; wakeAt when each is to
 	// pass for a wake (unix ns, 0: none), the earliest of them nextWake.
-	byPart   map[string]int
+	byPart   map[matcher.Partition]int
 	wakeAt   []int64
 	nextWake int64
 	timed    timedHeap
@@ -45,7 +45,7 @@ type passes struct {
 func newPasses(ctx context.Context, sc *Scenario) passes {
 	clock := &vclock{now: sc.Start}
 	return passes{ctx: ctx, sc: sc, clock: clock, led: ledger.NewMemoryAt(clock.Now), box: &inbox{}, acc: newAccum(),
-		nextForget: sc.Start.Add(forgetEvery), byPart: map[string]int{}, live: map[string]*live{}}
+		nextForget: sc.Start.Add(forgetEvery), byPart: map[matcher.Partition]int{}, live: map[string]*live{}}
 }
 
 // deps are the stores of a run: the memory pool and record, the run's
@@ -71,7 +71,7 @@ func (s *passes) start(q matcher.QueueConfig, deps engine.Deps) (*engine.Service
 			if err != nil {
 				return nil, err
 			}
-			s.add(p.String(), e)
+			s.add(p, e)
 		}
 	}
 	return svc, nil
@@ -116,7 +116,7 @@ func (s *passes) emptyOutbox(n int) error {
 }
 
 // add is the engine of one partition.
-func (s *passes) add(partition string, e *engine.Engine) {
+func (s *passes) add(partition matcher.Partition, e *engine.Engine) {
 	s.byPart[partition] = len(s.engines)
 	s.engines = append(s.engines, e)
 	s.wakeAt = append(s.wakeAt, 0)
@@ -125,7 +125,7 @@ func (s *passes) add(partition string, e *engine.Engine) {
 // woken is the Service's Wake: the partition's engine passes after the
 // scenario's wake delay, unless a pass for a wake is due by then.
 func (s *passes) woken(p matcher.Partition) {
-	if i, ok := s.byPart[p.String()]; ok && !s.sc.Wake.Off {
+	if i, ok := s.byPart[p]; ok && !s.sc.Wake.Off {
 		s.wakeEngine(i)
 	}
 }

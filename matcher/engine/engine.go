@@ -92,6 +92,9 @@ type Engine struct {
 	unsettled []staged
 	// prefs are a provider queue's requesters' preferences (providers.go).
 	prefs prefsCache
+	// room is the storage a pass lends its anchors scans (pool.Room), held
+	// by one pass at a time and kept between them.
+	room atomic.Pointer[pool.Room]
 }
 
 // NewEngine validates the configuration; it starts nothing.
@@ -303,7 +306,15 @@ func (e *Engine) begin(ctx context.Context) (*pass, error) {
 		}
 	}
 	p := &pass{e: e, now: e.cfg.Now(), fence: fence, used: map[string]bool{}}
-	return p, p.steps(ctx)
+	if p.room = e.room.Swap(nil); p.room == nil {
+		p.room = new(pool.Room)
+	}
+	err := p.steps(ctx)
+	// The anchors and candidates read into the room are the steps' alone.
+	p.oldest, p.near = nil, nil
+	e.room.Store(p.room)
+	p.room = nil
+	return p, err
 }
 
 // steps are the pass up to its commit.
@@ -360,6 +371,8 @@ type pass struct {
 	// capacity is each provider's, as the snapshot of a provider queue's
 	// pass read it (providers.go).
 	capacity map[string]int
+	// room is where the steps' anchors scans write what they read (oldest, near).
+	room *pool.Room
 }
 
 // watchBatch is how many tickets past their deadline or silent one pass
@@ -384,7 +397,7 @@ func (p *pass) readHead(ctx context.Context) error {
 // anchors read leaves their candidates in p.near.
 func (p *pass) scanOf(r plan.Read) pool.Scan {
 	if r.Kind == plan.ReadAnchors {
-		return pool.AnchorsScan(r.N, r.Near, &p.near)
+		return pool.AnchorsScan(r.N, r.Near, &p.near).In(p.room)
 	}
 	return pool.OldestScan(r.N)
 }
@@ -928,11 +941,18 @@ func (p *pass) commitBatch(ctx context.Context, st []staged, retry []time.Durati
 	// stand whatever became of the pass's.
 	ctx, cancel := p.e.cleanupContext(ctx)
 	defer cancel()
+	// Sized once: grown match by match, the events were most of what a
+	// commit allocated.
+	nev, seats := 0, 0
+	for i, s := range st {
+		nev += len(rs[i].Events)
+		seats += len(s.group)
+	}
 	var (
 		failed    error
-		events    []matcher.Event
-		outs      []pool.Outcome
-		matched   []time.Time
+		events    = make([]matcher.Event, 0, nev)
+		outs      = make([]pool.Outcome, 0, seats)
+		matched   = make([]time.Time, 0, len(st))
 		pending   []pool.Pending
 		unsettled []staged
 	)
@@ -976,7 +996,7 @@ func (p *pass) commitBatch(ctx context.Context, st []staged, retry []time.Durati
 		if m.FormedBy == matcher.FormedTimeout {
 			kind = pool.OutcomeTimeout
 		}
-		outs = append(outs, p.outcomes(group, kind)...)
+		outs = p.appendOutcomes(outs, group, kind)
 		matched = append(matched, p.now)
 		events = append(events, rs[i].Events...)
 	}
@@ -1243,7 +1263,11 @@ func (e *Engine) commitContext(ctx context.Context) (context.Context, context.Ca
 // queue's deadline (the pool keeps only the effective enqueue time, moved
 // by a priority head start).
 func (p *pass) outcomes(es []matcher.Entry, kind string) []pool.Outcome {
-	outs := make([]pool.Outcome, 0, len(es))
+	return p.appendOutcomes(make([]pool.Outcome, 0, len(es)), es, kind)
+}
+
+// appendOutcomes is outcomes appended to outs.
+func (p *pass) appendOutcomes(outs []pool.Outcome, es []matcher.Entry, kind string) []pool.Outcome {
 	for _, e := range es {
 		joined := e.Deadline.Add(-p.e.q.Deadline)
 		outs = append(outs, pool.Outcome{At: p.now, Wait: max(0, p.now.Sub(joined)), Kind: kind})

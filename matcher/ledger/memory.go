@@ -22,10 +22,9 @@ type Memory struct {
 
 	tickets map[string]matcher.Ticket
 	matches map[string]matcher.Match
-	// waitingOf maps a user to its WAITING ticket: the unique partial index.
-	waitingOf map[string]string
-	// ticketsOf lists every ticket of a user, for UserState.
-	ticketsOf map[string][]string
+	// users holds what the record keeps of each user (memUser), in one
+	// map where three took a lookup each on every join.
+	users map[string]*memUser
 	// waiting holds the WAITING tickets of each partition, for Waiting.
 	waiting map[matcher.Partition]map[string]struct{}
 
@@ -39,8 +38,6 @@ type Memory struct {
 
 	// pending holds the PENDING_ACCEPT matches of each (queue, region).
 	pending map[matcher.Partition]map[string]struct{}
-	// pendingOf maps a user to the PENDING_ACCEPT match it is seated in.
-	pendingOf map[string]string
 
 	// now stamps outbox events and judges their age, as PostgreSQL's now()
 	// does in Postgres.
@@ -57,6 +54,47 @@ type Memory struct {
 	goneT, goneM map[string]bool
 }
 
+// memUser is a user's part of the indexes: its WAITING ticket (the unique
+// partial index), the PENDING_ACCEPT match it is seated in, each "" when
+// none, and every ticket of it kept, for UserState. A user with none of
+// them has no memUser.
+type memUser struct {
+	waiting, pending string
+	tickets          []string
+	// first holds tickets while a user has one, as most have: a user is
+	// then one allocation.
+	first [1]string
+}
+
+// user is userID's memUser, nil when it has none.
+func (l *Memory) user(userID string) *memUser { return l.users[userID] }
+
+// userOf is userID's memUser, made when it has none.
+func (l *Memory) userOf(userID string) *memUser {
+	u := l.users[userID]
+	if u == nil {
+		u = &memUser{}
+		u.tickets = u.first[:0]
+		l.users[userID] = u
+	}
+	return u
+}
+
+// tidy drops u, userID's, once it holds nothing.
+func (l *Memory) tidy(userID string, u *memUser) {
+	if u.waiting == "" && u.pending == "" && len(u.tickets) == 0 {
+		delete(l.users, userID)
+	}
+}
+
+// ticketsOf lists every ticket kept of userID.
+func (l *Memory) ticketsOf(userID string) []string {
+	if u := l.users[userID]; u != nil {
+		return u.tickets
+	}
+	return nil
+}
+
 // finalRec is a ticket or a match (ticket "") that became final at at.
 type finalRec struct {
 	at            time.Time
@@ -70,19 +108,17 @@ func NewMemory() *Memory { return NewMemoryAt(time.Now) }
 // aged by now.
 func NewMemoryAt(now func() time.Time) *Memory {
 	return &Memory{
-		now:       now,
-		tickets:   make(map[string]matcher.Ticket),
-		matches:   make(map[string]matcher.Match),
-		waitingOf: make(map[string]string),
-		ticketsOf: make(map[string][]string),
-		waiting:   make(map[matcher.Partition]map[string]struct{}),
-		inFlight:  make(map[int64]struct{}),
-		epochs:    make(map[string]int64),
-		pending:   make(map[matcher.Partition]map[string]struct{}),
-		pendingOf: make(map[string]string),
-		ids:       make(map[string]bool),
-		goneT:     make(map[string]bool),
-		goneM:     make(map[string]bool),
+		now:      now,
+		tickets:  make(map[string]matcher.Ticket),
+		matches:  make(map[string]matcher.Match),
+		users:    make(map[string]*memUser),
+		waiting:  make(map[matcher.Partition]map[string]struct{}),
+		inFlight: make(map[int64]struct{}),
+		epochs:   make(map[string]int64),
+		pending:  make(map[matcher.Partition]map[string]struct{}),
+		ids:      make(map[string]bool),
+		goneT:    make(map[string]bool),
+		goneM:    make(map[string]bool),
 	}
 }
 
@@ -99,18 +135,24 @@ func (l *Memory) CreateTicket(ctx context.Context, t matcher.Ticket) (matcher.Ti
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if id, ok := l.waitingOf[t.UserID]; ok {
-		return matcher.Ticket{}, &matcher.AlreadyQueuedError{Existing: cloneTicket(l.tickets[id])}
+	u := l.user(t.UserID)
+	if u != nil && u.waiting != "" {
+		return matcher.Ticket{}, &matcher.AlreadyQueuedError{Existing: cloneTicket(l.tickets[u.waiting])}
 	}
-	if m, ok := l.pendingOf[t.UserID]; ok {
-		return matcher.Ticket{}, &matcher.AlreadyMatchedError{UserID: t.UserID, MatchID: m}
+	if u != nil && u.pending != "" {
+		return matcher.Ticket{}, &matcher.AlreadyMatchedError{UserID: t.UserID, MatchID: u.pending}
 	}
 	if _, ok := l.tickets[t.ID]; ok {
 		return matcher.Ticket{}, fmt.Errorf("create ticket %s: %w", t.ID, errIDInUse)
 	}
 	l.tickets[t.ID] = t
-	l.ticketsOf[t.UserID] = append(l.ticketsOf[t.UserID], t.ID)
-	l.enterWaiting(t)
+	if u == nil {
+		u = &memUser{}
+		u.tickets = u.first[:0]
+		l.users[t.UserID] = u
+	}
+	u.tickets = append(u.tickets, t.ID)
+	l.enterWaiting(t, u)
 	return cloneTicket(t), nil
 }
 
@@ -157,7 +199,7 @@ func (l *Memory) UserState(ctx context.Context, userID string, since time.Time, 
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var live, resolved []matcher.Ticket
-	for _, id := range l.ticketsOf[userID] {
+	for _, id := range l.ticketsOf(userID) {
 		t := l.tickets[id]
 		if t.Status == matcher.StatusWaiting {
 			live = append(live, t)
@@ -212,7 +254,7 @@ func (l *Memory) UserTickets(ctx context.Context, userID string, before matcher.
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var resolved []matcher.Ticket
-	for _, id := range l.ticketsOf[userID] {
+	for _, id := range l.ticketsOf(userID) {
 		t := l.tickets[id]
 		if t.Status == matcher.StatusWaiting {
 			continue
@@ -284,17 +326,21 @@ func (l *Memory) Resolve(ctx context.Context, id string, status matcher.TicketSt
 	t.Version++
 	l.tickets[t.ID] = t
 	l.leaveWaiting(t)
-	l.final = append(l.final, finalRec{at: t.UpdatedAt, ticket: t.ID})
+	l.addFinal(finalRec{at: t.UpdatedAt, ticket: t.ID})
 	e := l.appendEvent(matcher.TicketUpdatedEvent(t))
 	return cloneTicket(t), []matcher.Event{e}, nil
 }
 
 // leaveWaiting drops t, no longer WAITING, from the waiting indexes.
 func (l *Memory) leaveWaiting(t matcher.Ticket) {
-	delete(l.waitingOf, t.UserID)
+	if u := l.user(t.UserID); u != nil {
+		u.waiting = ""
+		l.tidy(t.UserID, u)
+	}
 	p := t.Partition()
-	delete(l.waiting[p], t.ID)
-	if len(l.waiting[p]) == 0 {
+	w := l.waiting[p]
+	delete(w, t.ID)
+	if len(w) == 0 {
 		delete(l.waiting, p)
 	}
 }
@@ -339,6 +385,8 @@ func (l *Memory) CommitMatches(ctx context.Context, ms []matcher.Match, epoch in
 		ids[m.ID] = true
 	}
 	out := make([]matcher.CommitResult, len(valid))
+	// The batch's events in one storage, each match's its own part of it.
+	events := make([]matcher.Event, 0, len(valid))
 	for i, m := range valid {
 		if err := l.checkEpoch(m, epoch); err != nil {
 			out[i].Err = err
@@ -349,7 +397,9 @@ func (l *Memory) CommitMatches(ctx context.Context, ms []matcher.Match, epoch in
 		case err != nil:
 			out[i].Err = err
 		default:
-			out[i].Events = l.commit(m)
+			from := len(events)
+			events = append(events, l.commit(m))
+			out[i].Events = events[from:len(events):len(events)]
 		}
 	}
 	return out, nil
@@ -409,8 +459,9 @@ func (l *Memory) checkSeats(m matcher.Match) error {
 	return &matcher.ShortfallError{Waiting: waiting}
 }
 
-// commit writes m, whose tickets are all WAITING, and its match.found event.
-func (l *Memory) commit(m matcher.Match) []matcher.Event {
+// commit writes m, whose tickets are all WAITING, and its match.found
+// event, which it returns.
+func (l *Memory) commit(m matcher.Match) matcher.Event {
 	m.Shard = "" // names the lease only; not part of the record
 	l.matches[m.ID] = m
 	if m.State == matcher.MatchPendingAccept {
@@ -428,18 +479,18 @@ func (l *Memory) commit(m matcher.Match) []matcher.Event {
 	if m.State != matcher.MatchPendingAccept {
 		l.finalMatch(m, stamp(m.CreatedAt))
 	}
-	e := l.appendEvent(matcher.MatchFoundEvent(m))
-	return []matcher.Event{e}
+	return l.appendEvent(matcher.MatchFoundEvent(m))
 }
 
 // setPending adds m to, or drops it from, the pending index.
 func (l *Memory) setPending(m matcher.Match, on bool) {
 	p := matcher.Partition{Queue: m.Queue, Region: m.Region}
-	for _, u := range m.UserIDs() {
+	for _, id := range m.UserIDs() {
 		if on {
-			l.pendingOf[u] = m.ID
-		} else if l.pendingOf[u] == m.ID {
-			delete(l.pendingOf, u)
+			l.userOf(id).pending = m.ID
+		} else if u := l.user(id); u != nil && u.pending == m.ID {
+			u.pending = ""
+			l.tidy(id, u)
 		}
 	}
 	if on {
@@ -511,20 +562,20 @@ func (l *Memory) Dissolve(ctx context.Context, req matcher.DissolveRequest) (mat
 			continue
 		}
 		reason := plan[t.ID]
-		if _, busy := l.waitingOf[t.UserID]; busy && reason == "" {
+		if u := l.user(t.UserID); u != nil && u.waiting != "" && reason == "" {
 			reason = matcher.ReasonSuperseded
 		}
 		t = dissolveTicket(t, reason, req.At)
 		l.tickets[t.ID] = t
 		if t.Status == matcher.StatusWaiting {
-			l.enterWaiting(t)
+			l.enterWaiting(t, nil)
 			d.Requeued = append(d.Requeued, cloneTicket(t))
 		} else {
 			d.Cancelled = append(d.Cancelled, cloneTicket(t))
-			l.final = append(l.final, finalRec{at: t.UpdatedAt, ticket: t.ID})
+			l.addFinal(finalRec{at: t.UpdatedAt, ticket: t.ID})
 		}
 	}
-	l.final = append(l.final, finalRec{at: stamp(req.At), match: m.ID})
+	l.addFinal(finalRec{at: stamp(req.At), match: m.ID})
 	var events []matcher.Event
 	for _, e := range dissolveEvents(d, req.Reason()) {
 		events = append(events, l.appendEvent(e))
@@ -536,9 +587,22 @@ func (l *Memory) Dissolve(ctx context.Context, req matcher.DissolveRequest) (mat
 // became final at at.
 func (l *Memory) finalMatch(m matcher.Match, at time.Time) {
 	for _, p := range m.Players {
-		l.final = append(l.final, finalRec{at: at, ticket: p.TicketID, match: m.ID})
+		l.addFinal(finalRec{at: at, ticket: p.TicketID, match: m.ID})
 	}
-	l.final = append(l.final, finalRec{at: at, match: m.ID})
+	l.addFinal(finalRec{at: at, match: m.ID})
+}
+
+// addFinal notes r in final. When final is full and a quarter of it or
+// more was forgotten, what is left moves to its start first, rather than
+// into a larger copy: a record that forgets as it goes then stops
+// growing it.
+func (l *Memory) addFinal(r finalRec) {
+	if len(l.final) == cap(l.final) && l.finalHead > 0 && 4*l.finalHead >= len(l.final) {
+		n := copy(l.final, l.final[l.finalHead:])
+		clear(l.final[n:])
+		l.final, l.finalHead = l.final[:n], 0
+	}
+	l.final = append(l.final, r)
 }
 
 // Forget drops what became final before before: tickets no longer WAITING
@@ -615,22 +679,30 @@ func (l *Memory) named(m matcher.Match) bool {
 // forgetTicket drops t from the record and from its user's history.
 func (l *Memory) forgetTicket(t matcher.Ticket) {
 	delete(l.tickets, t.ID)
-	ids := slices.DeleteFunc(l.ticketsOf[t.UserID], func(id string) bool { return id == t.ID })
-	if len(ids) == 0 {
-		delete(l.ticketsOf, t.UserID)
-	} else {
-		l.ticketsOf[t.UserID] = ids
+	u := l.user(t.UserID)
+	if u == nil {
+		return
 	}
+	if u.tickets = slices.DeleteFunc(u.tickets, func(id string) bool { return id == t.ID }); len(u.tickets) == 0 {
+		u.tickets = u.first[:0]
+	}
+	l.tidy(t.UserID, u)
 }
 
-// enterWaiting adds t, WAITING again, to the waiting indexes.
-func (l *Memory) enterWaiting(t matcher.Ticket) {
-	l.waitingOf[t.UserID] = t.ID
-	p := t.Partition()
-	if l.waiting[p] == nil {
-		l.waiting[p] = make(map[string]struct{})
+// enterWaiting adds t, WAITING again, to the waiting indexes; u is its
+// user's memUser, nil to look it up.
+func (l *Memory) enterWaiting(t matcher.Ticket, u *memUser) {
+	if u == nil {
+		u = l.userOf(t.UserID)
 	}
-	l.waiting[p][t.ID] = struct{}{}
+	u.waiting = t.ID
+	p := t.Partition()
+	w := l.waiting[p]
+	if w == nil {
+		w = make(map[string]struct{})
+		l.waiting[p] = w
+	}
+	w[t.ID] = struct{}{}
 }
 
 // Pending implements matcher.Ledger.

@@ -25,9 +25,33 @@ type Scan struct {
 	n      int
 	params []string
 	skill  float64 // nearest: the reads are ordered by distance to it
-	// anchors: where the candidates go, and how many for each anchor.
+	// anchors: where the candidates go, and how many for each anchor;
+	// room, when set, the storage to write them into (see In).
 	near  *[][]matcher.Entry
 	limit int
+	room  *Room
+}
+
+// Room is storage a caller lends its anchors scans for the anchors and
+// candidates they read (see Scan.In): an engine reads them pass after
+// pass, and a list allocated for each anchor of each pass was most of what
+// the memory pool's scans allocated.
+type Room struct {
+	anchors []matcher.Entry
+	lists   [][]matcher.Entry
+	entries []matcher.Entry
+}
+
+// In has an anchors scan write the anchors it reads and their candidates
+// into room's storage, grown as needed, rather than into storage of their
+// own: they then hold only until room is lent to another scan, and the
+// caller must keep none of them past that (copies of entries are its
+// own). One room is for one caller at a time. A pool may ignore it: the
+// memory pool uses it, the Redis pool parses its reply into new entries
+// whatever.
+func (s Scan) In(room *Room) Scan {
+	s.room = room
+	return s
 }
 
 // OldestScan reads as Oldest does.

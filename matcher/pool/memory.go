@@ -41,6 +41,10 @@ type Memory struct {
 	allocTo map[string]time.Time
 	// near is closestAround's room for the entries it chooses among.
 	near []*matcher.Entry
+	// nodes is an anchors scan's room for its anchors' nodes; taken and
+	// group a claim's for the members it takes and those of a group.
+	nodes        []*ixNode[int64]
+	taken, group []*memMember
 	// ends holds when each hash written ends, so that an ended hash is
 	// dropped then, as Redis expires a key, instead of staying until it is
 	// next read: most are never read again.
@@ -99,7 +103,19 @@ func (q *endQueue) push(e memEnd) {
 	if l.empty() {
 		l.q, l.head = l.q[:0], 0
 	}
+	if len(l.q) == cap(l.q) && l.head > 0 && 4*l.head >= len(l.q) {
+		// Full with a quarter or more taken: room again, rather than a
+		// larger copy.
+		l.compact()
+	}
 	l.q = append(l.q, e)
+}
+
+// compact moves what is left of l to the start of its storage.
+func (l *endLane) compact() {
+	n := copy(l.q, l.q[l.head:])
+	clear(l.q[n:])
+	l.q, l.head = l.q[:n], 0
 }
 
 // due takes every end not after now, calling take with each, in no
@@ -115,9 +131,7 @@ func (q *endQueue) due(now time.Time, take func(memEnd)) {
 		}
 		// What was taken is room again once it is half the lane.
 		if l.head > 1024 && 2*l.head > len(l.q) {
-			n := copy(l.q, l.q[l.head:])
-			clear(l.q[n:])
-			l.q, l.head = l.q[:n], 0
+			l.compact()
 		}
 	}
 	for len(q.heap) > 0 && !now.Before(q.heap[0].until) {
@@ -288,10 +302,13 @@ func (pt *memPart) add(m string, skill float64, enq, watch int64) {
 }
 
 func (pt *memPart) del(m string) {
-	mm := pt.mems[m]
-	if mm == nil {
-		return
+	if mm := pt.mems[m]; mm != nil {
+		pt.drop(m, mm)
 	}
+}
+
+// drop removes m, a member of pt, whose memMember is mm.
+func (pt *memPart) drop(m string, mm *memMember) {
 	pt.bySkill.remove(mm.skill, m)
 	pt.byEnq.remove(mm.enq, m)
 	if mm.watched {
@@ -333,6 +350,7 @@ type memMember struct {
 	skill      float64
 	enq, watch int64 // watch is set when watched
 	watched    bool
+	taken      bool // by the claim under way, which drops it
 	bySkill    *ixNode[float64]
 }
 
@@ -523,17 +541,25 @@ func (p *Memory) claim(partition string, fence int64, reqs []ClaimRequest) ([]Cl
 	}
 	p.sweep()
 	pt, tg := p.part(partition), p.tag(partition)
-	taken := map[string]bool{}
+	// The members taken, each marked so; and those of a group, each looked
+	// up once (by its member formatted in buf, which the lookup does not
+	// keep).
+	taken, mms := p.taken[:0], p.group[:0]
+	defer func() {
+		clear(taken)
+		clear(mms)
+		p.taken, p.group = taken[:0], mms[:0]
+	}()
+	var buf [96]byte
 	out := make([]ClaimResult, len(reqs))
 	until := p.clock().Add(p.claimTTL)
-	var ms []string // the members of a group, each formatted once
 	for g, r := range reqs {
 		var missing []string
-		ms = ms[:0]
+		mms = mms[:0]
 		for _, e := range r.Entries {
-			m := member(e)
-			ms = append(ms, m)
-			if !pt.has(m) || taken[m] {
+			mm := pt.mems[string(appendMember(buf[:0], e))]
+			mms = append(mms, mm)
+			if mm == nil || mm.taken {
 				missing = append(missing, e.TicketID)
 			}
 		}
@@ -543,8 +569,9 @@ func (p *Memory) claim(partition string, fence int64, reqs []ClaimRequest) ([]Cl
 		}
 		names := make([]string, 0, len(r.Entries))
 		for k, e := range r.Entries {
-			m := ms[k]
-			taken[m] = true
+			mm := mms[k]
+			mm.taken = true
+			taken = append(taken, mm)
 			// As claim.lua, the mark is written over whatever the hash
 			// held, ended or not.
 			h := tg.tickets[e.TicketID]
@@ -558,8 +585,8 @@ func (p *Memory) claim(partition string, fence int64, reqs []ClaimRequest) ([]Cl
 		}
 		out[g] = ClaimResult{OK: true, Names: names}
 	}
-	for m := range taken {
-		pt.del(m)
+	for _, mm := range taken {
+		pt.drop(mm.bySkill.m, mm)
 	}
 	return out, nil
 }
@@ -756,8 +783,14 @@ func (p *Memory) scanMany(partition string, scans []Scan) (_ [][]matcher.Entry, 
 		}
 		switch s.mode {
 		case "oldest", "anchors":
-			es := make([]matcher.Entry, 0, min(s.n, pt.byEnq.n))
-			var nodes []*ixNode[int64]
+			var es []matcher.Entry
+			if s.room != nil && s.mode == "anchors" {
+				es = s.room.anchors[:0]
+			}
+			if es == nil {
+				es = make([]matcher.Entry, 0, min(s.n, pt.byEnq.n))
+			}
+			nodes := p.nodes[:0]
 			for x := pt.byEnq.first(); x != nil && len(es) < s.n; x = x.next[0] {
 				e, err := nodeEntry(x)
 				if err != nil {
@@ -768,23 +801,20 @@ func (p *Memory) scanMany(partition string, scans []Scan) (_ [][]matcher.Entry, 
 					nodes = append(nodes, x)
 				}
 			}
+			if s.room != nil && s.mode == "anchors" {
+				s.room.anchors = es
+			}
 			out[i] = es
+			var near [][]matcher.Entry
 			if s.mode == "anchors" && len(es) == s.n {
-				near := make([][]matcher.Entry, len(es))
-				for j, y := range nodes {
-					near[j] = []matcher.Entry{}
-					var x *ixNode[float64]
-					if mm := y.mm; mm != nil {
-						x = mm.bySkill
-					} else if mm := pt.mems[y.m]; mm != nil {
-						x = mm.bySkill
-					}
-					if x != nil {
-						if near[j], err = p.closestAround(pt.bySkill, x.next[0], es[j].Skill, s.limit); err != nil {
-							return nil, err
-						}
-					}
-				}
+				near, err = p.anchorsNear(pt, s, es, nodes)
+			}
+			clear(nodes)
+			p.nodes = nodes[:0]
+			if err != nil {
+				return nil, err
+			}
+			if near != nil {
 				*s.near = near
 			}
 		case "watch":
@@ -850,9 +880,48 @@ func (p *Memory) scanMany(partition string, scans []Scan) (_ [][]matcher.Entry, 
 // nodes, so that only the n chosen are copied; the members closestMembers
 // leaves out before choosing are farther than the n-th and change nothing.
 func (p *Memory) closestAround(o *ordered[float64], at *ixNode[float64], skill float64, n int) ([]matcher.Entry, error) {
+	return p.appendClosest([]matcher.Entry{}, o, at, skill, n)
+}
+
+// anchorsNear is the candidates of an anchors scan's anchors es, read at
+// nodes: one list each, in one storage (s's room when it has one).
+func (p *Memory) anchorsNear(pt *memPart, s Scan, es []matcher.Entry, nodes []*ixNode[int64]) ([][]matcher.Entry, error) {
+	var near [][]matcher.Entry
+	var all []matcher.Entry
+	if r := s.room; r != nil {
+		near, all = r.lists[:0], r.entries[:0]
+		defer func() { r.lists, r.entries = near, all }()
+	} else {
+		near, all = make([][]matcher.Entry, 0, len(es)), make([]matcher.Entry, 0, len(es)*min(s.limit, pt.bySkill.n))
+	}
+	if all == nil {
+		all = []matcher.Entry{} // an anchor's list is empty, never nil
+	}
+	for j, y := range nodes {
+		var x *ixNode[float64]
+		if mm := y.mm; mm != nil {
+			x = mm.bySkill
+		} else if mm := pt.mems[y.m]; mm != nil {
+			x = mm.bySkill
+		}
+		from := len(all)
+		if x != nil {
+			var err error
+			if all, err = p.appendClosest(all, pt.bySkill, x.next[0], es[j].Skill, s.limit); err != nil {
+				return nil, err
+			}
+		}
+		// Capped, so that a list never runs into the next.
+		near = append(near, all[from:len(all):len(all)])
+	}
+	return near, nil
+}
+
+// appendClosest is closestAround appending to dst.
+func (p *Memory) appendClosest(dst []matcher.Entry, o *ordered[float64], at *ixNode[float64], skill float64, n int) ([]matcher.Entry, error) {
 	lo, k := o.span(at, n)
 	if k == 0 {
-		return []matcher.Entry{}, nil
+		return dst, nil
 	}
 	closer := func(a, b *matcher.Entry) bool {
 		da, db := math.Abs(a.Skill-skill), math.Abs(b.Skill-skill)
@@ -893,11 +962,11 @@ func (p *Memory) closestAround(o *ordered[float64], at *ixNode[float64], skill f
 		copy(sel[i+1:], sel[i:len(sel)-1])
 		sel[i] = e
 	}
-	out := make([]matcher.Entry, len(sel))
-	for i, e := range sel {
-		out[i] = *e
+	dst = slices.Grow(dst, len(sel))
+	for _, e := range sel {
+		dst = append(dst, *e)
 	}
-	return out, nil
+	return dst, nil
 }
 
 // Oldest is Pool.Oldest.

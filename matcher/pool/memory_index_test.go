@@ -104,6 +104,7 @@ func TestMemoryScansAsSorted(t *testing.T) {
 		}
 		return known[rng.IntN(len(known))], true
 	}
+	room := new(Room)
 	for step := range 1000 {
 		now = now.Add(time.Duration(rng.IntN(500)) * time.Millisecond)
 		switch op := rng.IntN(10); {
@@ -181,6 +182,24 @@ func TestMemoryScansAsSorted(t *testing.T) {
 			}
 			if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(near, wantNear) {
 				t.Fatalf("step %d, %s: scans\n%v\nnear %v\nwant\n%v\nnear %v", step, prt, got, near, want, wantNear)
+			}
+			// The same scans in the room kept across steps read the same,
+			// each anchor's list capped at its length.
+			var roomNear [][]matcher.Entry
+			rng = rand.New(rand.NewPCG(seed, 0))
+			roomScans := mk(&roomNear)
+			roomScans[len(roomScans)-1] = roomScans[len(roomScans)-1].In(room)
+			got, err = p.ScanMany(ctx, prt, roomScans)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(roomNear, wantNear) {
+				t.Fatalf("step %d, %s: scans in a room\n%v\nnear %v\nwant\n%v\nnear %v", step, prt, got, roomNear, want, wantNear)
+			}
+			for i, l := range roomNear {
+				if cap(l) != len(l) {
+					t.Fatalf("step %d, %s: near list %d of %d entries has room for %d", step, prt, i, len(l), cap(l))
+				}
 			}
 			members, err := p.Members(ctx, prt)
 			if err != nil {

@@ -804,7 +804,12 @@ const memberSep = '|'
 // enqueue, requeue and claim.
 func member(e matcher.Entry) string {
 	var buf [96]byte
-	b := append(buf[:0], e.TicketID...)
+	return string(appendMember(buf[:0], e))
+}
+
+// appendMember appends member(e) to b.
+func appendMember(b []byte, e matcher.Entry) []byte {
+	b = append(b, e.TicketID...)
 	b = append(b, '|')
 	b = appendScore(b, e.Skill)
 	b = append(b, '|')
@@ -817,8 +822,7 @@ func member(e matcher.Entry) string {
 	}
 	b = appendScore(b, e.Activity)
 	b = append(b, '|')
-	b = append(b, e.UserID...)
-	return string(b)
+	return append(b, e.UserID...)
 }
 
 // parseMember reads a member written by member.
