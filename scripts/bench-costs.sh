@@ -6,7 +6,9 @@
 # from INFO commandstats, PostgreSQL commits from pg_stat_database, each
 # divided by the operations, and the load generator's CPU beside them.
 # Loopback only. MODE is one of
-#   join       players on the pairs queue at RATE joins/s (SOCKETS sockets)
+#   join       players on the pairs queue at RATE joins/s (SOCKETS sockets;
+#              CONNECTS=0 counts from the first join, leaving the sockets'
+#              connects and hellos out)
 #   idle       SOCKETS sockets that only answer pings (PING, default 20s)
 #   push       RATE frames/s published to SOCKETS sockets' channels
 #   poll       SOCKETS REST players waiting in a queue that matches nobody, a GET
@@ -74,13 +76,29 @@ ranking) lg+=(--mode rankings --admin-token $admin --ranking-items 100 --events 
   --verify-wait 30s) ;;
 *) echo "MODE must be join, idle, push, poll, heartbeat or ranking" >&2; exit 2 ;;
 esac
-m0=$(cpu $mg); p0=$(pgcpu); r0=$(rcpu); c0=$(rcalls); x0=$(commits); t0=$(date +%s.%N)
+joins() { curl -s http://127.0.0.1:18821/metrics | awk '/^matchgate_joins_total/{s+=$2} END{print s+0}'; }
 TIMEFORMAT='%U %S'
-{ time "${lg[@]}" > /tmp/costs-loadgen.txt 2>&1; } 2> /tmp/costs-loadgen-cpu.txt
-l=$(awk '{print $1 + $2}' /tmp/costs-loadgen-cpu.txt)
+snap0() { m0=$(cpu $mg); p0=$(pgcpu); r0=$(rcpu); c0=$(rcalls); x0=$(commits); t0=$(date +%s.%N); }
+if [ "$MODE" = join ] && [ "${CONNECTS:-1}" = 0 ]; then
+  # From the first join on: the loadgen's players join once every socket has
+  # connected and heard its hello, so the connects are left out.
+  { time "${lg[@]}" > /tmp/costs-loadgen.txt 2>&1; } 2> /tmp/costs-loadgen-cpu.txt &
+  run=$!
+  for _ in $(seq 1200); do [ "$(joins)" -gt 0 ] && break; sleep 0.05; done
+  lgpid=$(pgrep -n -f "^/tmp/loadgen --url http://127.0.0.1:18821" || true)
+  lg0=$( [ -n "$lgpid" ] && cpu "$lgpid" || echo 0)
+  j0=$(joins); snap0
+  wait $run
+  j1=$(joins)
+else
+  lg0=0; snap0
+  { time "${lg[@]}" > /tmp/costs-loadgen.txt 2>&1; } 2> /tmp/costs-loadgen-cpu.txt
+fi
+l=$(awk -v z="$lg0" '{print $1 + $2 - z}' /tmp/costs-loadgen-cpu.txt)
 m1=$(cpu $mg); p1=$(pgcpu); r1=$(rcpu); c1=$(rcalls); x1=$(commits); t1=$(date +%s.%N)
 case $MODE in
 join) what=join; ops=$(awk '/^  joins sent/{print $5}' /tmp/costs-loadgen.txt)
+  [ "${CONNECTS:-1}" = 0 ] && ops=$((j1 - j0)) && what="join, connects left out"
   grep -E "joins sent|join→joined|join→match.found|tickets:" /tmp/costs-loadgen.txt ;;
 idle) what=socket-second; ops=$(echo "$SOCKETS * ($t1 - $t0)" | bc)
   grep -E "sockets:|pings:" /tmp/costs-loadgen.txt ;;
