@@ -35,6 +35,21 @@ func TestChaosShort(t *testing.T) {
 		t.Skip("chaos run: builds the server and runs for about a minute")
 	}
 	redistest.Real(t)
+	chaosShort(t, redistest.URL())
+}
+
+// TestChaosShortCluster is the same run on the Redis Cluster of
+// MATCHGATE_TEST_REDIS_CLUSTER (skipped without one, failed with CI=true):
+// its wipe deletes the run's keys on every master.
+func TestChaosShortCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("chaos run: builds the server and runs for about a minute")
+	}
+	redistest.Cluster(t)
+	chaosShort(t, "redis+cluster://"+strings.Join(redistest.ClusterAddrs(), ","))
+}
+
+func chaosShort(t *testing.T, redisURL string) {
 	prefix := redistest.Prefix(t) // its keys are deleted at cleanup, whatever happens
 	pgURL := pgtest.NewURL(t)     // a fresh schema, dropped at cleanup
 	// Not t.TempDir: when the run fails, its server logs and frames stay for
@@ -51,7 +66,7 @@ func TestChaosShort(t *testing.T) {
 		os.RemoveAll(dir)
 	})
 	args := append([]string{
-		"--redis-url", redistest.URL(), "--redis-prefix", prefix, "--postgres-url", pgURL,
+		"--redis-url", redisURL, "--redis-prefix", prefix, "--postgres-url", pgURL,
 		"--dir", dir,
 	}, shortArgs...)
 	if raceEnabled {

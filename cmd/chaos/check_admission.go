@@ -70,7 +70,7 @@ func admWaiting(ctx context.Context, pg *pgxpool.Pool) (int, error) {
 // admLineView says where Redis holds a waiter of the gate queue: in the
 // line (its rank), in processing, or neither (the keys of
 // admission/line/redis.go: <prefix>:{adm:<queue>}:line and :proc).
-func admLineView(ctx context.Context, rdb *redis.Client, prefix, user string) (inLine, inProc bool, detail string, err error) {
+func admLineView(ctx context.Context, rdb redis.UniversalClient, prefix, user string) (inLine, inProc bool, detail string, err error) {
 	base := prefix + ":{adm:" + gateQueue + "}:"
 	rank, rerr := rdb.ZRank(ctx, base+"line", user).Result()
 	switch {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -14,12 +15,13 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/matchgate/matchgate/internal/redistest"
+	"github.com/matchgate/matchgate/internal/redisurl"
 )
 
 // deps are the run's slices of the shared Redis and PostgreSQL: a key
 // prefix and a schema nobody else uses.
 type deps struct {
-	rdb       *redis.Client
+	rdb       redis.UniversalClient
 	prefix    string
 	pgURL     string // with search_path set to the run's schema
 	ownSchema string // created by the run (dropped at the end), or ""
@@ -38,16 +40,16 @@ func openDeps(ctx context.Context, o options) (*deps, error) {
 	if d.prefix == "" {
 		d.prefix = "chaos-" + randomHex(8)
 	}
-	opt, err := redis.ParseURL(o.RedisURL)
+	rdb, err := redisurl.Open(o.RedisURL)
 	if err != nil {
 		return nil, fmt.Errorf("--redis-url: %w", err)
 	}
-	d.rdb = redis.NewClient(opt)
+	d.rdb = rdb
 	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	if err := d.rdb.Ping(pctx).Err(); err != nil {
 		d.rdb.Close()
-		return nil, fmt.Errorf("Redis at %s: %w", opt.Addr, err)
+		return nil, fmt.Errorf("Redis at %s: %w", o.RedisURL, err)
 	}
 
 	if !hasSearchPath(o.PostgresURL) {
@@ -91,11 +93,25 @@ func openDeps(ctx context.Context, o options) (*deps, error) {
 // wipeScript deletes every key matching ARGV[1] in one atomic step, as
 // FLUSHALL would: no server write lands between the first deletion and the
 // last. KEYS walks the whole keyspace, once per run, which for the shared
-// test Redis costs milliseconds.
-var wipeScript = redis.NewScript(`
+// test Redis costs milliseconds. On a cluster it runs on each master (each
+// atomic: as FLUSHALL sent to every master).
+var wipeScript = redis.NewScript(wipeLua)
+
+const wipeLua = `
 local keys = redis.call('KEYS', ARGV[1])
 for i = 1, #keys, 1000 do
   redis.call('UNLINK', unpack(keys, i, math.min(i + 999, #keys)))
+end
+return #keys
+`
+
+// wipeClusterScript is wipeScript for a cluster's master, whose keys are in
+// many slots: Redis refuses a script that reaches across slots unless it
+// says it does, and a command naming keys of several slots whatever.
+var wipeClusterScript = redis.NewScript(`#!lua flags=allow-cross-slot-keys
+local keys = redis.call('KEYS', ARGV[1])
+for _, k in ipairs(keys) do
+  redis.call('UNLINK', k)
 end
 return #keys
 `)
@@ -112,18 +128,36 @@ const (
 // writing, so it can leave a partition half gone (a ticket hash without its
 // pool entry, or the reverse): a harsher fault than a flush.
 func (d *deps) wipe(ctx context.Context, mode string) (int, error) {
-	if mode == wipeAtomic {
-		return wipeScript.Run(ctx, d.rdb, nil, d.prefix+"*").Int()
+	var n atomic.Int64
+	script := wipeScript
+	if _, ok := d.rdb.(*redis.ClusterClient); ok {
+		script = wipeClusterScript
 	}
-	n := 0
-	iter := d.rdb.Scan(ctx, 0, d.prefix+"*", 1000).Iterator()
-	for iter.Next(ctx) {
-		n++
+	err := eachMaster(ctx, d.rdb, func(ctx context.Context, node redis.Cmdable) error {
+		if mode == wipeAtomic {
+			k, err := script.Run(ctx, node, nil, d.prefix+"*").Int()
+			n.Add(int64(k))
+			return err
+		}
+		iter := node.Scan(ctx, 0, d.prefix+"*", 1000).Iterator()
+		for iter.Next(ctx) {
+			n.Add(1)
+		}
+		return iter.Err()
+	})
+	if err != nil || mode == wipeAtomic {
+		return int(n.Load()), err
 	}
-	if err := iter.Err(); err != nil {
-		return n, err
+	return int(n.Load()), redistest.DeletePrefix(ctx, d.rdb, d.prefix)
+}
+
+// eachMaster runs fn on the one server, or on every master of a cluster
+// (concurrently).
+func eachMaster(ctx context.Context, rdb redis.UniversalClient, fn func(context.Context, redis.Cmdable) error) error {
+	if c, ok := rdb.(*redis.ClusterClient); ok {
+		return c.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error { return fn(ctx, node) })
 	}
-	return n, redistest.DeletePrefix(ctx, d.rdb, d.prefix)
+	return fn(ctx, rdb)
 }
 
 // close deletes the run's keys and, unless keep, the schema it created.

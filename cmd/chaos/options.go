@@ -13,6 +13,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/matchgate/matchgate/internal/redisurl"
 )
 
 // options are the command-line flags. Zero values of the derived ones
@@ -100,7 +102,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.Uint64Var(&o.Seed, "seed", 0, "random seed (0: from the clock; printed)")
 	fs.StringVar(&o.Bin, "bin", "", "server binary to run (default: go build ./cmd/matchgate into the run directory)")
 	fs.BoolVar(&o.Race, "race", false, "build the server with -race; data race reports count as violations")
-	fs.StringVar(&o.RedisURL, "redis-url", defaultRedisURL, "Redis (loopback only); the run uses its own key prefix")
+	fs.StringVar(&o.RedisURL, "redis-url", defaultRedisURL, "Redis (loopback only), one server or a cluster (redis+cluster://…); the run uses its own key prefix")
 	fs.StringVar(&o.RedisPrefix, "redis-prefix", "", "key prefix of the run (default: chaos-<random>); every key under it is deleted at the end")
 	fs.StringVar(&o.PostgresURL, "postgres-url", defaultPostgresURL, "PostgreSQL (loopback only); without search_path the run creates a schema and drops it at the end")
 	fs.StringVar(&o.JSON, "json", "", "write the report as JSON to this file")
@@ -189,17 +191,28 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// loopbackRedis checks the one server, or every seed node of a cluster.
 func loopbackRedis(raw string) error {
-	opt, err := redis.ParseURL(raw)
+	rdb, err := redisurl.Open(raw)
 	if err != nil {
 		return fmt.Errorf("--redis-url: %w", err)
 	}
-	if opt.Network == "unix" {
-		return nil
+	defer rdb.Close()
+	var addrs []string
+	switch c := rdb.(type) {
+	case *redis.Client:
+		if c.Options().Network == "unix" {
+			return nil
+		}
+		addrs = []string{c.Options().Addr}
+	case *redis.ClusterClient:
+		addrs = c.Options().Addrs
 	}
-	host, _, err := net.SplitHostPort(opt.Addr)
-	if err != nil || !isLoopback(host) {
-		return fmt.Errorf("--redis-url: %s is not a loopback address", opt.Addr)
+	for _, a := range addrs {
+		host, _, err := net.SplitHostPort(a)
+		if err != nil || !isLoopback(host) {
+			return fmt.Errorf("--redis-url: %s is not a loopback address", a)
+		}
 	}
 	return nil
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/matchgate/matchgate/admission"
 	"github.com/matchgate/matchgate/allocator"
 	"github.com/matchgate/matchgate/internal/clock"
+	"github.com/matchgate/matchgate/internal/redisurl"
 	"github.com/matchgate/matchgate/matcher"
 	"github.com/matchgate/matchgate/matcher/engine"
 	"github.com/matchgate/matchgate/matcher/lease"
@@ -257,7 +258,7 @@ func (d *deps) openRedis() error {
 		d.onClose(func() { _ = d.rdb.Close() })
 		return nil
 	}
-	rdb, err := redisClient(d.f.redisURL)
+	rdb, err := redisurl.Open(d.f.redisURL)
 	if err != nil {
 		return fmt.Errorf("--redis-url: %w", err)
 	}

@@ -1,4 +1,4 @@
-package main
+package redisurl
 
 import (
 	"slices"
@@ -9,7 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-func TestRedisClientURLs(t *testing.T) {
+func TestOpenURLs(t *testing.T) {
 	for _, tc := range []struct {
 		url     string
 		cluster []string // nil: one node
@@ -24,7 +24,7 @@ func TestRedisClientURLs(t *testing.T) {
 		{url: "redis://127.0.0.1:7000,127.0.0.1:7001,127.0.0.1:7002", cluster: []string{"127.0.0.1:7000", "127.0.0.1:7001", "127.0.0.1:7002"}},
 		{url: "rediss+cluster://h1:7000,h2:7000", cluster: []string{"h1:7000", "h2:7000"}},
 	} {
-		rdb, err := redisClient(tc.url)
+		rdb, err := Open(tc.url)
 		if err != nil {
 			t.Errorf("%s: %v", tc.url, err)
 			continue
@@ -50,7 +50,7 @@ func TestRedisClientURLs(t *testing.T) {
 		_ = rdb.Close()
 	}
 	for _, bad := range []string{"127.0.0.1:6379", "http://x:1", "redis+cluster://a:1,b:1/3", "redis+cluster://a:1,,b:1", "redis+cluster://"} {
-		if rdb, err := redisClient(bad); err == nil {
+		if rdb, err := Open(bad); err == nil {
 			_ = rdb.Close()
 			t.Errorf("%s: accepted", bad)
 		}

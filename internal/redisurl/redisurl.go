@@ -1,4 +1,6 @@
-package main
+// Package redisurl opens the Redis client a URL names: one node, or a Redis
+// Cluster (docs/OPERATIONS.md, "Running").
+package redisurl
 
 import (
 	"errors"
@@ -10,13 +12,13 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// redisClient opens the client --redis-url names: one node for
+// Open opens the client a URL names: one node for
 // redis://host:port/db (or rediss://); a Redis Cluster for
 // redis+cluster://host:port,host:port (or rediss+cluster://), or for a
 // redis:// URL naming several nodes. The nodes are seeds: the client learns
 // the others from the cluster. Query parameters are go-redis's (dial_timeout,
 // pool_size, ...); a cluster has no database number.
-func redisClient(raw string) (redis.UniversalClient, error) {
+func Open(raw string) (redis.UniversalClient, error) {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {
 		return nil, errors.New("want redis://, rediss://, redis+cluster:// or rediss+cluster://")
