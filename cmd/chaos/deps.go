@@ -95,15 +95,13 @@ func openDeps(ctx context.Context, o options) (*deps, error) {
 // last. KEYS walks the whole keyspace, once per run, which for the shared
 // test Redis costs milliseconds. On a cluster it runs on each master (each
 // atomic: as FLUSHALL sent to every master).
-var wipeScript = redis.NewScript(wipeLua)
-
-const wipeLua = `
+var wipeScript = redis.NewScript(`
 local keys = redis.call('KEYS', ARGV[1])
 for i = 1, #keys, 1000 do
   redis.call('UNLINK', unpack(keys, i, math.min(i + 999, #keys)))
 end
 return #keys
-`
+`)
 
 // wipeClusterScript is wipeScript for a cluster's master, whose keys are in
 // many slots: Redis refuses a script that reaches across slots unless it
