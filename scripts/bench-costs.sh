@@ -103,7 +103,7 @@ join) what=join; ops=$(awk '/^  joins sent/{print $5}' /tmp/costs-loadgen.txt)
 idle) what=socket-second; ops=$(echo "$SOCKETS * ($t1 - $t0)" | bc)
   grep -E "sockets:|pings:" /tmp/costs-loadgen.txt ;;
 push) what=push; ops=$(awk '/^  pushes:/{print $2}' /tmp/costs-loadgen.txt)
-  grep -E "pushes:|publish→" /tmp/costs-loadgen.txt ;;
+  grep -E "pushes:|push delivery" /tmp/costs-loadgen.txt ;;
 poll | heartbeat) what="REST request"; ops=$(awk '/^  rest players:/{print $3 + $5}' /tmp/costs-loadgen.txt)
   grep -E "rest players:|tickets:" /tmp/costs-loadgen.txt ;;
 ranking) what=event; ops=$(awk '/^  ingest:/{print $2}' /tmp/costs-loadgen.txt)

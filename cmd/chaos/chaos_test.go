@@ -46,7 +46,7 @@ func TestChaosShortCluster(t *testing.T) {
 		t.Skip("chaos run: builds the server and runs for about a minute")
 	}
 	redistest.Cluster(t)
-	chaosShort(t, "redis+cluster://"+strings.Join(redistest.ClusterAddrs(), ","))
+	chaosShort(t, redistest.ClusterURL())
 }
 
 func chaosShort(t *testing.T, redisURL string) {

@@ -26,7 +26,7 @@ func TestEndToEndClusterMasterKilled(t *testing.T) {
 	}
 	rdb := redistest.FailoverCluster(t)
 	prefix := redistest.Prefix(t)
-	url := "redis+cluster://" + strings.Join(redistest.FailoverClusterAddrs(), ",")
+	url := redistest.FailoverClusterURL()
 	base := startServer(t, "--redis-url", url, "--postgres-url", pgURL(t), "--redis-prefix", prefix)
 
 	type joined struct {
@@ -167,7 +167,7 @@ func TestEndToEndManyNodesCluster(t *testing.T) {
 	prefix := redistest.Prefix(t)
 	db := pgURL(t)
 	bin := buildBinary(t)
-	common := []string{"--redis-url", "redis+cluster://" + strings.Join(redistest.ClusterAddrs(), ","),
+	common := []string{"--redis-url", redistest.ClusterURL(),
 		"--postgres-url", db, "--redis-prefix", prefix, "--lease-ttl", "2s", "--log-level", "debug"}
 	var matchers []*node
 	for i := range 3 {

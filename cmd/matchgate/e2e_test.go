@@ -356,7 +356,7 @@ func TestEndToEndRedisPostgres(t *testing.T) {
 func TestEndToEndRedisCluster(t *testing.T) {
 	rdb := redistest.Cluster(t) // skips (or fails in CI) when no cluster is named
 	prefix := redistest.Prefix(t)
-	url := "redis+cluster://" + strings.Join(redistest.ClusterAddrs(), ",")
+	url := redistest.ClusterURL()
 	base := startServer(t, "--redis-url", url, "--postgres-url", pgURL(t), "--redis-prefix", prefix)
 	exercise(t, []string{base}, 24)
 	// The keys are spread over the masters: the server spoke to the cluster.
@@ -395,7 +395,7 @@ func TestEndToEndTwoProcessesCluster(t *testing.T) {
 		t.Skip("builds the binary")
 	}
 	redistest.Cluster(t)
-	twoProcesses(t, "redis+cluster://"+strings.Join(redistest.ClusterAddrs(), ","))
+	twoProcesses(t, redistest.ClusterURL())
 }
 
 func twoProcesses(t *testing.T, redisURL string) {

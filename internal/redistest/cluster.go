@@ -34,6 +34,14 @@ func ClusterAddrs() []string { return addrsOf(ClusterEnv) }
 // FailoverClusterAddrs are the seed nodes of FailoverClusterEnv.
 func FailoverClusterAddrs() []string { return addrsOf(FailoverClusterEnv) }
 
+// ClusterURL is the --redis-url of ClusterEnv's cluster.
+func ClusterURL() string { return "redis+cluster://" + strings.Join(ClusterAddrs(), ",") }
+
+// FailoverClusterURL is the --redis-url of FailoverClusterEnv's cluster.
+func FailoverClusterURL() string {
+	return "redis+cluster://" + strings.Join(FailoverClusterAddrs(), ",")
+}
+
 func addrsOf(env string) []string {
 	v := strings.TrimSpace(os.Getenv(env))
 	if v == "" {

@@ -784,8 +784,12 @@ func (p *Memory) scanMany(partition string, scans []Scan) (_ [][]matcher.Entry, 
 		switch s.mode {
 		case "oldest", "anchors":
 			var es []matcher.Entry
-			if s.room != nil && s.mode == "anchors" {
-				es = s.room.anchors[:0]
+			room := s.room // an anchors scan's only
+			if s.mode != "anchors" {
+				room = nil
+			}
+			if room != nil {
+				es = room.anchors[:0]
 			}
 			if es == nil {
 				es = make([]matcher.Entry, 0, min(s.n, pt.byEnq.n))
@@ -801,8 +805,8 @@ func (p *Memory) scanMany(partition string, scans []Scan) (_ [][]matcher.Entry, 
 					nodes = append(nodes, x)
 				}
 			}
-			if s.room != nil && s.mode == "anchors" {
-				s.room.anchors = es
+			if room != nil {
+				room.anchors = es
 			}
 			out[i] = es
 			var near [][]matcher.Entry
