@@ -405,6 +405,12 @@ func (s *session) execute(in queuedCommand) {
 		}
 		if err == nil {
 			s.enqueue(outFrame{kind: outLabel(frameKind(reply)), data: b})
+			// A place told in a reply (entered, position) is watched once the
+			// reply is queued, so that no push of the room overtakes it.
+			if f, ok := reply.(protocol.Reply); ok && f.Position != nil &&
+				(f.Type == protocol.FrameEntered || f.Type == protocol.FramePosition) {
+				s.watchPlace(in.Queue, *f.Position)
+			}
 		}
 	}
 	if err != nil {
@@ -490,14 +496,12 @@ func (s *session) dispatch(ctx context.Context, in protocol.Command) (any, error
 		if err != nil {
 			return nil, err
 		}
-		s.watchPlace(in.Queue, pos)
 		return protocol.Reply{Type: protocol.FrameEntered, Re: in.ID, Position: &pos}, nil
 	case protocol.FramePosition:
 		pos, err := s.srv.position(ctx, s.p, in.Queue)
 		if err != nil {
 			return nil, err
 		}
-		s.watchPlace(in.Queue, pos)
 		return protocol.Reply{Type: protocol.FramePosition, Re: in.ID, Position: &pos}, nil
 	case protocol.FrameLeave:
 		if err := s.srv.leave(ctx, s.p, in.Queue); err != nil {
