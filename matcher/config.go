@@ -231,6 +231,11 @@ type Timing struct {
 	// Tick is the period of a matching pass; joins and cancels also wake the
 	// engine at once. Default 500ms.
 	Tick time.Duration `yaml:"tick"`
+	// PassGap is the least time from one pass's start to the next that a
+	// wake starts: joins coming faster than that share a pass, and its
+	// one commit, instead of a pass each. A backlog's next pass and a
+	// tick's are not held back. Default 10ms, at most Tick.
+	PassGap time.Duration `yaml:"passGap"`
 	// HeartbeatTimeout evicts ghosts. Default 30s.
 	HeartbeatTimeout time.Duration `yaml:"heartbeatTimeout"`
 	// PriorityCap caps a priority head start. Default 30s.
@@ -440,6 +445,7 @@ func (s *SkillRules) inherit(d SkillRules) {
 func (t *Timing) inherit(d Timing) {
 	orDefault(&t.Deadline, d.Deadline)
 	orDefault(&t.Tick, d.Tick)
+	orDefault(&t.PassGap, d.PassGap)
 	orDefault(&t.HeartbeatTimeout, d.HeartbeatTimeout)
 	orDefault(&t.PriorityCap, d.PriorityCap)
 }
@@ -480,7 +486,7 @@ func (q *QueueConfig) applyBuiltins() {
 		Kind:        KindSkill,
 		Seats:       Seats{Players: 2},
 		SkillRules:  SkillRules{AnchorDepth: 10, EstimatedMinWidth: 15, Coherence: 2, Window: &Window{Points: []WindowPoint{{0, 5}, {time.Minute, 15}, {3 * time.Minute, 30}}}},
-		Timing:      Timing{Deadline: 5 * time.Minute, Tick: 500 * time.Millisecond, HeartbeatTimeout: defaultHeartbeatTimeout, PriorityCap: 30 * time.Second},
+		Timing:      Timing{Deadline: 5 * time.Minute, Tick: 500 * time.Millisecond, PassGap: 10 * time.Millisecond, HeartbeatTimeout: defaultHeartbeatTimeout, PriorityCap: 30 * time.Second},
 		RegionRules: RegionRules{Regions: []string{"global"}},
 		AcceptRules: AcceptRules{DeclineCooldown: 30 * time.Second},
 		Sharding:    Sharding{Shards: 1, OverflowAfter: 30 * time.Second},
@@ -552,6 +558,9 @@ func (q *QueueConfig) Validate() error {
 	}
 	if q.Tick < 10*time.Millisecond {
 		errs = append(errs, "tick must be at least 10ms")
+	}
+	if q.PassGap < 0 || q.PassGap > q.Tick {
+		errs = append(errs, "passGap must be 0–tick")
 	}
 	if q.AnchorDepth < 1 || q.AnchorDepth > 1000 {
 		errs = append(errs, "anchorDepth must be 1–1000")

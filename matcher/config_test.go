@@ -198,6 +198,7 @@ func TestParseConfigEveryKey(t *testing.T) {
 		{"scanLimit", `50`, func(q matcher.QueueConfig) any { return q.ScanLimit }, 50},
 		{"deadline", `"4m"`, func(q matcher.QueueConfig) any { return q.Deadline }, 4 * time.Minute},
 		{"tick", `"100ms"`, func(q matcher.QueueConfig) any { return q.Tick }, 100 * time.Millisecond},
+		{"passGap", `"25ms"`, func(q matcher.QueueConfig) any { return q.PassGap }, 25 * time.Millisecond},
 		{"heartbeatTimeout", `"40s"`, func(q matcher.QueueConfig) any { return q.HeartbeatTimeout }, 40 * time.Second},
 		{"priorityCap", `"5s"`, func(q matcher.QueueConfig) any { return q.PriorityCap }, 5 * time.Second},
 		{"regions", `["na", "eu"]`, func(q matcher.QueueConfig) any { return q.Regions }, []string{"eu", "na"}},
@@ -338,6 +339,22 @@ queues:
 	} {
 		if _, err := matcher.ParseConfig([]byte(doc)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", doc, err, want)
+		}
+	}
+}
+
+// A queue's pass gap defaults to 10ms and may not exceed its tick.
+func TestParsePassGap(t *testing.T) {
+	c, err := matcher.ParseConfig([]byte("queues: [{name: a}, {name: b, tick: 20ms, passGap: 20ms}]"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := c.Queues[0].PassGap, c.Queues[1].PassGap; a != 10*time.Millisecond || b != 20*time.Millisecond {
+		t.Fatalf("passGap %v and %v, want 10ms and 20ms", a, b)
+	}
+	for _, doc := range []string{"queues: [{name: a, tick: 20ms, passGap: 30ms}]", "queues: [{name: a, passGap: -1ms}]"} {
+		if _, err := matcher.ParseConfig([]byte(doc)); err == nil || !strings.Contains(err.Error(), "passGap must be 0–tick") {
+			t.Errorf("%s: %v, want passGap refused", doc, err)
 		}
 	}
 }

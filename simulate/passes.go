@@ -36,8 +36,10 @@ type passes struct {
 	byPart   map[matcher.Partition]int
 	wakeAt   []int64
 	nextWake int64
-	timed    timedHeap
-	seq      int64
+	// began is when each engine's last pass began (unix ns).
+	began []int64
+	timed timedHeap
+	seq   int64
 	// live are the tickets not resolved yet, by id.
 	live map[string]*live
 }
@@ -120,6 +122,7 @@ func (s *passes) add(partition matcher.Partition, e *engine.Engine) {
 	s.byPart[partition] = len(s.engines)
 	s.engines = append(s.engines, e)
 	s.wakeAt = append(s.wakeAt, 0)
+	s.began = append(s.began, 0)
 }
 
 // woken is the Service's Wake: the partition's engine passes after the
@@ -130,9 +133,14 @@ func (s *passes) woken(p matcher.Partition) {
 	}
 }
 
-// wakeEngine asks engine i for a pass after the wake delay.
+// wakeEngine asks engine i for a pass after the wake delay, and, as the
+// engine's Run, no sooner than its queue's passGap after its last pass
+// began unless that pass left a backlog.
 func (s *passes) wakeEngine(i int) {
 	at := s.clock.now.Add(s.sc.Wake.Delay).UnixNano()
+	if e := s.engines[i]; !e.Backlog() {
+		at = max(at, s.began[i]+int64(e.Queue().PassGap))
+	}
 	if s.wakeAt[i] == 0 || at < s.wakeAt[i] {
 		s.wakeAt[i] = at
 	}
@@ -203,6 +211,7 @@ func (s *passes) pass() error {
 // (a bounded number of times).
 func (s *passes) passOne(i int) error {
 	for range maxRepeats {
+		s.began[i] = s.clock.now.UnixNano()
 		res, err := s.engines[i].Tick(s.ctx)
 		s.acc.passes++
 		if err != nil {

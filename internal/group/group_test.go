@@ -111,3 +111,63 @@ func raise(v *atomic.Int64, to int64) {
 		}
 	}
 }
+
+// With a linger, calls arriving one by one faster than one a linger share
+// batches far larger than those that pile up behind a running batch.
+func TestLingerGathersSteadyCalls(t *testing.T) {
+	batches := func(linger time.Duration) int64 {
+		var n atomic.Int64
+		g := group.New(1, 512, time.Minute, func(_ context.Context, reqs []int) []int {
+			n.Add(1)
+			time.Sleep(time.Millisecond) // a round trip
+			return reqs
+		}).WithLinger(linger)
+		var wg sync.WaitGroup
+		for i := range 300 {
+			wg.Go(func() {
+				if got := g.Do(context.Background(), i); got != i {
+					t.Errorf("request %d answered %d", i, got)
+				}
+			})
+			time.Sleep(200 * time.Microsecond)
+		}
+		wg.Wait()
+		return n.Load()
+	}
+	without, with := batches(0), batches(20*time.Millisecond)
+	t.Logf("300 calls 0.2 ms apart: %d batches without a linger, %d with 20 ms", without, with)
+	if with*4 > without {
+		t.Errorf("a 20 ms linger ran %d batches against %d without: calls did not gather", with, without)
+	}
+}
+
+// Calls further apart than the linger do not wait for company.
+func TestLingerSparesSparseCalls(t *testing.T) {
+	g := group.New(1, 64, time.Minute, func(_ context.Context, reqs []int) []int { return reqs }).WithLinger(300 * time.Millisecond)
+	for i := range 3 {
+		if i > 0 {
+			time.Sleep(400 * time.Millisecond)
+		}
+		start := time.Now()
+		g.Do(context.Background(), i)
+		if d := time.Since(start); d > 150*time.Millisecond {
+			t.Fatalf("call %d, after a pause longer than the linger, took %v: it lingered", i, d)
+		}
+	}
+}
+
+// One caller calling again and again, faster than one a linger, does not
+// wait for company: none can come while it waits.
+func TestLingerSparesSequentialCaller(t *testing.T) {
+	g := group.New(1, 64, time.Minute, func(_ context.Context, reqs []int) []int { return reqs }).WithLinger(50 * time.Millisecond)
+	start := time.Now()
+	for i := range 200 {
+		if got := g.Do(context.Background(), i); got != i {
+			t.Fatalf("request %d answered %d", i, got)
+		}
+	}
+	// Lingering, the calls would take 200 × 50 ms = 10 s.
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("200 calls one after another took %v: they lingered", d)
+	}
+}

@@ -26,8 +26,18 @@ import (
 // One batch at a time: side by side at 2,000 joins/s (three runs each)
 // against two, the database used 5.0 instead of 5.5 CPU-seconds in ten, and
 // join→match.found p99 was 55-68 ms instead of 72-137.
+//
+// A batch lingers (internal/group): while joins come faster than one in
+// joinLinger, a batch waits until its oldest join is joinLinger old.
+// PostgreSQL's CPU goes by the statement and the commit more than by the
+// row, and at 2,000 joins/s only two or three joins piled up behind a
+// short insert. With the engine's pass gap (matcher.Timing.PassGap), side
+// by side at 2,000 joins/s the 3 ms linger cut a join's commits from
+// 0.52–0.56 to 0.21–0.31 and its CPU in all by a sixth
+// (docs/CAPACITY.md); alone, at 1,000 joins/s, a linger had cut little.
 const (
 	maxInserters = 1
+	joinLinger   = 3 * time.Millisecond
 	maxBatch     = 512
 	// batchTimeout bounds one batch (of joins or of decisions) whatever the
 	// callers' contexts.
@@ -45,7 +55,7 @@ type insertResult struct {
 }
 
 func newInserter(l *Postgres) *group.Group[insertReq, insertResult] {
-	return group.New(maxInserters, maxBatch, batchTimeout, l.insertBatch)
+	return group.New(maxInserters, maxBatch, batchTimeout, l.insertBatch).WithLinger(joinLinger)
 }
 
 // create records t through the group commit.
