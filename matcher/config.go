@@ -234,7 +234,7 @@ type Timing struct {
 	// PassGap is the least time from one pass's start to the next that a
 	// wake starts: joins coming faster than that share a pass, and its
 	// one commit, instead of a pass each. A backlog's next pass and a
-	// tick's are not held back. Default 10ms, at most Tick.
+	// tick's are not held back. Default 5ms, at most Tick.
 	PassGap time.Duration `yaml:"passGap"`
 	// HeartbeatTimeout evicts ghosts. Default 30s.
 	HeartbeatTimeout time.Duration `yaml:"heartbeatTimeout"`
@@ -486,7 +486,7 @@ func (q *QueueConfig) applyBuiltins() {
 		Kind:        KindSkill,
 		Seats:       Seats{Players: 2},
 		SkillRules:  SkillRules{AnchorDepth: 10, EstimatedMinWidth: 15, Coherence: 2, Window: &Window{Points: []WindowPoint{{0, 5}, {time.Minute, 15}, {3 * time.Minute, 30}}}},
-		Timing:      Timing{Deadline: 5 * time.Minute, Tick: 500 * time.Millisecond, PassGap: 10 * time.Millisecond, HeartbeatTimeout: defaultHeartbeatTimeout, PriorityCap: 30 * time.Second},
+		Timing:      Timing{Deadline: 5 * time.Minute, Tick: 500 * time.Millisecond, PassGap: 5 * time.Millisecond, HeartbeatTimeout: defaultHeartbeatTimeout, PriorityCap: 30 * time.Second},
 		RegionRules: RegionRules{Regions: []string{"global"}},
 		AcceptRules: AcceptRules{DeclineCooldown: 30 * time.Second},
 		Sharding:    Sharding{Shards: 1, OverflowAfter: 30 * time.Second},

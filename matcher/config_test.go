@@ -343,14 +343,14 @@ queues:
 	}
 }
 
-// A queue's pass gap defaults to 10ms and may not exceed its tick.
+// A queue's pass gap defaults to 5ms and may not exceed its tick.
 func TestParsePassGap(t *testing.T) {
 	c, err := matcher.ParseConfig([]byte("queues: [{name: a}, {name: b, tick: 20ms, passGap: 20ms}]"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a, b := c.Queues[0].PassGap, c.Queues[1].PassGap; a != 10*time.Millisecond || b != 20*time.Millisecond {
-		t.Fatalf("passGap %v and %v, want 10ms and 20ms", a, b)
+	if a, b := c.Queues[0].PassGap, c.Queues[1].PassGap; a != 5*time.Millisecond || b != 20*time.Millisecond {
+		t.Fatalf("passGap %v and %v, want 5ms and 20ms", a, b)
 	}
 	for _, doc := range []string{"queues: [{name: a, tick: 20ms, passGap: 30ms}]", "queues: [{name: a, passGap: -1ms}]"} {
 		if _, err := matcher.ParseConfig([]byte(doc)); err == nil || !strings.Contains(err.Error(), "passGap must be 0–tick") {

@@ -31,9 +31,9 @@ import (
 // joinLinger, a batch waits until its oldest join is joinLinger old.
 // PostgreSQL's CPU goes by the statement and the commit more than by the
 // row, and at 2,000 joins/s only two or three joins piled up behind a
-// short insert. With the engine's pass gap (matcher.Timing.PassGap), side
-// by side at 2,000 joins/s the 3 ms linger cut a join's commits from
-// 0.52–0.56 to 0.21–0.31 and its CPU in all by a sixth
+// short insert. With the engine's pass gap (matcher.Timing.PassGap, 10 ms
+// in that run), side by side at 2,000 joins/s the 3 ms linger cut a join's
+// commits from 0.52–0.56 to 0.21–0.31 and its CPU in all by a sixth
 // (docs/CAPACITY.md); alone, at 1,000 joins/s, a linger had cut little.
 const (
 	maxInserters = 1
