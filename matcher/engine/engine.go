@@ -201,7 +201,9 @@ const (
 // outcome is unknown.
 var DefaultCommitRetry = []time.Duration{100 * time.Millisecond, 300 * time.Millisecond, time.Second}
 
-// Run passes every tick and on every wake until ctx ends. A pass's commit
+// Run passes every tick and on every wake until ctx ends, a wake's pass no
+// sooner than the queue's PassGap after the last pass began unless that
+// pass left a backlog. A pass's commit
 // runs while the next pass reads and claims (one commit in flight at a
 // time, in pass order): the claims already keep the two passes' players
 // apart, and the pass no longer waits for PostgreSQL. A pass under way when
