@@ -246,8 +246,8 @@ func (e *Engine) Run(ctx context.Context) error {
 			}
 		}
 		began = time.Now()
+		start := began
 		passCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.PassTimeout)
-		start := time.Now()
 		p, err := e.begin(passCtx)
 		if err != nil && ctx.Err() == nil {
 			logErr(err)
