@@ -86,6 +86,9 @@ type Engine struct {
 	// depth is how many anchors the first round of the next pass tries
 	// (see pass.skill); 0 until a pass sets it, and never below AnchorDepth.
 	depth atomic.Int32
+	// backlog is whether the last pass's last round found a dense head
+	// (see choose): more is formable at once.
+	backlog atomic.Bool
 	// mu guards unsettled: the matches whose commit's outcome is still
 	// unknown, asked about again by the next pass's commit (see settle).
 	mu        sync.Mutex
@@ -275,12 +278,10 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 }
 
-// Backlog reports whether the last pass found a dense head and read on
-// (see choose): the next pass has matches to form at once, and Run does
-// not hold it back to the queue's PassGap.
-func (e *Engine) Backlog() bool {
-	return int(e.depth.Load()) > e.q.AnchorDepth
-}
+// Backlog reports whether the last pass ended on a dense head (see
+// choose): the next pass has matches to form at once, and Run does not
+// hold it back to the queue's PassGap.
+func (e *Engine) Backlog() bool { return e.backlog.Load() }
 
 // TickResult counts what one pass did.
 type TickResult struct {
@@ -490,8 +491,11 @@ func (p *pass) choose(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	depth := q.AnchorDepth
-	defer func() { p.e.depth.Store(int32(depth)) }()
+	depth, dense := q.AnchorDepth, false
+	defer func() {
+		p.e.depth.Store(int32(depth))
+		p.e.backlog.Store(dense)
+	}()
 	for want := p.depth; ; {
 		before := len(p.staged)
 		chosen, own, err := p.round(ctx, anchors, offered, len(anchors) < want)
@@ -508,7 +512,7 @@ func (p *pass) choose(ctx context.Context) error {
 		// have gone to earlier groups of its round, and stopping there
 		// left most of the crowd to later passes.
 		next := 0
-		if dense := len(anchors) >= want && tried > 0 && 2*full >= tried; dense {
+		if dense = len(anchors) >= want && tried > 0 && 2*full >= tried; dense {
 			next = min(2*want, (passSeats-p.seats()-len(own)*q.Players)/q.Players)
 			if next < q.AnchorDepth {
 				// A round of a few anchors costs a round trip like any

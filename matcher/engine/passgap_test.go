@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -26,7 +27,7 @@ func (p *countingPool) ScanMany(ctx context.Context, partition string, scans []p
 
 // Wakes a millisecond apart start a pass at most every passGap, not one
 // each: over 300 ms of them with a 100 ms gap, between two and five
-// passes (hundreds without the gap), the first at once.
+// passes (hundreds without the gap).
 func TestRunHoldsWakesToThePassGap(t *testing.T) {
 	cfg := matcher.Config{Queues: []matcher.QueueConfig{{Name: "q", Timing: matcher.Timing{Tick: time.Minute, PassGap: 100 * time.Millisecond}}}}
 	if err := cfg.Normalize(); err != nil {
@@ -55,5 +56,45 @@ func TestRunHoldsWakesToThePassGap(t *testing.T) {
 	}
 	if n := p.heads.Load(); n < 2 || n > 5 {
 		t.Fatalf("%d passes for 300 ms of wakes a millisecond apart, want 2–5 with a 100 ms pass gap", n)
+	}
+}
+
+// A backlog is not held back: 1,000 players waiting, a pass seats at most
+// 256, and with a minute's gap (and tick) every one is matched within
+// seconds, each pass that ended on a dense head followed at once. An
+// anchorDepth of 100 keeps the next pass's first round at 100, so the
+// backlog is told by the last round, not by the depth.
+func TestRunDoesNotHoldABacklog(t *testing.T) {
+	h := newHarness(t, matcher.QueueConfig{Name: "q", Seats: matcher.Seats{Players: 2},
+		SkillRules: matcher.SkillRules{AnchorDepth: 100},
+		Timing:     matcher.Timing{Tick: time.Minute, PassGap: time.Minute}})
+	var tickets []matcher.Ticket
+	for i := range 1000 {
+		tickets = append(tickets, h.join(fmt.Sprint("p", i), 100))
+	}
+	e, err := engine.NewEngine(engine.EngineConfig{Deps: engine.Deps{Pool: h.pool, Ledger: h.led, Now: h.clock},
+		Queue: h.q, Region: "global"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var run sync.WaitGroup
+	run.Go(func() { _ = e.Run(ctx) })
+	defer run.Wait()
+	defer cancel()
+	e.Wake()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		waiting := 0
+		for _, tk := range tickets {
+			if h.ticket(tk.ID).Status == matcher.StatusWaiting {
+				waiting++
+			}
+		}
+		if waiting == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 1,000 still waiting after 20 s: the backlog's passes were held to the minute's gap", waiting)
+		}
 	}
 }
